@@ -1,0 +1,83 @@
+/**
+ * Who is calling. People: the session cookie (browsers) or an API token (scripts). Devices: their device token.
+ * Each check is one D1 read by the token's id, then a constant-time hash comparison.
+ */
+import type { Env } from "../env";
+import { parseToken, secretMatches, type TokenKind } from "../crypto/tokens";
+import { findSession } from "../db/sessions";
+import { findApiToken } from "../db/api-tokens";
+import { findDeviceCredential } from "../db/devices";
+import { HttpError } from "./respond";
+
+export const SESSION_COOKIE = "lembas_session";
+
+export interface Person {
+  userId: string;
+  via: "session" | "api";
+}
+
+export interface DeviceCaller {
+  userId: string;
+  deviceId: string;
+}
+
+function bearer(request: Request): string | null {
+  const header = request.headers.get("authorization");
+  if (!header) return null;
+  const m = /^Bearer\s+(\S+)$/i.exec(header);
+  return m ? m[1]! : null;
+}
+
+export function readCookie(request: Request, name: string): string | null {
+  const header = request.headers.get("cookie");
+  if (!header) return null;
+  for (const part of header.split(";")) {
+    const eq = part.indexOf("=");
+    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
+  }
+  return null;
+}
+
+const unauthorized = (detail: string) => new HttpError(401, detail, {}, { "www-authenticate": "Bearer" });
+
+/** The credential's row, if its token parses, exists, is not expired and its secret matches. */
+async function checkToken(env: Env, token: string, kinds: TokenKind[]): Promise<{ kind: TokenKind; id: string; userId: string } | null> {
+  const parsed = parseToken(token);
+  if (!parsed || !kinds.includes(parsed.kind)) return null;
+  const row =
+    parsed.kind === "lbs"
+      ? await findSession(env.DB, parsed.id).then((s) => (s && s.expires_at > Date.now() ? s : null))
+      : parsed.kind === "lba"
+        ? await findApiToken(env.DB, parsed.id)
+        : parsed.kind === "lbd"
+          ? await findDeviceCredential(env.DB, parsed.id)
+          : null;
+  if (!row || !(await secretMatches(parsed.secret, row.secret_hash))) return null;
+  return { kind: parsed.kind, id: parsed.id, userId: row.user_id };
+}
+
+/** A signed-in person: the session cookie, or `Authorization: Bearer lba_…`. A device token is refused here. */
+export async function authenticatePerson(request: Request, env: Env): Promise<Person> {
+  const token = bearer(request);
+  if (token) {
+    const found = await checkToken(env, token, ["lba"]);
+    if (found) return { userId: found.userId, via: "api" };
+    throw unauthorized(parseToken(token)?.kind === "lbd" ? "a device token cannot be used here; sign in or use an API token" : "the API token is not valid (revoked or mistyped)");
+  }
+  const cookie = readCookie(request, SESSION_COOKIE);
+  if (cookie) {
+    const found = await checkToken(env, cookie, ["lbs"]);
+    if (found) return { userId: found.userId, via: "session" };
+    throw unauthorized("the sign-in session has expired or was ended; sign in again");
+  }
+  throw unauthorized("sign in, or send Authorization: Bearer <API token>");
+}
+
+/** A device: `Authorization: Bearer lbd_…` only. */
+export async function authenticateDevice(request: Request, env: Env): Promise<DeviceCaller> {
+  const token = bearer(request);
+  if (!token) throw unauthorized("send the device token as Authorization: Bearer <device token>");
+  const found = await checkToken(env, token, ["lbd"]);
+  if (found) return { userId: found.userId, deviceId: found.id };
+  throw unauthorized(parseToken(token)?.kind === "lba" ? "an API token cannot be used here; this needs a device token" : "the device token is not valid (revoked or mistyped); log in again");
+}

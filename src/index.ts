@@ -1,0 +1,11 @@
+/** The Worker: HTTP routes in front, one Durable Object per device behind them. */
+import type { Env } from "./env";
+import { buildRouter } from "./http/routes";
+
+export { DeviceLink } from "./link/device-link";
+
+const router = buildRouter();
+
+export default {
+  fetch: (request, env, ctx) => router.fetch(request, env, ctx),
+} satisfies ExportedHandler<Env>;
