@@ -1,0 +1,20 @@
+/** WebSocket close codes the instance uses (application range 4000–4999); reasons stay under 123 bytes. */
+export const CloseCode = {
+  /** The device's hello names a protocol the instance does not speak (the spec's 4400: do not redial). */
+  ProtocolMismatch: 4400,
+  /** The device was revoked: its token no longer works. */
+  Revoked: 4401,
+  /** The device is gone (revoked or deleted) — said to browser sockets attached to it. */
+  DeviceGone: 4404,
+  /** No hello (or no initialize answer) in time. */
+  HandshakeTimeout: 4408,
+  /** A newer link of the same device took over. */
+  Replaced: 4409,
+  /** A frame over the size limit. */
+  FrameTooLarge: 4413,
+  /** Too many frames too fast. */
+  Flood: 4429,
+  /** Silent past the heartbeat window. */
+  Stale: 4410,
+} as const;
+export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];
