@@ -1,0 +1,36 @@
+/** A tiny element builder: enough for a handful of views without a framework or a build step beyond tsc. */
+type Child = Node | string | number | null | undefined | false;
+type Attr = string | number | boolean | ((event: Event) => void) | undefined;
+
+export function h<K extends keyof HTMLElementTagNameMap>(
+  tag: K,
+  attrs: Record<string, Attr> = {},
+  ...children: Child[]
+): HTMLElementTagNameMap[K] {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value === undefined || value === false) continue;
+    if (typeof value === "function") el.addEventListener(name.replace(/^on/, ""), value);
+    else if (value === true) el.setAttribute(name, "");
+    else el.setAttribute(name, String(value));
+  }
+  for (const child of children) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(typeof child === "number" ? String(child) : child);
+  }
+  return el;
+}
+
+export function replace(parent: Element, ...children: Child[]): void {
+  parent.replaceChildren();
+  for (const child of children) if (child !== null && child !== undefined && child !== false) parent.append(typeof child === "number" ? String(child) : child);
+}
+
+/** Reads a form's named fields as strings. */
+export function formValues(form: HTMLFormElement): Record<string, string> {
+  const out: Record<string, string> = {};
+  new FormData(form).forEach((value, key) => {
+    if (typeof value === "string") out[key] = value;
+  });
+  return out;
+}

@@ -1,0 +1,147 @@
+/** One device: its chats, a live transcript, the composer, and the cards it asks. */
+import { chats, type Chat } from "../api.js";
+import { ClientSocket, RpcFailure, type Params } from "../client-socket.js";
+import { renderCard, toolCallIdOf } from "../cards.js";
+import { h, replace } from "../dom.js";
+import { Transcript } from "../transcript.js";
+
+interface Status {
+  link: "up" | "down";
+  hello?: { device?: { host?: string }; limits?: { roots?: string[] } } | null;
+  capabilities?: string[];
+}
+
+interface HistoryTurn { role: "user" | "assistant"; text: string }
+
+export function deviceView(root: Element, deviceId: string, initialSession: string | null): () => void {
+  const socket = new ClientSocket(deviceId);
+  const transcripts = new Map<string, Transcript>();
+  let current: string | null = initialSession;
+  let status: Status = { link: "down" };
+
+  const badge = h("span", { class: "badge", id: "link-state" }, "connecting…");
+  const chatList = h("ul", { class: "chats" });
+  const cardsEl = h("div", { class: "cards" });
+  const pane = h("div", { class: "pane" });
+  const error = h("p", { class: "error", role: "alert" });
+  const cwd = h("input", { name: "cwd", placeholder: "/absolute/path/to/project", required: true });
+  const text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line)", rows: 3 });
+
+  const show = (err: unknown) => (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
+  const transcript = (sessionId: string) => {
+    let t = transcripts.get(sessionId);
+    if (!t) transcripts.set(sessionId, (t = new Transcript()));
+    return t;
+  };
+
+  const select = async (sessionId: string) => {
+    current = sessionId;
+    history.replaceState(null, "", `#/devices/${encodeURIComponent(deviceId)}/${encodeURIComponent(sessionId)}`);
+    const fresh = !transcripts.has(sessionId);
+    const t = transcript(sessionId);
+    replace(pane, t.el);
+    if (fresh && status.capabilities?.includes("sessions")) {
+      try {
+        const past = await socket.request<{ turns: HistoryTurn[] }>("_lembas/session/history", { sessionId });
+        for (const turn of past.turns) turn.role === "user" ? t.userMessage(turn.text) : t.note(turn.text, "agent");
+      } catch (err) {
+        show(err);
+      }
+    }
+  };
+
+  const refreshChats = async () => {
+    const list: Chat[] = await chats(deviceId).catch(() => []);
+    replace(chatList, ...list.map((c) => h("li", {}, h("a", { href: "#", onclick: (e: Event) => (e.preventDefault(), void select(c.session_id)) }, c.title ?? c.session_id))));
+  };
+
+  const newSession = async (e: Event) => {
+    e.preventDefault();
+    error.textContent = "";
+    try {
+      const res = await socket.request<{ sessionId: string }>("session/new", { cwd: cwd.value, mcpServers: [] });
+      await refreshChats();
+      await select(res.sessionId);
+    } catch (err) {
+      show(err);
+    }
+  };
+
+  const send = async () => {
+    const value = text.value.trim();
+    if (!value || !current) return;
+    const sessionId = current;
+    const t = transcript(sessionId);
+    text.value = "";
+    t.userMessage(value);
+    try {
+      const res = await socket.request<{ stopReason: string }>("session/prompt", { sessionId, prompt: [{ type: "text", text: value }] });
+      t.note(`turn ended: ${res.stopReason}`);
+    } catch (err) {
+      t.note(err instanceof Error ? err.message : String(err), "error");
+    }
+  };
+
+  text.addEventListener("keydown", (e) => {
+    if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      void send();
+    }
+  });
+
+  socket.onState = async (state) => {
+    if (state === "closed") {
+      badge.textContent = "disconnected";
+      badge.className = "badge";
+      return;
+    }
+    try {
+      status = await socket.request<Status>("instance/status");
+      setLink(status.link);
+      if (!cwd.value) cwd.value = status.hello?.limits?.roots?.[0] ?? "";
+    } catch (err) {
+      show(err);
+    }
+  };
+  const setLink = (link: "up" | "down") => {
+    badge.textContent = link === "up" ? "online" : "offline";
+    badge.className = link === "up" ? "badge online" : "badge";
+  };
+  socket.onNotification = (method, params: Params) => {
+    if (method === "instance/link") {
+      setLink(params.link === "up" ? "up" : "down");
+      if (params.link === "up") void socket.request<Status>("instance/status").then((s) => (status = s));
+    } else if (method === "session/update" && typeof params.sessionId === "string") {
+      transcript(params.sessionId).apply(params);
+    } else if (method === "_lembas/permission/settled") {
+      cardsEl.querySelector(`[data-tool-call-id="${CSS.escape(String(params.toolCallId))}"]`)?.remove();
+    } else if (method === "_lembas/session/announce" || method === "_lembas/session/deleted") {
+      void refreshChats();
+    }
+  };
+  socket.onRequest = (request) => {
+    const el = renderCard(request, (result) => {
+      socket.respond(request.id, result);
+      el?.remove();
+    });
+    if (!el) return;
+    cardsEl.querySelector(`[data-tool-call-id="${CSS.escape(toolCallIdOf(request.params))}"]`)?.remove();
+    cardsEl.append(el);
+  };
+
+  replace(
+    root,
+    h("h1", {}, h("a", { href: "#/" }, "Devices"), " / ", deviceId, " ", badge),
+    h("div", { class: "device" },
+      h("aside", {}, h("h2", {}, "Chats"), chatList,
+        h("form", { onsubmit: newSession }, h("label", {}, "New session in", cwd), h("button", { type: "submit" }, "Start"))),
+      h("main", {}, cardsEl, pane, error,
+        h("div", { class: "composer" }, text,
+          h("button", { onclick: () => void send() }, "Send"),
+          h("button", { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) }, "Cancel")))),
+  );
+  socket.connect();
+  void refreshChats();
+  if (initialSession) void select(initialSession);
+  return () => socket.close();
+}

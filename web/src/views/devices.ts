@@ -1,0 +1,28 @@
+/** The person's devices, online first. */
+import { devices } from "../api.js";
+import { h, replace } from "../dom.js";
+
+export async function devicesView(root: Element): Promise<void> {
+  const list = await devices();
+  list.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
+  replace(
+    root,
+    h("h1", {}, "Devices"),
+    list.length === 0
+      ? h("p", {}, "No device yet. On a machine, run ", h("code", {}, `lembas-edge login ${location.origin}`), " (or log LLeMbas CLI in) and approve the code here.")
+      : h(
+          "ul",
+          { class: "devices" },
+          ...list.map((d) =>
+            h(
+              "li",
+              {},
+              h("a", { href: `#/devices/${encodeURIComponent(d.id)}` }, d.name),
+              " ",
+              h("span", { class: d.online ? "badge online" : "badge" }, d.online ? "online" : "offline"),
+              d.host ? h("span", { class: "muted" }, ` ${d.host} · ${d.platform ?? ""}`) : null,
+            ),
+          ),
+        ),
+  );
+}
