@@ -39,8 +39,13 @@ export interface IssuedToken {
   hash: string;
 }
 
-export async function issueToken(kind: TokenKind): Promise<IssuedToken> {
-  const id = randomId(9);
+/** A fresh row id of the length tokens carry (12 characters). */
+export function newTokenId(): string {
+  return randomId(9);
+}
+
+/** A new token; `id` names a row made beforehand (a device approved before its token is issued). */
+export async function issueToken(kind: TokenKind, id = newTokenId()): Promise<IssuedToken> {
   const secret = randomId(24);
   return { id, token: `${kind}_${id}_${secret}`, hash: await sha256Hex(secret) };
 }

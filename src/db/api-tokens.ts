@@ -6,6 +6,37 @@ export interface ApiTokenRow {
   secret_hash: string;
 }
 
+/** What its owner may see of a token: never the secret or its hash. */
+export interface ApiTokenInfo {
+  id: string;
+  name: string;
+  created_at: number;
+}
+
 export function findApiToken(db: D1Database, id: string): Promise<ApiTokenRow | null> {
   return db.prepare("SELECT id, user_id, secret_hash FROM api_tokens WHERE id = ?").bind(id).first<ApiTokenRow>();
+}
+
+export async function insertApiToken(
+  db: D1Database,
+  token: { id: string; userId: string; name: string; secretHash: string; now: number },
+): Promise<void> {
+  await db
+    .prepare("INSERT INTO api_tokens (id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)")
+    .bind(token.id, token.userId, token.name, token.secretHash, token.now)
+    .run();
+}
+
+export async function listApiTokens(db: D1Database, userId: string): Promise<ApiTokenInfo[]> {
+  const { results } = await db
+    .prepare("SELECT id, name, created_at FROM api_tokens WHERE user_id = ? ORDER BY created_at, id")
+    .bind(userId)
+    .all<ApiTokenInfo>();
+  return results;
+}
+
+/** False when the person has no such token (someone else's counts as none). */
+export async function deleteApiToken(db: D1Database, id: string, userId: string): Promise<boolean> {
+  const { meta } = await db.prepare("DELETE FROM api_tokens WHERE id = ? AND user_id = ?").bind(id, userId).run();
+  return meta.changes > 0;
 }

@@ -9,3 +9,62 @@ export interface DeviceCredentialRow {
 export function findDeviceCredential(db: D1Database, id: string): Promise<DeviceCredentialRow | null> {
   return db.prepare("SELECT id, user_id, secret_hash FROM devices WHERE id = ?").bind(id).first<DeviceCredentialRow>();
 }
+
+/** A device as its owner sees it (GET /api/devices). */
+export interface DeviceInfo {
+  id: string;
+  name: string;
+  online: boolean;
+  last_seen: number | null;
+  protocol: number | null;
+  host: string | null;
+  platform: string | null;
+  capabilities: unknown;
+  agent_info: unknown;
+  created_at: number;
+}
+
+interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "agent_info"> {
+  online: number;
+  capabilities: string | null;
+  agent_info: string | null;
+}
+
+const DEVICE_INFO_COLUMNS = "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, created_at";
+
+/** The JSON columns hold what the device's initialize said; a value that does not parse is shown as unknown. */
+function parseJsonColumn(text: string | null): unknown {
+  if (text === null) return null;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return null;
+  }
+}
+
+function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
+  return { ...row, online: row.online === 1, capabilities: parseJsonColumn(row.capabilities), agent_info: parseJsonColumn(row.agent_info) };
+}
+
+export async function listDevices(db: D1Database, userId: string): Promise<DeviceInfo[]> {
+  const { results } = await db
+    .prepare(`SELECT ${DEVICE_INFO_COLUMNS} FROM devices WHERE user_id = ? ORDER BY created_at, id`)
+    .bind(userId)
+    .all<DeviceInfoRow>();
+  return results.map(toDeviceInfo);
+}
+
+/** The renamed device, or null when the person has no such device. */
+export async function renameDevice(db: D1Database, id: string, userId: string, name: string): Promise<DeviceInfo | null> {
+  const row = await db
+    .prepare(`UPDATE devices SET name = ? WHERE id = ? AND user_id = ? RETURNING ${DEVICE_INFO_COLUMNS}`)
+    .bind(name, id, userId)
+    .first<DeviceInfoRow>();
+  return row && toDeviceInfo(row);
+}
+
+/** Revokes a device by deleting its row: its token stops working at once. False when the person has no such device. */
+export async function deleteDevice(db: D1Database, id: string, userId: string): Promise<boolean> {
+  const { meta } = await db.prepare("DELETE FROM devices WHERE id = ? AND user_id = ?").bind(id, userId).run();
+  return meta.changes > 0;
+}

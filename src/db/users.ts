@@ -7,6 +7,72 @@ export interface UserRow {
   created_at: number;
 }
 
+export interface UserCredentialRow extends UserRow {
+  password_hash: string;
+}
+
+export interface NewUser {
+  id: string;
+  email: string;
+  passwordHash: string;
+  admin: boolean;
+  now: number;
+}
+
 export function findUser(db: D1Database, id: string): Promise<UserRow | null> {
   return db.prepare("SELECT id, email, admin, created_at FROM users WHERE id = ?").bind(id).first<UserRow>();
+}
+
+/** By email, ignoring case (the column is COLLATE NOCASE). */
+export function findUserCredential(db: D1Database, email: string): Promise<UserCredentialRow | null> {
+  return db.prepare("SELECT id, email, admin, created_at, password_hash FROM users WHERE email = ?").bind(email).first<UserCredentialRow>();
+}
+
+export async function listUsers(db: D1Database): Promise<UserRow[]> {
+  const { results } = await db.prepare("SELECT id, email, admin, created_at FROM users ORDER BY created_at, email").all<UserRow>();
+  return results;
+}
+
+/**
+ * The first account, an admin, made only while there is no user at all. One statement, so two setups at once
+ * cannot both pass the check: false when someone else got there first.
+ */
+export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admin">): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO users (id, email, password_hash, admin, created_at)
+       SELECT ?, ?, ?, 1, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
+    )
+    .bind(user.id, user.email, user.passwordHash, user.now)
+    .run();
+  return meta.changes > 0;
+}
+
+/** False when the email is taken (in any case). */
+export async function insertUser(db: D1Database, user: NewUser): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO users (id, email, password_hash, admin, created_at)
+       SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email = ?)`,
+    )
+    .bind(user.id, user.email, user.passwordHash, user.admin ? 1 : 0, user.now, user.email)
+    .run();
+  return meta.changes > 0;
+}
+
+export type DeleteUserOutcome = { deleted: true; deviceIds: string[] } | { deleted: false };
+
+/**
+ * Deletes a person with their sessions, tokens and devices (the foreign keys cascade), unless they are the last
+ * admin. The device ids are read in the same transaction, so every device whose link must close is named.
+ */
+export async function deleteUserUnlessLastAdmin(db: D1Database, id: string): Promise<DeleteUserOutcome> {
+  const [devices, deletion] = await db.batch<{ id: string }>([
+    db.prepare("SELECT id FROM devices WHERE user_id = ?").bind(id),
+    db
+      .prepare("DELETE FROM users WHERE id = ? AND (admin = 0 OR (SELECT COUNT(*) FROM users WHERE admin = 1) > 1)")
+      .bind(id),
+  ]);
+  if (deletion!.meta.changes === 0) return { deleted: false };
+  return { deleted: true, deviceIds: devices!.results.map((d) => d.id) };
 }

@@ -4,6 +4,11 @@ import type { Env } from "../env";
 import { errorResponse, json } from "./respond";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
+import { login, logout, me, setup } from "./accounts";
+import { createAccount, deleteAccount, listAccounts } from "./users";
+import { createToken, deleteToken, listTokens } from "./api-tokens";
+import { approve, authorize, deny, token } from "./device-login";
+import { listOwnDevices, renameOwnDevice, revokeDevice } from "./devices";
 
 export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 export type AppRouter = RouterType<IRequest, [Env, ExecutionContext], Response>;
@@ -15,6 +20,26 @@ export function buildRouter(): AppRouter {
   router
     .get("/.well-known/lembas.json", discovery)
     .get("/api/v1/instance", instanceInfo);
+  // Accounts, API tokens, device login (RFC 8628) and devices. The fixed /api/devices/<word> routes come before
+  // /api/devices/:id, which must not catch them.
+  router
+    .post("/api/auth/setup", setup)
+    .post("/api/auth/login", login)
+    .post("/api/auth/logout", logout)
+    .get("/api/auth/me", me)
+    .post("/api/users", createAccount)
+    .get("/api/users", listAccounts)
+    .delete("/api/users/:id", deleteAccount)
+    .post("/api/tokens", createToken)
+    .get("/api/tokens", listTokens)
+    .delete("/api/tokens/:id", deleteToken)
+    .post("/api/devices/authorize", authorize)
+    .post("/api/devices/approve", approve)
+    .post("/api/devices/deny", deny)
+    .post("/api/devices/token", token)
+    .get("/api/devices", listOwnDevices)
+    .patch("/api/devices/:id", renameOwnDevice)
+    .delete("/api/devices/:id", revokeDevice);
   router.all("*", () => json({ detail: "no such route" }, 404));
   return router;
 }

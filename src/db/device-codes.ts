@@ -1,0 +1,125 @@
+/**
+ * RFC 8628 device authorization requests (table `device_codes`). A code moves pending → approved → issued, or
+ * pending → denied; every move is a conditional UPDATE, so two requests racing on one code cannot both win.
+ */
+
+export type DeviceCodeStatus = "pending" | "approved" | "denied" | "issued";
+
+export interface DeviceCodeRow {
+  id: string;
+  secret_hash: string;
+  name: string | null;
+  host: string | null;
+  platform: string | null;
+  status: DeviceCodeStatus;
+  user_id: string | null;
+  device_id: string | null;
+  interval_s: number;
+  last_polled_at: number | null;
+  expires_at: number;
+}
+
+export interface NewDeviceCode {
+  id: string;
+  secretHash: string;
+  userCodeHash: string;
+  name: string | null;
+  host: string | null;
+  platform: string | null;
+  intervalS: number;
+  now: number;
+  expiresAt: number;
+}
+
+/** Expired codes are kept this long, so a late poll still hears expired_token rather than invalid_grant. */
+const KEEP_EXPIRED_MS = 86_400_000;
+
+const COLUMNS = "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, expires_at";
+
+/** False when the user code collides with a live one (the caller draws another). Old codes are swept here. */
+export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {
+  const [, insert] = await db.batch([
+    db.prepare("DELETE FROM device_codes WHERE expires_at < ?").bind(code.now - KEEP_EXPIRED_MS),
+    db
+      .prepare(
+        `INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at)
+         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (user_code_hash) DO NOTHING`,
+      )
+      .bind(code.id, code.secretHash, code.userCodeHash, code.name, code.host, code.platform, code.intervalS, code.now, code.expiresAt),
+  ]);
+  return insert!.meta.changes > 0;
+}
+
+export function findDeviceCode(db: D1Database, id: string): Promise<DeviceCodeRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM device_codes WHERE id = ?`).bind(id).first<DeviceCodeRow>();
+}
+
+export function findDeviceCodeByUserCode(db: D1Database, userCodeHash: string): Promise<DeviceCodeRow | null> {
+  return db.prepare(`SELECT ${COLUMNS} FROM device_codes WHERE user_code_hash = ?`).bind(userCodeHash).first<DeviceCodeRow>();
+}
+
+/**
+ * Approves a pending, unexpired code for a person and makes its device row now. The row has no secret yet
+ * (secret_hash '' matches no token) until the device polls and its token is issued. False when the code was no
+ * longer pending or had expired.
+ */
+export async function approveDeviceCode(
+  db: D1Database,
+  approval: { codeId: string; userId: string; deviceId: string; name: string; now: number },
+): Promise<boolean> {
+  const { codeId, userId, deviceId, name, now } = approval;
+  const [, update] = await db.batch([
+    db
+      .prepare(
+        `INSERT INTO devices (id, user_id, name, secret_hash, host, platform, created_at)
+         SELECT ?, ?, ?, '', host, platform, ? FROM device_codes WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+      )
+      .bind(deviceId, userId, name, now, codeId, now),
+    db
+      .prepare("UPDATE device_codes SET status = 'approved', user_id = ?, device_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?")
+      .bind(userId, deviceId, codeId, now),
+  ]);
+  return update!.meta.changes > 0;
+}
+
+/** False when the code was no longer pending or had expired. */
+export async function denyDeviceCode(db: D1Database, codeId: string, userId: string, now: number): Promise<boolean> {
+  const { meta } = await db
+    .prepare("UPDATE device_codes SET status = 'denied', user_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?")
+    .bind(userId, codeId, now)
+    .run();
+  return meta.changes > 0;
+}
+
+/**
+ * Records a poll of a pending code. A poll sooner than the interval after the previous one (a little slack for
+ * network jitter) is too fast: the interval grows by 5 s, as RFC 8628 §3.5 says, and false is returned.
+ */
+export async function recordPoll(db: D1Database, codeId: string, now: number, slackMs: number): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `UPDATE device_codes SET last_polled_at = ?1
+       WHERE id = ?2 AND (last_polled_at IS NULL OR ?1 - last_polled_at >= interval_s * 1000 - ?3)`,
+    )
+    .bind(now, codeId, slackMs)
+    .run();
+  if (meta.changes > 0) return true;
+  await db.prepare("UPDATE device_codes SET interval_s = interval_s + 5, last_polled_at = ? WHERE id = ?").bind(now, codeId).run();
+  return false;
+}
+
+export type IssueOutcome = "issued" | "already-issued" | "device-gone";
+
+/**
+ * Gives an approved code's device its secret, exactly once: the code moves approved → issued and the device's
+ * empty secret is set in one transaction. A second poll racing the first finds the code issued and the secret
+ * set, and changes nothing.
+ */
+export async function issueDeviceSecret(db: D1Database, codeId: string, deviceId: string, secretHash: string): Promise<IssueOutcome> {
+  const [code, device] = await db.batch([
+    db.prepare("UPDATE device_codes SET status = 'issued' WHERE id = ? AND status = 'approved'").bind(codeId),
+    db.prepare("UPDATE devices SET secret_hash = ? WHERE id = ? AND secret_hash = ''").bind(secretHash, deviceId),
+  ]);
+  if (code!.meta.changes === 0) return "already-issued";
+  return device!.meta.changes > 0 ? "issued" : "device-gone";
+}

@@ -1,0 +1,70 @@
+/**
+ * Signing in: the first account (setup), password sign-in with the session cookie, sign-out, and who am I.
+ */
+import { z } from "zod";
+import type { Handler } from "./routes";
+import { readJson } from "./body";
+import { HttpError, json } from "./respond";
+import { authenticatePerson, readCookie, SESSION_COOKIE } from "./auth";
+import { personWriting } from "./guards";
+import { assertSameOrigin } from "./origin";
+import { clearedSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
+import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
+import { issueToken, parseToken } from "../crypto/tokens";
+import { findUser, findUserCredential, insertFirstAdmin, type UserRow } from "../db/users";
+import { deleteSession, insertSession } from "../db/sessions";
+
+export const email = z.email().max(254);
+/** Long enough to matter, short enough that hashing it costs nothing unusual. */
+export const newPassword = z.string().min(8, "must be at least 8 characters").max(1024);
+
+const setupBody = z.object({ email, password: newPassword });
+const loginBody = z.object({ email: z.string().max(254), password: z.string().max(1024) });
+
+/**
+ * Verified against when the email is unknown, so a wrong email costs the same PBKDF2 time as a wrong password and
+ * timing does not tell which accounts exist. Any well-formed hash will do; no password matches this one.
+ */
+const UNKNOWN_USER_HASH = `pbkdf2-sha256$${PBKDF2_ITERATIONS}$${"A".repeat(22)}$${"A".repeat(43)}`;
+
+/** An account as the API shows it. */
+export const userView = (user: UserRow) => ({ id: user.id, email: user.email, admin: user.admin === 1 });
+
+export const setup: Handler = async (request, env) => {
+  assertSameOrigin(request);
+  const body = await readJson(request, setupBody);
+  const user = { id: crypto.randomUUID(), email: body.email, passwordHash: await hashPassword(body.password), now: Date.now() };
+  if (!(await insertFirstAdmin(env.DB, user))) {
+    throw new HttpError(409, "this instance is already set up; an admin can add accounts");
+  }
+  return json({ id: user.id, email: user.email, admin: true }, 201);
+};
+
+export const login: Handler = async (request, env) => {
+  assertSameOrigin(request);
+  const body = await readJson(request, loginBody);
+  const user = await findUserCredential(env.DB, body.email);
+  const ok = await verifyPassword(body.password, user?.password_hash ?? UNKNOWN_USER_HASH);
+  if (!user || !ok) throw new HttpError(401, "wrong email or password");
+  const session = await issueToken("lbs");
+  const now = Date.now();
+  await insertSession(env.DB, { id: session.id, userId: user.id, secretHash: session.hash, now, expiresAt: now + SESSION_TTL_MS });
+  return json(userView(user), 200, { "set-cookie": sessionCookie(request, session.token) });
+};
+
+/** Ends the cookie's session (an API token caller has none to end) and clears the cookie. */
+export const logout: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  if (person.via === "session") {
+    const sessionId = parseToken(readCookie(request, SESSION_COOKIE) ?? "")?.id;
+    if (sessionId) await deleteSession(env.DB, sessionId, person.userId);
+  }
+  return new Response(null, { status: 204, headers: { "set-cookie": clearedSessionCookie(request) } });
+};
+
+export const me: Handler = async (request, env) => {
+  const person = await authenticatePerson(request, env);
+  const user = await findUser(env.DB, person.userId);
+  if (!user) throw new HttpError(401, "this account no longer exists");
+  return json(userView(user));
+};

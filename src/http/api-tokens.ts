@@ -1,0 +1,31 @@
+/** A person's API tokens for scripts: made (the secret shown once), listed (never the secret), deleted. */
+import { z } from "zod";
+import type { Handler } from "./routes";
+import { readJson } from "./body";
+import { HttpError, json } from "./respond";
+import { authenticatePerson } from "./auth";
+import { personWriting } from "./guards";
+import { issueToken } from "../crypto/tokens";
+import { deleteApiToken, insertApiToken, listApiTokens } from "../db/api-tokens";
+
+const createBody = z.object({ name: z.string().trim().min(1).max(100) });
+
+export const createToken: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  const { name } = await readJson(request, createBody);
+  const token = await issueToken("lba");
+  const now = Date.now();
+  await insertApiToken(env.DB, { id: token.id, userId: person.userId, name, secretHash: token.hash, now });
+  return json({ id: token.id, name, token: token.token, created_at: now }, 201);
+};
+
+export const listTokens: Handler = async (request, env) => {
+  const person = await authenticatePerson(request, env);
+  return json(await listApiTokens(env.DB, person.userId));
+};
+
+export const deleteToken: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  if (!(await deleteApiToken(env.DB, request.params.id!, person.userId))) throw new HttpError(404, "no such API token");
+  return new Response(null, { status: 204 });
+};

@@ -1,0 +1,140 @@
+/**
+ * Device login, the OAuth 2.0 Device Authorization Grant (RFC 8628): the CLI asks for a code, a signed-in person
+ * approves (or denies) it in the browser, the CLI polls and receives its device token, once.
+ */
+import { z } from "zod";
+import type { Env } from "../env";
+import type { Handler } from "./routes";
+import { readJson } from "./body";
+import { readJsonOrForm } from "./form-body";
+import { HttpError, json } from "./respond";
+import { personWriting } from "./guards";
+import { issueToken, newTokenId, parseToken, secretMatches } from "../crypto/tokens";
+import { hashUserCode, newUserCode, normaliseUserCode } from "../crypto/user-codes";
+import {
+  approveDeviceCode,
+  denyDeviceCode,
+  findDeviceCode,
+  findDeviceCodeByUserCode,
+  insertDeviceCode,
+  issueDeviceSecret,
+  recordPoll,
+  type DeviceCodeRow,
+} from "../db/device-codes";
+
+const EXPIRES_IN_S = 600;
+const INTERVAL_S = 5;
+/** A poll this much early still counts as on time: clocks and networks jitter. */
+const POLL_SLACK_MS = 500;
+const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+/** Attempts at drawing a user code that no live request holds (a collision is already rare). */
+const USER_CODE_ATTEMPTS = 3;
+
+const authorizeBody = z.object({
+  name: z.string().trim().min(1).max(100).optional(),
+  host: z.string().trim().min(1).max(255).optional(),
+  platform: z.string().trim().min(1).max(64).optional(),
+  client_id: z.string().max(255).optional(),
+});
+
+const tokenBody = z.object({ grant_type: z.string().optional(), device_code: z.string().min(1, "is required").max(200) });
+
+const userCodeBody = z.object({ user_code: z.string().max(32) });
+
+/** RFC 8628 §3.5 / RFC 6749 §5.2 error: 400 with `error`, `error_description` and this API's `detail`. */
+const oauthError = (error: string, description: string) =>
+  new HttpError(400, description, { error, error_description: description });
+
+export const authorize: Handler = async (request, env) => {
+  const body = await readJsonOrForm(request, authorizeBody);
+  const deviceCode = await issueToken("lbc");
+  const now = Date.now();
+  for (let attempt = 0; attempt < USER_CODE_ATTEMPTS; attempt++) {
+    const userCode = newUserCode();
+    const inserted = await insertDeviceCode(env.DB, {
+      id: deviceCode.id,
+      secretHash: deviceCode.hash,
+      userCodeHash: await hashUserCode(normaliseUserCode(userCode)!),
+      name: body.name ?? null,
+      host: body.host ?? null,
+      platform: body.platform ?? null,
+      intervalS: INTERVAL_S,
+      now,
+      expiresAt: now + EXPIRES_IN_S * 1000,
+    });
+    if (!inserted) continue;
+    const verification = `${new URL(request.url).origin}/device`;
+    return json({
+      device_code: deviceCode.token,
+      user_code: userCode,
+      verification_uri: verification,
+      verification_uri_complete: `${verification}?code=${userCode}`,
+      expires_in: EXPIRES_IN_S,
+      interval: INTERVAL_S,
+    });
+  }
+  throw new HttpError(503, "could not draw a free user code; try again");
+};
+
+/** The pending, unexpired request a person names by its user code. */
+async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow> {
+  const { user_code } = await readJson(request, userCodeBody);
+  const normalised = normaliseUserCode(user_code);
+  const row = normalised && (await findDeviceCodeByUserCode(env.DB, await hashUserCode(normalised)));
+  if (!row) throw new HttpError(404, `no device is waiting for the code ${user_code}; check the code the device shows`);
+  if (row.expires_at <= Date.now()) throw new HttpError(410, "this code has expired; start the login on the device again");
+  if (row.status !== "pending") throw new HttpError(409, `this code was already ${row.status === "denied" ? "denied" : "approved"}`);
+  return row;
+}
+
+const codeGone = () => new HttpError(409, "this code was approved, denied or expired meanwhile");
+
+export const approve: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  const code = await pendingCode(request, env);
+  const deviceId = newTokenId();
+  const name = code.name ?? code.host ?? "device";
+  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name, now: Date.now() }))) throw codeGone();
+  return json({ device_id: deviceId, name });
+};
+
+export const deny: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  const code = await pendingCode(request, env);
+  if (!(await denyDeviceCode(env.DB, code.id, person.userId, Date.now()))) throw codeGone();
+  return json({ denied: true });
+};
+
+/** The device's poll (RFC 8628 §3.4–3.5), JSON or form-encoded. */
+export const token: Handler = async (request, env) => {
+  let body: z.output<typeof tokenBody>;
+  try {
+    body = await readJsonOrForm(request, tokenBody);
+  } catch (err) {
+    throw err instanceof HttpError ? oauthError("invalid_request", err.detail) : err;
+  }
+  if (body.grant_type !== undefined && body.grant_type !== DEVICE_CODE_GRANT) {
+    throw oauthError("unsupported_grant_type", `grant_type must be ${DEVICE_CODE_GRANT}`);
+  }
+  const parsed = parseToken(body.device_code);
+  const code = parsed?.kind === "lbc" ? await findDeviceCode(env.DB, parsed.id) : null;
+  if (!parsed || !code || !(await secretMatches(parsed.secret, code.secret_hash))) {
+    throw oauthError("invalid_grant", "unknown device code; start the login again");
+  }
+  if (code.status === "issued") throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  const now = Date.now();
+  if (code.expires_at <= now) throw oauthError("expired_token", "the device code has expired; start the login again");
+  if (code.status === "denied") throw oauthError("access_denied", "the login was denied");
+  if (code.status === "pending") {
+    if (!(await recordPoll(env.DB, code.id, now, POLL_SLACK_MS))) {
+      throw oauthError("slow_down", `polled too fast; wait ${code.interval_s + 5} seconds between polls`);
+    }
+    throw oauthError("authorization_pending", "waiting for a person to approve the code");
+  }
+  const deviceId = code.device_id!;
+  const device = await issueToken("lbd", deviceId);
+  const outcome = await issueDeviceSecret(env.DB, code.id, deviceId, device.hash);
+  if (outcome === "already-issued") throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  if (outcome === "device-gone") throw oauthError("access_denied", "the device was removed before its token was issued");
+  return json({ access_token: device.token, token_type: "Bearer", device_id: deviceId });
+};
