@@ -1,12 +1,9 @@
 import { z } from "zod";
+import { describeIssues } from "../protocol/issues";
 import { HttpError } from "./respond";
 
-/** One readable sentence from a zod error: "email: Invalid email address; password: Too small". */
-export function describeIssues(error: z.ZodError): string {
-  return error.issues
-    .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
-    .join("; ");
-}
+// Re-exported so modules that read it from here keep working; it lives with the protocol's validation.
+export { describeIssues };
 
 /** Reads a JSON body and validates it; bad JSON or a bad shape is an HttpError with a sentence. */
 export async function readJson<S extends z.ZodType>(request: Request, schema: S, status = 400): Promise<z.output<S>> {

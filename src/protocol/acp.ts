@@ -1,0 +1,224 @@
+/**
+ * The standard ACP messages as the link uses them (spec: "Standard ACP, as used here"), with their `_meta.lembas`
+ * fields. Objects are loose — a field the instance does not read passes through untouched — while the fields it
+ * relies on are checked.
+ */
+import { z } from "zod";
+import { openUnion } from "./open-union";
+
+export const SessionId = z.string().min(1, "a session id is required");
+/** An absolute path on the device, which may be POSIX or Windows. */
+export const AbsolutePath = z.string().regex(/^(\/|[A-Za-z]:[\\/])/, "must be an absolute path");
+const Base64 = z.base64("must be base64");
+
+/** Decoded size limits of a prompt. The spec says 10 MB and 25 MB; read as MiB, so the instance never refuses what
+ * the device would take — the device still applies its own limits. */
+export const PROMPT_LIMITS = { blockBytes: 10 * 1024 * 1024, promptBytes: 25 * 1024 * 1024 } as const;
+
+// ---- session/prompt content blocks ----
+
+export const IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"] as const;
+
+export const TextBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
+export const ResourceLinkBlock = z.looseObject({ type: z.literal("resource_link"), uri: z.string().min(1) });
+export const ImageBlock = z.looseObject({
+  type: z.literal("image"),
+  data: Base64,
+  mimeType: z.enum(IMAGE_MIME_TYPES),
+  uri: z.string().optional(),
+});
+const TextResource = z.looseObject({ uri: z.string().min(1), mimeType: z.string().optional(), text: z.string() });
+const BlobResource = z.looseObject({ uri: z.string().min(1), mimeType: z.string().optional(), blob: Base64 });
+export const ResourceBlock = z.looseObject({
+  type: z.literal("resource"),
+  resource: z.union([TextResource, BlobResource], { error: "a resource needs a uri and either text or a base64 blob" }),
+});
+export const ContentBlock = z.discriminatedUnion("type", [TextBlock, ResourceLinkBlock, ImageBlock, ResourceBlock]);
+export type ContentBlock = z.infer<typeof ContentBlock>;
+
+/** Bytes of a base64 string once decoded. */
+function base64Bytes(data: string): number {
+  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
+  return Math.floor((data.length * 3) / 4) - padding;
+}
+
+/** Bytes of a string in UTF-8, without encoding it (a prompt may be megabytes). */
+function utf8Bytes(text: string): number {
+  let bytes = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x80) bytes += 1;
+    else if (c < 0x800) bytes += 2;
+    else if (c >= 0xd800 && c < 0xdc00) (bytes += 4), i++;
+    else bytes += 3;
+  }
+  return bytes;
+}
+
+/** What a block weighs decoded: its text, its image or its resource's text or blob. */
+export function blockBytes(block: ContentBlock): number {
+  switch (block.type) {
+    case "text":
+      return utf8Bytes(block.text);
+    case "resource_link":
+      return utf8Bytes(block.uri);
+    case "image":
+      return base64Bytes(block.data);
+    case "resource": {
+      const { blob, text } = block.resource;
+      return typeof blob === "string" ? base64Bytes(blob) : typeof text === "string" ? utf8Bytes(text) : 0;
+    }
+  }
+}
+
+const mb = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MB`;
+
+export const PromptParams = z
+  .looseObject({
+    sessionId: SessionId,
+    prompt: z.array(ContentBlock).min(1, "a prompt needs at least one block"),
+    _meta: z.looseObject({ lembas: z.looseObject({ turnId: z.string().min(1).optional() }).optional() }).optional(),
+  })
+  .superRefine((params, ctx) => {
+    let total = 0;
+    params.prompt.forEach((block, i) => {
+      const bytes = blockBytes(block);
+      total += bytes;
+      if (bytes > PROMPT_LIMITS.blockBytes) {
+        ctx.addIssue({ code: "custom", path: ["prompt", i], message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}` });
+      }
+    });
+    if (total > PROMPT_LIMITS.promptBytes) {
+      ctx.addIssue({ code: "custom", path: ["prompt"], message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}` });
+    }
+  });
+export type PromptParams = z.infer<typeof PromptParams>;
+
+// ---- other client → agent requests ----
+
+export const SessionNewParams = z.looseObject({
+  cwd: AbsolutePath,
+  mcpServers: z.array(z.unknown()).optional(),
+  _meta: z
+    .looseObject({
+      mode: z.string().optional(),
+      lembas_model: z.string().optional(),
+      model: z.string().optional(),
+      effort: z.string().optional(),
+    })
+    .optional(),
+});
+export type SessionNewParams = z.infer<typeof SessionNewParams>;
+
+export const SetModeParams = z.looseObject({ sessionId: SessionId, modeId: z.string().min(1) });
+export type SetModeParams = z.infer<typeof SetModeParams>;
+
+export const CancelParams = z.looseObject({ sessionId: SessionId });
+export type CancelParams = z.infer<typeof CancelParams>;
+
+// ---- agent → client: initialize's result ----
+
+export const DeviceLimits = z.looseObject({
+  roots: z.array(z.string()),
+  max_mode: z.string(),
+  require_trust: z.boolean().optional(),
+});
+export type DeviceLimits = z.infer<typeof DeviceLimits>;
+
+/** `_meta.lembas` of the device's initialize result: what it speaks and promises. Protocol 1 devices may say less. */
+export const InitializeLembasMeta = z.looseObject({
+  protocol: z.number().int().positive(),
+  harness_spec: z.string().optional(),
+  limits: DeviceLimits.nullable().optional(),
+  connection: z.string().nullable().optional(),
+  capabilities: z.array(z.string()).default([]),
+});
+export type InitializeLembasMeta = z.infer<typeof InitializeLembasMeta>;
+
+export const InitializeResult = z.looseObject({
+  protocolVersion: z.number().int(),
+  agentCapabilities: z
+    .looseObject({
+      loadSession: z.boolean().optional(),
+      promptCapabilities: z
+        .looseObject({ image: z.boolean().optional(), audio: z.boolean().optional(), embeddedContext: z.boolean().optional() })
+        .optional(),
+      mcpCapabilities: z.looseObject({ http: z.boolean().optional(), sse: z.boolean().optional() }).optional(),
+    })
+    .optional(),
+  authMethods: z.array(z.unknown()).optional(),
+  agentInfo: z.looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() }).optional(),
+  // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
+  _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
+});
+export type InitializeResult = z.infer<typeof InitializeResult>;
+
+// ---- agent → client: results of session/new and session/prompt ----
+
+export const SessionNewResult = z.looseObject({
+  sessionId: SessionId,
+  modes: z
+    .looseObject({
+      currentModeId: z.string(),
+      availableModes: z.array(z.looseObject({ id: z.string(), name: z.string(), description: z.string().nullable().optional() })),
+    })
+    .nullable()
+    .optional(),
+  _meta: z
+    .looseObject({
+      lembas: z
+        .looseObject({ model: z.string().nullable().optional(), mode: z.string().nullable().optional(), effort: z.string().nullable().optional() })
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+export type SessionNewResult = z.infer<typeof SessionNewResult>;
+
+// "refusal" is standard ACP though the spec does not list it: a plain agent behind the bridge may answer it.
+export const STOP_REASONS = ["end_turn", "max_turn_requests", "max_tokens", "cancelled", "refusal"] as const;
+
+export const PromptResult = z.looseObject({
+  stopReason: z.enum(STOP_REASONS),
+  _meta: z
+    .looseObject({
+      lembas: z
+        .looseObject({
+          turnId: z.string().optional(),
+          unsent: z.array(z.string()).optional(),
+          command: z.string().optional(),
+          summary: z.string().optional(),
+          undone: z.looseObject({ prompt: z.string(), files: z.array(z.string()) }).nullable().optional(),
+          mode: z.string().optional(),
+          message: z.string().optional(),
+        })
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+export type PromptResult = z.infer<typeof PromptResult>;
+
+// ---- agent → client: session/update ----
+
+/** A command of available_commands_update and of _lembas/commands' answer. */
+export const AvailableCommand = z.looseObject({ name: z.string().min(1), description: z.string().optional() });
+
+/** The kinds the spec names, with the fields the instance reads. */
+export const KNOWN_SESSION_UPDATES = [
+  z.looseObject({ sessionUpdate: z.literal("agent_message_chunk"), content: z.looseObject({ type: z.string() }) }),
+  z.looseObject({ sessionUpdate: z.literal("agent_thought_chunk"), content: z.looseObject({ type: z.string() }) }),
+  z.looseObject({ sessionUpdate: z.literal("tool_call"), toolCallId: z.string() }),
+  z.looseObject({ sessionUpdate: z.literal("tool_call_update"), toolCallId: z.string() }),
+  z.looseObject({ sessionUpdate: z.literal("plan"), entries: z.array(z.unknown()) }),
+  z.looseObject({ sessionUpdate: z.literal("current_mode_update"), currentModeId: z.string() }),
+  z.looseObject({ sessionUpdate: z.literal("available_commands_update"), availableCommands: z.array(AvailableCommand) }),
+] as const;
+export const KnownSessionUpdate = z.discriminatedUnion("sessionUpdate", KNOWN_SESSION_UPDATES);
+export type KnownSessionUpdate = z.infer<typeof KnownSessionUpdate>;
+
+export const SessionUpdateParams = z.looseObject({
+  sessionId: SessionId,
+  update: openUnion("sessionUpdate", KNOWN_SESSION_UPDATES),
+});
+export type SessionUpdateParams = z.infer<typeof SessionUpdateParams>;

@@ -1,0 +1,235 @@
+/**
+ * Cards: the device's requests a person answers — approvals (session/request_permission), questions
+ * (_lembas/question) and plans (_lembas/plan) — and the answers a browser may give. An answer is checked against
+ * its card (the option chosen is one offered, one answer per question, …) so a bad one gets a sentence back and the
+ * card stays open.
+ */
+import { z } from "zod";
+import { SessionId } from "./acp";
+import { check, type Checked } from "./issues";
+
+const ToolCallId = z.string().min(1, "a toolCallId is required");
+const Patient = z.looseObject({ lembas: z.looseObject({ patient: z.boolean().optional() }).optional() }).optional();
+const isPatient = (meta: z.infer<typeof Patient>) => meta?.lembas?.patient === true;
+
+const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
+const fail = <T>(error: string): Checked<T> => ({ ok: false, error });
+const quote = (items: readonly string[]) => items.map((item) => JSON.stringify(item)).join(", ");
+
+// ---- session/request_permission ----
+
+export const PERMISSION_OPTION_KINDS = ["allow_once", "allow_always", "reject_once", "reject_always"] as const;
+
+export const PermissionRequest = z.looseObject({
+  sessionId: SessionId,
+  toolCall: z.looseObject({
+    toolCallId: ToolCallId,
+    title: z.string().nullable().optional(),
+    kind: z.string().nullable().optional(),
+    status: z.string().nullable().optional(),
+    rawInput: z.unknown().optional(),
+    content: z.array(z.unknown()).nullable().optional(),
+  }),
+  options: z
+    .array(z.looseObject({ optionId: z.string().min(1), name: z.string(), kind: z.enum(PERMISSION_OPTION_KINDS) }))
+    .min(1, "a permission request needs at least one option")
+    .refine((options) => new Set(options.map((o) => o.optionId)).size === options.length, "option ids must differ"),
+  _meta: z
+    .looseObject({
+      lembas: z
+        .looseObject({ reason: z.string(), purpose: z.string().optional(), always: z.unknown().optional(), patient: z.boolean().optional() })
+        .optional(),
+    })
+    .nullable()
+    .optional(),
+});
+export type PermissionRequest = z.infer<typeof PermissionRequest>;
+
+export const PermissionAnswer = z.looseObject({
+  outcome: z.discriminatedUnion("outcome", [
+    z.looseObject({ outcome: z.literal("selected"), optionId: z.string().min(1) }),
+    z.looseObject({ outcome: z.literal("cancelled") }),
+  ]),
+  _meta: z
+    .looseObject({
+      lembas: z
+        .looseObject({ command: z.string().min(1).optional(), feedback: z.string().min(1).optional() })
+        .refine((l) => l.command === undefined || l.feedback === undefined, "send either a corrected command or feedback, not both")
+        .optional(),
+    })
+    .optional(),
+});
+export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
+
+/** The answer, if it chooses one of the card's own options; a corrected command goes with allowing once, feedback
+ * with a denial. */
+export function validatePermissionAnswer(params: PermissionRequest, answer: unknown): Checked<PermissionAnswer> {
+  const checked = check(PermissionAnswer, answer);
+  if (!checked.ok) return checked;
+  const { outcome, _meta } = checked.value;
+  const chosen = outcome.outcome === "selected" ? params.options.find((o) => o.optionId === outcome.optionId) : undefined;
+  if (outcome.outcome === "selected" && !chosen) {
+    return fail(`optionId ${JSON.stringify(outcome.optionId)} is not one of this card's options (${quote(params.options.map((o) => o.optionId))})`);
+  }
+  if (_meta?.lembas?.command !== undefined && chosen?.kind !== "allow_once") {
+    return fail("a corrected command can only go with an option that allows once");
+  }
+  if (_meta?.lembas?.feedback !== undefined && chosen?.kind.startsWith("allow")) {
+    return fail("feedback goes with a denial or a cancel, not with allowing");
+  }
+  return checked;
+}
+
+// ---- _lembas/question ----
+
+/** The card shows an option's label cut to this; an answer may give the cut label or the whole one. */
+export const QUESTION_LABEL_MAX = 240;
+export const cardLabel = (label: string) => label.slice(0, QUESTION_LABEL_MAX);
+
+export const QuestionRequest = z.looseObject({
+  sessionId: SessionId,
+  toolCallId: ToolCallId,
+  why: z.string().optional(),
+  questions: z
+    .array(
+      z.looseObject({
+        header: z.string().optional(),
+        question: z.string(),
+        multiple: z.boolean().optional(),
+        options: z
+          .array(z.looseObject({ label: z.string().min(1), description: z.string().optional(), recommended: z.boolean().optional() }))
+          .max(6, "a question has at most 6 options"),
+      }),
+    )
+    .min(1, "ask at least one question")
+    .max(4, "at most 4 questions"),
+  _meta: Patient,
+});
+export type QuestionRequest = z.infer<typeof QuestionRequest>;
+
+export const QuestionAnswerItem = z.discriminatedUnion("kind", [
+  z.looseObject({ kind: z.literal("options"), labels: z.array(z.string()).min(1, "choose at least one option, or skip the question") }),
+  z.looseObject({ kind: z.literal("custom"), text: z.string().min(1) }),
+  z.looseObject({ kind: z.literal("back"), text: z.string().min(1) }),
+  z.looseObject({ kind: z.literal("skipped") }),
+]);
+export type QuestionAnswerItem = z.infer<typeof QuestionAnswerItem>;
+
+export const QuestionAnswer = z.discriminatedUnion("outcome", [
+  z.looseObject({ outcome: z.literal("answered"), answers: z.array(QuestionAnswerItem) }),
+  z.looseObject({ outcome: z.literal("dismissed") }),
+]);
+export type QuestionAnswer = z.infer<typeof QuestionAnswer>;
+
+/** Why one answer does not fit its question, or null when it does. */
+function answerMismatch(question: QuestionRequest["questions"][number], answer: QuestionAnswerItem): string | null {
+  if (answer.kind !== "options") return null;
+  if (!question.multiple && answer.labels.length > 1) return "this question takes one option";
+  if (new Set(answer.labels).size !== answer.labels.length) return "an option is chosen twice";
+  const offered = question.options.map((o) => o.label);
+  const stray = answer.labels.find((label) => !offered.some((o) => o === label || cardLabel(o) === label));
+  return stray === undefined ? null : `${JSON.stringify(stray)} is not one of its options (${quote(offered.map(cardLabel))})`;
+}
+
+export function validateQuestionAnswer(params: QuestionRequest, answer: unknown): Checked<QuestionAnswer> {
+  const checked = check(QuestionAnswer, answer);
+  if (!checked.ok || checked.value.outcome === "dismissed") return checked;
+  const { answers } = checked.value;
+  if (answers.length !== params.questions.length) {
+    return fail(`give one answer per question: ${params.questions.length} expected, ${answers.length} given`);
+  }
+  for (const [i, question] of params.questions.entries()) {
+    const mismatch = answerMismatch(question, answers[i]!);
+    if (mismatch) return fail(`answers.${i}: ${mismatch}`);
+  }
+  return checked;
+}
+
+// ---- _lembas/plan ----
+
+export const PlanRequest = z.looseObject({
+  sessionId: SessionId,
+  toolCallId: ToolCallId,
+  path: z.string(),
+  text: z.string(),
+  _meta: Patient,
+});
+export type PlanRequest = z.infer<typeof PlanRequest>;
+
+export const PlanAnswer = z.discriminatedUnion("outcome", [
+  z.looseObject({ outcome: z.literal("approve"), mode: z.enum(["edit", "manual"]) }),
+  z.looseObject({ outcome: z.literal("revise"), feedback: z.string().min(1, "say what to revise") }),
+  z.looseObject({ outcome: z.literal("dismissed") }),
+]);
+export type PlanAnswer = z.infer<typeof PlanAnswer>;
+
+export const validatePlanAnswer = (_params: PlanRequest, answer: unknown): Checked<PlanAnswer> => check(PlanAnswer, answer);
+
+// ---- the table ----
+
+/** What the instance needs to hold a card of one kind. */
+export interface CardKind<P, A> {
+  params: z.ZodType<P>;
+  // Method syntax on purpose: a table of kinds is then usable as CardKind<unknown, unknown> (see openCard).
+  validateAnswer(params: P, answer: unknown): Checked<A>;
+  /** Sent to the device when a card that is not patient times out. */
+  timeoutAnswer: A;
+  /** Cards are keyed by toolCallId, never by session. */
+  key(params: P): string;
+  /** A person may also answer at the terminal: the instance does not time the card out. */
+  patient(params: P): boolean;
+}
+
+export const CARDS = {
+  "session/request_permission": {
+    params: PermissionRequest,
+    validateAnswer: validatePermissionAnswer,
+    timeoutAnswer: { outcome: { outcome: "cancelled" } },
+    key: (p) => p.toolCall.toolCallId,
+    patient: (p) => isPatient(p._meta ?? undefined),
+  } satisfies CardKind<PermissionRequest, PermissionAnswer>,
+  "_lembas/question": {
+    params: QuestionRequest,
+    validateAnswer: validateQuestionAnswer,
+    timeoutAnswer: { outcome: "dismissed" },
+    key: (p) => p.toolCallId,
+    patient: (p) => isPatient(p._meta),
+  } satisfies CardKind<QuestionRequest, QuestionAnswer>,
+  "_lembas/plan": {
+    params: PlanRequest,
+    validateAnswer: validatePlanAnswer,
+    timeoutAnswer: { outcome: "dismissed" },
+    key: (p) => p.toolCallId,
+    patient: (p) => isPatient(p._meta),
+  } satisfies CardKind<PlanRequest, PlanAnswer>,
+} as const;
+
+export type CardMethod = keyof typeof CARDS;
+
+export const isCardMethod = (method: string): method is CardMethod => Object.hasOwn(CARDS, method);
+
+/** A card whose params were checked, with its kind's rules bound to them. */
+export interface OpenCard {
+  method: CardMethod;
+  key: string;
+  patient: boolean;
+  params: unknown;
+  timeoutAnswer: unknown;
+  validateAnswer(answer: unknown): Checked<unknown>;
+}
+
+/** Checks a card request's params (a -32602 to the device when they are bad) and binds its kind's rules. */
+export function openCard(method: CardMethod, rawParams: unknown): Checked<OpenCard> {
+  const kind: CardKind<unknown, unknown> = CARDS[method];
+  const parsed = check(kind.params, rawParams);
+  if (!parsed.ok) return parsed;
+  const params = parsed.value;
+  return ok({
+    method,
+    key: kind.key(params),
+    patient: kind.patient(params),
+    params,
+    timeoutAnswer: kind.timeoutAnswer,
+    validateAnswer: (answer) => kind.validateAnswer(params, answer),
+  });
+}

@@ -1,0 +1,138 @@
+/**
+ * The `_lembas/*` messages (spec: "_lembas/* methods"), except the cards (cards.ts). Loose objects, strict on the
+ * fields the instance relies on.
+ */
+import { z } from "zod";
+import { AbsolutePath, DeviceLimits, SessionId } from "./acp";
+import { openUnion } from "./open-union";
+
+const TerminalId = z.string().min(1, "a terminal id is required");
+const Base64 = z.base64("must be base64");
+const Cols = z.number().int().min(20, "at least 20 columns").max(500, "at most 500 columns");
+const Rows = z.number().int().min(5, "at least 5 rows").max(300, "at most 300 rows");
+const WithSession = z.looseObject({ sessionId: SessionId });
+
+export const TITLE_MAX = 200;
+export const FILES_SEARCH_MAX = 50;
+
+// ---- client → agent ----
+
+export const DirectoriesParams = z.looseObject({ path: z.string().optional() });
+export const ConfigureParams = z.looseObject({ sessionId: SessionId, model: z.string().min(1).optional(), effort: z.string().min(1).optional() });
+export const SteerParams = z.looseObject({ sessionId: SessionId, text: z.string().min(1, "say something to steer with"), messageId: z.string().optional() });
+export const SessionHistoryParams = WithSession;
+export const SessionStatusParams = WithSession;
+export const SessionDeleteParams = WithSession;
+export const SessionCompactParams = WithSession;
+export const SessionTitleParams = z.looseObject({
+  sessionId: SessionId,
+  title: z
+    .string()
+    .max(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`)
+    .refine((title) => title.trim() !== "", "a title cannot be blank"),
+});
+export const FilesSearchParams = z
+  .looseObject({
+    sessionId: SessionId.optional(),
+    cwd: AbsolutePath.optional(),
+    query: z.string(),
+    limit: z.number().int().min(1).max(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`).optional(),
+  })
+  .refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd");
+export const CommandsParams = z.looseObject({ sessionId: SessionId.optional(), cwd: AbsolutePath.optional() });
+export const TerminalOpenParams = z.looseObject({ cwd: AbsolutePath.optional(), cols: Cols.optional(), rows: Rows.optional() });
+export const TerminalInputParams = z.looseObject({ terminalId: TerminalId, data: Base64 });
+export const TerminalResizeParams = z.looseObject({ terminalId: TerminalId, cols: Cols, rows: Rows });
+export const TerminalCloseParams = z.looseObject({ terminalId: TerminalId });
+
+export type DirectoriesParams = z.infer<typeof DirectoriesParams>;
+export type ConfigureParams = z.infer<typeof ConfigureParams>;
+export type SteerParams = z.infer<typeof SteerParams>;
+export type SessionTitleParams = z.infer<typeof SessionTitleParams>;
+export type FilesSearchParams = z.infer<typeof FilesSearchParams>;
+export type CommandsParams = z.infer<typeof CommandsParams>;
+export type TerminalOpenParams = z.infer<typeof TerminalOpenParams>;
+export type TerminalInputParams = z.infer<typeof TerminalInputParams>;
+export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
+
+// ---- agent → client ----
+
+/** Sent once when the link opens, before initialize. */
+export const Hello = z.looseObject({
+  protocol: z.number().int().positive(),
+  version: z.string().optional(),
+  harness_spec: z.string().optional(),
+  device: z.looseObject({ host: z.string(), platform: z.string() }),
+  limits: DeviceLimits.nullable(),
+});
+export type Hello = z.infer<typeof Hello>;
+
+const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size: z.number() });
+
+/** The engine events this protocol relies on; any other type is relayed as it comes. */
+export const KNOWN_EVENTS = [
+  z.looseObject({ type: z.literal("prompt"), text: z.string(), turnId: z.string().optional(), attachments: z.array(Attachment).optional() }),
+  z.looseObject({ type: z.literal("task"), state: z.enum(["start", "end"]), turnId: z.string().optional() }),
+  z.looseObject({ type: z.literal("steered"), texts: z.array(z.string()), ids: z.array(z.string()).optional() }),
+  z.looseObject({ type: z.literal("mode"), mode: z.string() }),
+  z.looseObject({
+    type: z.literal("model"),
+    ref: z.string(),
+    effort: z.string(),
+    connection: z.string().nullable(),
+    instance: z.boolean(),
+  }),
+  z.looseObject({ type: z.literal("compacted"), summary: z.string() }),
+  z.looseObject({ type: z.literal("title"), id: z.string(), title: z.string() }),
+] as const;
+export const KnownEvent = z.discriminatedUnion("type", KNOWN_EVENTS);
+export type KnownEvent = z.infer<typeof KnownEvent>;
+
+export const EventParams = z.looseObject({ sessionId: SessionId, event: openUnion("type", KNOWN_EVENTS) });
+export type EventParams = z.infer<typeof EventParams>;
+
+/** A terminal on the device shares its session. */
+export const SessionAnnounce = z.looseObject({
+  sessionId: SessionId,
+  cwd: z.string().min(1),
+  title: z.string().nullable(),
+  model: z.string().nullable(),
+  instance: z.boolean().optional(),
+  mode: z.string().nullable(),
+  effort: z.string().nullable().optional(),
+  busy: z.boolean(),
+  origin: z.literal("terminal"),
+});
+export type SessionAnnounce = z.infer<typeof SessionAnnounce>;
+
+export const SessionLeft = z.looseObject({ sessionId: SessionId, available: z.boolean() });
+export type SessionLeft = z.infer<typeof SessionLeft>;
+
+export const SessionDeleted = WithSession;
+export type SessionDeleted = z.infer<typeof SessionDeleted>;
+
+export const PermissionSettled = z.looseObject({ sessionId: SessionId, toolCallId: z.string().min(1) });
+export type PermissionSettled = z.infer<typeof PermissionSettled>;
+
+export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base64 });
+export const TerminalExit = z.looseObject({ terminalId: TerminalId, code: z.number().int().nullable() });
+export type TerminalOutput = z.infer<typeof TerminalOutput>;
+export type TerminalExit = z.infer<typeof TerminalExit>;
+
+// ---- results the instance reads ----
+
+export const SessionDeleteResult = z.looseObject({ deleted: z.boolean() });
+export type SessionDeleteResult = z.infer<typeof SessionDeleteResult>;
+
+export const SessionTitleResult = z.looseObject({ title: z.string() });
+export type SessionTitleResult = z.infer<typeof SessionTitleResult>;
+
+export const TerminalOpenResult = z.looseObject({
+  terminalId: TerminalId,
+  cwd: z.string(),
+  cols: z.number().int(),
+  rows: z.number().int(),
+  shell: z.enum(["bash", "zsh", "fish", "other"]).optional(),
+  integration: z.boolean().optional(),
+});
+export type TerminalOpenResult = z.infer<typeof TerminalOpenResult>;

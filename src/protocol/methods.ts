@@ -1,0 +1,94 @@
+/**
+ * Every message of the link by method, with the schema of its params (and, for the requests whose answers the
+ * instance reads, of the result) — so a forwarder validates a frame by looking its method up, not by an if-chain.
+ * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
+ */
+import type { z } from "zod";
+import { CancelParams, InitializeResult, PromptParams, PromptResult, SessionNewParams, SessionNewResult, SessionUpdateParams, SetModeParams } from "./acp";
+import {
+  CommandsParams,
+  ConfigureParams,
+  DirectoriesParams,
+  EventParams,
+  FilesSearchParams,
+  Hello,
+  PermissionSettled,
+  SessionAnnounce,
+  SessionCompactParams,
+  SessionDeleted,
+  SessionDeleteParams,
+  SessionDeleteResult,
+  SessionHistoryParams,
+  SessionLeft,
+  SessionStatusParams,
+  SessionTitleParams,
+  SessionTitleResult,
+  SteerParams,
+  TerminalCloseParams,
+  TerminalExit,
+  TerminalInputParams,
+  TerminalOpenParams,
+  TerminalOpenResult,
+  TerminalOutput,
+  TerminalResizeParams,
+} from "./lembas";
+
+export interface ClientMethod {
+  params: z.ZodType;
+  /** Sent without an id: nothing comes back. */
+  notification: boolean;
+}
+
+const request = (params: z.ZodType): ClientMethod => ({ params, notification: false });
+const notification = (params: z.ZodType): ClientMethod => ({ params, notification: true });
+
+/** What a browser (the client) may send on to the device. initialize is the instance's own, never a browser's. */
+export const CLIENT_TO_AGENT = {
+  "session/new": request(SessionNewParams),
+  "session/prompt": request(PromptParams),
+  "session/set_mode": request(SetModeParams),
+  "session/cancel": notification(CancelParams),
+  "_lembas/directories": request(DirectoriesParams),
+  "_lembas/configure": request(ConfigureParams),
+  "_lembas/steer": request(SteerParams),
+  "_lembas/session/history": request(SessionHistoryParams),
+  "_lembas/session/status": request(SessionStatusParams),
+  "_lembas/session/delete": request(SessionDeleteParams),
+  "_lembas/session/compact": request(SessionCompactParams),
+  "_lembas/session/title": request(SessionTitleParams),
+  "_lembas/files/search": request(FilesSearchParams),
+  "_lembas/commands": request(CommandsParams),
+  "_lembas/terminal/open": request(TerminalOpenParams),
+  "_lembas/terminal/input": notification(TerminalInputParams),
+  "_lembas/terminal/resize": notification(TerminalResizeParams),
+  "_lembas/terminal/close": notification(TerminalCloseParams),
+} as const satisfies Record<string, ClientMethod>;
+
+export type ClientToAgentMethod = keyof typeof CLIENT_TO_AGENT;
+export const isClientToAgentMethod = (method: string): method is ClientToAgentMethod => Object.hasOwn(CLIENT_TO_AGENT, method);
+
+/** The device's notifications. The cards, its requests, are in cards.ts. */
+export const AGENT_NOTIFICATIONS = {
+  "_lembas/hello": Hello,
+  "session/update": SessionUpdateParams,
+  "_lembas/event": EventParams,
+  "_lembas/session/announce": SessionAnnounce,
+  "_lembas/session/left": SessionLeft,
+  "_lembas/session/deleted": SessionDeleted,
+  "_lembas/permission/settled": PermissionSettled,
+  "_lembas/terminal/output": TerminalOutput,
+  "_lembas/terminal/exit": TerminalExit,
+} as const satisfies Record<string, z.ZodType>;
+
+export type AgentNotificationMethod = keyof typeof AGENT_NOTIFICATIONS;
+export const isAgentNotificationMethod = (method: string): method is AgentNotificationMethod => Object.hasOwn(AGENT_NOTIFICATIONS, method);
+
+/** The results the instance itself reads (chats, turns, terminals); any other result is relayed as it comes. */
+export const RESULTS = {
+  initialize: InitializeResult,
+  "session/new": SessionNewResult,
+  "session/prompt": PromptResult,
+  "_lembas/session/delete": SessionDeleteResult,
+  "_lembas/session/title": SessionTitleResult,
+  "_lembas/terminal/open": TerminalOpenResult,
+} as const satisfies Record<string, z.ZodType>;

@@ -1,0 +1,19 @@
+/**
+ * A tagged object whose known kinds are checked field by field while any other kind passes as it is: a device may
+ * speak a newer ACP or engine than this instance knows, and what the instance does not rely on must still reach the
+ * browsers. The known kinds' schemas stay exported for the code that reads their fields.
+ */
+import { z } from "zod";
+
+type Tagged<K extends string> = z.ZodObject<{ [P in K]: z.ZodLiteral<string> } & z.ZodRawShape>;
+
+export function openUnion<K extends string>(key: K, known: readonly Tagged<K>[]) {
+  const byKind = new Map(known.map((schema) => [schema.shape[key].value, schema] as const));
+  return z.looseObject({ [key]: z.string() } as { [P in K]: z.ZodString }).superRefine((value, ctx) => {
+    const schema = byKind.get((value as Record<K, string>)[key]);
+    if (!schema) return;
+    const parsed = schema.safeParse(value);
+    if (parsed.success) return;
+    for (const issue of parsed.error.issues) ctx.addIssue({ code: "custom", message: issue.message, path: issue.path });
+  });
+}
