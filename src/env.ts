@@ -6,4 +6,9 @@ export interface Env {
   DEVICE_LINK: DurableObjectNamespace<DeviceLink>;
   /** The instance's display name (discovery, /api/v1/instance). */
   INSTANCE_NAME: string;
+  /**
+   * Upstream OpenAI-compatible providers, `[vars.PROVIDERS.<name>]` in wrangler.toml (an object, or its JSON text);
+   * validated at first use by src/providers/config.ts. Each provider's key is the secret PROVIDER_<NAME>_API_KEY.
+   */
+  PROVIDERS?: unknown;
 }

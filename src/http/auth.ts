@@ -81,3 +81,18 @@ export async function authenticateDevice(request: Request, env: Env): Promise<De
   if (found) return { userId: found.userId, deviceId: found.id };
   throw unauthorized(parseToken(token)?.kind === "lba" ? "an API token cannot be used here; this needs a device token" : "the device token is not valid (revoked or mistyped); log in again");
 }
+
+/** A /v1 caller: a device (its token) or a person's script (an API token, no device). */
+export interface ApiCaller {
+  userId: string;
+  deviceId: string | null;
+}
+
+/** The CLI's HTTP API: `Bearer lbd_…` (the device's own user) or `Bearer lba_…` (a person's API token). */
+export async function authenticateCaller(request: Request, env: Env): Promise<ApiCaller> {
+  const token = bearer(request);
+  if (!token) throw unauthorized("send a device token or an API token as Authorization: Bearer <token>");
+  const found = await checkToken(env, token, ["lbd", "lba"]);
+  if (found) return { userId: found.userId, deviceId: found.kind === "lbd" ? found.id : null };
+  throw unauthorized("the token is not valid here (revoked, mistyped, or not a device or API token); log in again");
+}

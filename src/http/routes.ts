@@ -4,6 +4,21 @@ import type { Env } from "../env";
 import { errorResponse, json } from "./respond";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
+import { listModels } from "./v1/models";
+import { chatCompletions } from "./v1/completions";
+import { embeddings } from "./v1/embeddings";
+import { usage } from "./v1/usage";
+import { getPersonalization, putPersonalization } from "./v1/personalization";
+import {
+  adminAssignPlan,
+  adminDeletePlan,
+  adminGetAccount,
+  adminGrantCredits,
+  adminListPlans,
+  adminPutPlan,
+  adminSetAdmin,
+  adminSetPersonalization,
+} from "./admin";
 import { login, logout, me, setup } from "./accounts";
 import { createAccount, deleteAccount, listAccounts } from "./users";
 import { createToken, deleteToken, listTokens } from "./api-tokens";
@@ -40,6 +55,22 @@ export function buildRouter(): AppRouter {
     .get("/api/devices", listOwnDevices)
     .patch("/api/devices/:id", renameOwnDevice)
     .delete("/api/devices/:id", revokeDevice);
+  // The CLI's HTTP API (a device token, or an API token where allowed), and the operator's plans and credits.
+  router
+    .get("/v1/models", listModels)
+    .post("/v1/chat/completions", chatCompletions)
+    .post("/v1/embeddings", embeddings)
+    .get("/v1/usage", usage)
+    .get("/v1/me/personalization", getPersonalization)
+    .put("/v1/me/personalization", putPersonalization)
+    .get("/api/admin/plans", adminListPlans)
+    .put("/api/admin/plans/:plan", adminPutPlan)
+    .delete("/api/admin/plans/:plan", adminDeletePlan)
+    .get("/api/admin/accounts/:account", adminGetAccount)
+    .put("/api/admin/accounts/:account/plan", adminAssignPlan)
+    .post("/api/admin/accounts/:account/credits", adminGrantCredits)
+    .put("/api/admin/accounts/:account/admin", adminSetAdmin)
+    .put("/api/admin/accounts/:account/personalization", adminSetPersonalization);
   router.all("*", () => json({ detail: "no such route" }, 404));
   return router;
 }

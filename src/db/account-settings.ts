@@ -1,0 +1,66 @@
+/**
+ * What the operator decides per account: its plan, granted credits, whether it is an admin, whether
+ * personalization is available (tables `account_settings`, `credits`, and `users.admin`).
+ */
+
+export interface AccountRef {
+  id: string;
+  email: string;
+  admin: number;
+}
+
+/** An account by id or, when the reference holds an @, by email (any case). */
+export function findAccount(db: D1Database, ref: string): Promise<AccountRef | null> {
+  const column = ref.includes("@") ? "email" : "id";
+  return db.prepare(`SELECT id, email, admin FROM users WHERE ${column} = ?`).bind(ref).first<AccountRef>();
+}
+
+/** The UTC month of a time, as the ledger keys it: "2026-11". */
+export function monthKey(now: number): string {
+  return new Date(now).toISOString().slice(0, 7);
+}
+
+/**
+ * Puts an account on a plan (or none). The current month's plan credits become the new plan's, so an upgrade
+ * mid-month adds the difference and a downgrade takes it back; later months add the plan's credits as they come.
+ */
+export async function assignPlan(db: D1Database, userId: string, plan: string | null, now: number): Promise<void> {
+  const statements = [
+    db
+      .prepare("INSERT INTO account_settings (user_id, plan) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET plan = excluded.plan")
+      .bind(userId, plan),
+  ];
+  if (plan !== null) {
+    statements.push(
+      db
+        .prepare(
+          `INSERT INTO credits (user_id, source, month, credits, created_at)
+           SELECT ?, 'plan', ?, credits_per_month, ? FROM plans WHERE name = ?
+           ON CONFLICT(user_id, month) WHERE source = 'plan' DO UPDATE SET credits = excluded.credits`,
+        )
+        .bind(userId, monthKey(now), now, plan),
+    );
+  }
+  await db.batch(statements);
+}
+
+export async function grantCredits(db: D1Database, userId: string, credits: number, note: string | null, now: number): Promise<void> {
+  await db
+    .prepare("INSERT INTO credits (user_id, source, credits, note, created_at) VALUES (?, 'grant', ?, ?, ?)")
+    .bind(userId, credits, note, now)
+    .run();
+}
+
+export async function setPersonalizationAvailable(db: D1Database, userId: string, available: boolean): Promise<void> {
+  await db
+    .prepare(
+      `INSERT INTO account_settings (user_id, personalization_available) VALUES (?, ?)
+       ON CONFLICT(user_id) DO UPDATE SET personalization_available = excluded.personalization_available`,
+    )
+    .bind(userId, available ? 1 : 0)
+    .run();
+}
+
+export async function setAdmin(db: D1Database, userId: string, admin: boolean): Promise<void> {
+  await db.prepare("UPDATE users SET admin = ? WHERE id = ?").bind(admin ? 1 : 0, userId).run();
+}

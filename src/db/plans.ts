@@ -1,0 +1,74 @@
+/** Plans (tables `plans`, `plan_windows`): credits per month, an optional currency, rolling spending windows. */
+
+export type Currency = "EUR" | "USD" | "GBP";
+
+export interface PlanWindow {
+  /** As the operator wrote it: "5h", "7d". */
+  window: string;
+  seconds: number;
+  /** Credits that may be spent within any stretch of `seconds`. */
+  limit: number;
+}
+
+export interface Plan {
+  name: string;
+  credits_per_month: number;
+  currency: Currency | null;
+  credit_value: number | null;
+  windows: PlanWindow[];
+}
+
+interface PlanRow {
+  name: string;
+  credits_per_month: number;
+  currency: Currency | null;
+  credit_value: number | null;
+}
+
+interface WindowRow {
+  plan: string;
+  name: string;
+  seconds: number;
+  limit_credits: number;
+}
+
+export async function listPlans(db: D1Database): Promise<Plan[]> {
+  const [plans, windows] = await db.batch<PlanRow | WindowRow>([
+    db.prepare("SELECT name, credits_per_month, currency, credit_value FROM plans ORDER BY name"),
+    db.prepare("SELECT plan, name, seconds, limit_credits FROM plan_windows ORDER BY seconds"),
+  ]);
+  const byPlan = new Map<string, PlanWindow[]>();
+  for (const w of windows!.results as WindowRow[]) {
+    const list = byPlan.get(w.plan) ?? [];
+    list.push({ window: w.name, seconds: w.seconds, limit: w.limit_credits });
+    byPlan.set(w.plan, list);
+  }
+  return (plans!.results as PlanRow[]).map((p) => ({ ...p, windows: byPlan.get(p.name) ?? [] }));
+}
+
+/** Creates or replaces a plan and its windows in one transaction. */
+export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<void> {
+  await db.batch([
+    db
+      .prepare(
+        `INSERT INTO plans (name, credits_per_month, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET credits_per_month = excluded.credits_per_month,
+           currency = excluded.currency, credit_value = excluded.credit_value`,
+      )
+      .bind(plan.name, plan.credits_per_month, plan.currency, plan.credit_value, now),
+    db.prepare("DELETE FROM plan_windows WHERE plan = ?").bind(plan.name),
+    ...plan.windows.map((w) =>
+      db.prepare("INSERT INTO plan_windows (plan, name, seconds, limit_credits) VALUES (?, ?, ?, ?)").bind(plan.name, w.window, w.seconds, w.limit),
+    ),
+  ]);
+}
+
+/** False when there was no such plan. Accounts on it are left without a plan (not limited). */
+export async function deletePlan(db: D1Database, name: string): Promise<boolean> {
+  const { meta } = await db.prepare("DELETE FROM plans WHERE name = ?").bind(name).run();
+  return meta.changes === 1;
+}
+
+export async function planExists(db: D1Database, name: string): Promise<boolean> {
+  return (await db.prepare("SELECT 1 FROM plans WHERE name = ?").bind(name).first()) !== null;
+}

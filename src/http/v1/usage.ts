@@ -1,0 +1,39 @@
+/**
+ * GET /v1/usage: the account's plan, balance, this UTC month's spend and the calling device's share of it, in
+ * credits; money beside them when the plan has a currency; rolling windows unless the account is an admin.
+ */
+import type { Handler } from "../routes";
+import { authenticateCaller } from "../auth";
+import { json } from "../respond";
+import { readStanding } from "../../db/credits";
+import { spendSince, type Spend } from "../../db/usage";
+import { reportWindow } from "./metering";
+
+/** The first millisecond of the UTC month holding `now`. */
+export function monthStart(now: number): number {
+  const d = new Date(now);
+  return Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+}
+
+export const usage: Handler = async (request, env) => {
+  const caller = await authenticateCaller(request, env);
+  const now = Date.now();
+  const from = monthStart(now);
+  const [standing, spend] = await Promise.all([readStanding(env.DB, caller.userId, now), spendSince(env.DB, caller.userId, caller.deviceId, from)]);
+  const { plan } = standing;
+  const value = plan?.currency && plan.credit_value !== null ? plan.credit_value : null;
+  const money = (credits: number | null) => (credits === null ? null : credits * value!);
+  const withMoney = (s: Spend) => (value === null ? s : { ...s, cost_money: money(s.cost) });
+
+  return json({
+    plan: plan && { name: plan.name, credits_per_month: plan.credits_per_month },
+    balance: standing.balance,
+    month: { from: new Date(from).toISOString(), ...withMoney(spend.account) },
+    device: withMoney(spend.device),
+    unit: "credits",
+    ...(value !== null && { currency: plan!.currency, credit_value: value, balance_money: money(standing.balance) }),
+    ...(standing.admin
+      ? { admin: true }
+      : standing.windows.length > 0 && { windows: await Promise.all(standing.windows.map((w) => reportWindow(env, caller.userId, now, w))) }),
+  });
+};

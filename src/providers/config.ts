@@ -1,0 +1,100 @@
+/**
+ * The upstream providers the operator configured: `[vars.PROVIDERS.<name>]` in wrangler.toml, each an
+ * OpenAI-compatible base URL and its models with a kind and prices. Keys are secrets, never config:
+ * `PROVIDER_<NAME>_API_KEY`. Validated once per isolate, at first use, so a typo is a clear error, not a crash.
+ */
+import { z } from "zod";
+import type { Env } from "../env";
+import { describeIssues } from "../protocol/issues";
+import { HttpError } from "../http/respond";
+
+export const MODEL_KINDS = ["chat", "embedding", "stt", "tts", "image"] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+const ModelConfig = z.object({
+  kind: z.enum(MODEL_KINDS),
+  /** The provider's own name for it, when the served name differs. */
+  upstream: z.string().min(1).optional(),
+  /** Credits per million input (prompt) tokens. */
+  price_in: z.number().nonnegative(),
+  /** Credits per million output (completion) tokens. */
+  price_out: z.number().nonnegative().default(0),
+});
+
+const ProviderConfig = z.object({
+  base_url: z.url({ protocol: /^https?$/ }),
+  models: z.record(z.string().min(1), ModelConfig),
+});
+
+const ProvidersConfig = z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "provider names are lower-case letters, digits, _ and -"), ProviderConfig);
+
+export interface ServedModel {
+  /** `<provider>/<model>`, as /v1/models lists it and clients ask for it. */
+  id: string;
+  provider: string;
+  kind: ModelKind;
+  upstreamModel: string;
+  baseUrl: string;
+  priceIn: number;
+  priceOut: number;
+}
+
+let cached: { source: unknown; models: Map<string, ServedModel> } | undefined;
+
+function parseProviders(source: unknown): Map<string, ServedModel> {
+  const raw = typeof source === "string" ? JSON.parse(source) : (source ?? {});
+  const parsed = ProvidersConfig.safeParse(raw);
+  if (!parsed.success) throw new Error(describeIssues(parsed.error));
+  const models = new Map<string, ServedModel>();
+  for (const [provider, config] of Object.entries(parsed.data)) {
+    for (const [name, model] of Object.entries(config.models)) {
+      const id = `${provider}/${name}`;
+      models.set(id, {
+        id,
+        provider,
+        kind: model.kind,
+        upstreamModel: model.upstream ?? name,
+        baseUrl: config.base_url.replace(/\/+$/, ""),
+        priceIn: model.price_in,
+        priceOut: model.price_out,
+      });
+    }
+  }
+  return models;
+}
+
+/** Every served model, by id. A malformed PROVIDERS is a 500 whose detail names the mistake. */
+export function servedModels(env: Env): Map<string, ServedModel> {
+  if (cached && cached.source === env.PROVIDERS) return cached.models;
+  try {
+    cached = { source: env.PROVIDERS, models: parseProviders(env.PROVIDERS) };
+    return cached.models;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    console.error("PROVIDERS is malformed:", why);
+    throw new HttpError(500, `the instance's provider configuration (PROVIDERS in wrangler.toml) is malformed: ${why}`);
+  }
+}
+
+/** The served model a request names, of the kind the endpoint serves: 404 when unknown, 400 when another kind. */
+export function findModel(env: Env, id: string, kind: ModelKind): ServedModel {
+  const model = servedModels(env).get(id);
+  if (!model) throw new HttpError(404, `no model ${id} on this instance; GET /v1/models lists them`);
+  if (model.kind !== kind) throw new HttpError(400, `${id} is a model of kind ${model.kind}, not ${kind}`);
+  return model;
+}
+
+/** The secret holding a provider's API key: PROVIDER_<NAME>_API_KEY, the name upper-cased, - as _. */
+export function keySecretName(provider: string): string {
+  return `PROVIDER_${provider.toUpperCase().replaceAll("-", "_")}_API_KEY`;
+}
+
+/** The provider's API key; 503 naming the secret when the operator has not set it. */
+export function providerKey(env: Env, provider: string): string {
+  const name = keySecretName(provider);
+  const key: unknown = Reflect.get(env, name);
+  if (typeof key !== "string" || key === "") {
+    throw new HttpError(503, `provider ${provider} has no API key on this instance; the operator sets the secret ${name}`);
+  }
+  return key;
+}

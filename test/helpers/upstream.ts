@@ -1,0 +1,102 @@
+/**
+ * A scripted OpenAI-compatible provider at https://upstream.test, played over the Worker's real outbound fetch
+ * (miniflare's outboundService, in Node). What it does depends on the last message's text:
+ *   "fail …"        500 with an OpenAI error body
+ *   "hang …"        (stream) three content chunks, then nothing until the caller goes away
+ *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing
+ *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out) when asked for it
+ * Embeddings report 7 prompt tokens. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
+ * those whose body contains <text>, with their Authorization.
+ */
+
+interface Received {
+  url: string;
+  authorization: string | null;
+  body: string;
+}
+
+const received: Received[] = [];
+const encoder = new TextEncoder();
+const sse = (data: unknown) => encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
+const chunk = (model: string, content: string, extra: Record<string, unknown> = {}) => ({
+  id: "chatcmpl-1",
+  object: "chat.completion.chunk",
+  created: 1,
+  model,
+  choices: [{ index: 0, delta: { content }, finish_reason: null }],
+  ...extra,
+});
+const USAGE = { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 };
+
+interface ChatBody {
+  model: string;
+  stream?: boolean;
+  stream_options?: { include_usage?: boolean };
+  messages: { content: string }[];
+}
+
+function chat(body: ChatBody): Response {
+  const text = body.messages.at(-1)?.content ?? "";
+  if (text.startsWith("fail")) {
+    return Response.json({ error: { message: "the model fell over", type: "server_error" } }, { status: 500 });
+  }
+  if (!body.stream) {
+    return Response.json({
+      id: "chatcmpl-1",
+      object: "chat.completion",
+      model: body.model,
+      choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop" }],
+      usage: USAGE,
+    });
+  }
+  const parts = ["Hel", "lo", "!"];
+  const hang = text.startsWith("hang") || text.startsWith("meter-hang");
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      parts.forEach((p, i) => {
+        const usageSoFar = { prompt_tokens: 12, completion_tokens: i + 1, total_tokens: 13 + i };
+        controller.enqueue(sse(chunk(body.model, p, text.startsWith("meter-hang") ? { usage: usageSoFar } : {})));
+      });
+      if (hang) return;
+      controller.enqueue(sse({ ...chunk(body.model, ""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
+      if (body.stream_options?.include_usage) controller.enqueue(sse({ ...chunk(body.model, ""), choices: [], usage: USAGE }));
+      controller.enqueue(sse("[DONE]"));
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "text/event-stream" } });
+}
+
+export async function fakeUpstream(request: Request): Promise<Response> {
+  const url = new URL(request.url);
+  if (url.host !== "upstream.test") return Response.json({ error: `no network in tests (${url.host})` }, { status: 502 });
+  if (url.pathname === "/_received") {
+    const tag = url.searchParams.get("tag") ?? "";
+    return Response.json(received.filter((r) => r.body.includes(tag)));
+  }
+  const record: Received = { url: request.url, authorization: request.headers.get("authorization"), body: await request.text() };
+  received.push(record);
+  if (url.pathname === "/v1/chat/completions") return chat(JSON.parse(record.body) as ChatBody);
+  if (url.pathname === "/v1/embeddings") {
+    return Response.json({ object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2, 0.3] }], usage: { prompt_tokens: 7, total_tokens: 7 } });
+  }
+  return Response.json({ error: { message: `no route ${url.pathname}` } }, { status: 404 });
+}
+
+/** The providers the tests configure (PROVIDERS), with the key of `fake` only: `keyless` has none on purpose. */
+export const TEST_PROVIDERS = {
+  fake: {
+    base_url: "https://upstream.test/v1",
+    models: {
+      chat: { kind: "chat", upstream: "real-chat-2", price_in: 1000, price_out: 2000 },
+      embed: { kind: "embedding", price_in: 100 },
+      ears: { kind: "stt", price_in: 0 },
+      voice: { kind: "tts", price_in: 0 },
+      painter: { kind: "image", price_in: 0 },
+    },
+  },
+  keyless: {
+    base_url: "https://upstream.test/v1",
+    models: { chat: { kind: "chat", price_in: 1, price_out: 1 } },
+  },
+};

@@ -1,0 +1,59 @@
+/** Helpers for the CLI API tests: calls through the real Worker, and the rows and requests they leave behind. */
+import { env, SELF } from "cloudflare:test";
+
+export const BASE = "https://lembas.test";
+
+export function call(path: string, auth: string | null, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Response> {
+  const headers: Record<string, string> = { ...init.headers };
+  if (auth) headers.authorization = auth;
+  if (init.body !== undefined) headers["content-type"] = "application/json";
+  return SELF.fetch(`${BASE}${path}`, {
+    method: init.method ?? (init.body === undefined ? "GET" : "POST"),
+    headers,
+    body: init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body),
+  });
+}
+
+export interface UsageRow {
+  user_id: string;
+  device_id: string | null;
+  model: string;
+  tokens_in: number;
+  tokens_out: number;
+  cost: number;
+  created_at: number;
+}
+
+export async function usageRows(userId: string): Promise<UsageRow[]> {
+  const { results } = await env.DB.prepare("SELECT * FROM usage WHERE user_id = ? ORDER BY id").bind(userId).all<UsageRow>();
+  return results;
+}
+
+/** Usage is written after the answer (waitUntil): wait until `count` rows are there. */
+export async function waitForUsage(userId: string, count = 1): Promise<UsageRow[]> {
+  for (let i = 0; i < 200; i++) {
+    const rows = await usageRows(userId);
+    if (rows.length >= count) return rows;
+    await new Promise((r) => setTimeout(r, 10));
+  }
+  throw new Error(`expected ${count} usage row(s) for ${userId}`);
+}
+
+export interface ReceivedUpstream {
+  url: string;
+  authorization: string | null;
+  body: string;
+}
+
+/** What the scripted provider received whose body contains `tag`. */
+export async function upstreamReceived(tag: string): Promise<ReceivedUpstream[]> {
+  const response = await fetch(`https://upstream.test/_received?tag=${encodeURIComponent(tag)}`);
+  return response.json();
+}
+
+/** A usage row as if a request had been made `agoMs` ago. */
+export async function spend(userId: string, cost: number, agoMs = 0, deviceId: string | null = null): Promise<void> {
+  await env.DB.prepare("INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', 0, 0, ?, ?)")
+    .bind(userId, deviceId, cost, Date.now() - agoMs)
+    .run();
+}
