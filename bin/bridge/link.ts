@@ -1,0 +1,193 @@
+/**
+ * `lembas-edge link`: runs a stdio ACP agent and relays it to the instance, one JSON line ↔ one WebSocket
+ * message, redialling while the agent keeps running.
+ */
+import { setTimeout as sleep } from "node:timers/promises";
+import WebSocket from "ws";
+import { startAgent, type AgentProcess } from "./agent-process.js";
+import { redialDelay } from "./backoff.js";
+import type { Credential } from "./config-store.js";
+import { dial, type DialEnd } from "./dial.js";
+import { PROTOCOL_MISMATCH, linkUrl, readDiscovery, speaksOurProtocol } from "./discovery.js";
+import { readFrame } from "./frames.js";
+import { helloMessage } from "./hello.js";
+import { InitializeOnce } from "./initialize-once.js";
+import { Stop, say } from "./log.js";
+import { Outbox } from "./outbox.js";
+
+export interface LinkOptions {
+  credential: Credential;
+  agent: readonly [string, ...string[]];
+  version: string;
+  pingMs: number;
+}
+
+export const REVOKED = "this device was revoked; run lembas-edge login again";
+export const REPLACED = "another link of this device took over (a newer lembas-edge link runs elsewhere); stopping this one";
+
+/** Close codes that end the bridge rather than a single connection (the spec's close codes). */
+const STOPPING_CLOSES: ReadonlyMap<number, string> = new Map([
+  [4400, PROTOCOL_MISMATCH],
+  [4401, REVOKED],
+  [4409, REPLACED],
+]);
+
+/** How long the bridge waits for the instance to answer its closing handshake when the agent has exited. */
+const CLOSE_GRACE_MS = 2_000;
+
+export async function link(options: LinkOptions): Promise<number> {
+  const agent = startAgent(options.agent);
+  const relay = new Relay(agent, options);
+  const forwardSignal = () => agent.terminate();
+  process.once("SIGINT", forwardSignal);
+  process.once("SIGTERM", forwardSignal);
+
+  const agentExit = agent.exited.then((code) => {
+    relay.shutdown();
+    return code;
+  });
+  relay.pumpAgent().catch((error: unknown) => {
+    // The agent wrote something that is not ACP framing (e.g. a line past the size limit): it cannot go on.
+    say(`stopped reading the agent: ${error instanceof Error ? error.message : String(error)}`);
+    agent.terminate();
+  });
+  const stop = await relay.run();
+  if (stop) {
+    say(stop.message);
+    agent.terminate();
+    await agentExit;
+    return stop.exitCode;
+  }
+  const code = await agentExit;
+  say(`the agent exited with code ${code}`);
+  return code;
+}
+
+class Relay {
+  private readonly outbox = new Outbox();
+  private readonly initialize: InitializeOnce;
+  private readonly stopping = new AbortController();
+  /** The current connection, and whether its handshake (hello, initialize answered) is done. */
+  private socket: WebSocket | null = null;
+  private ready = false;
+  private dropNoted = false;
+
+  constructor(
+    private readonly agent: AgentProcess,
+    private readonly options: LinkOptions,
+  ) {
+    this.initialize = new InitializeOnce(agent);
+  }
+
+  /** The agent exited: close the link normally and dial no more. */
+  shutdown(): void {
+    this.stopping.abort();
+    const socket = this.socket;
+    if (!socket) return;
+    socket.close(1000, "the agent exited");
+    // An instance that does not answer the closing handshake must not keep the bridge alive.
+    setTimeout(() => socket.terminate(), CLOSE_GRACE_MS).unref();
+  }
+
+  /** Dials until the agent exits (null) or the instance says to stop (the Stop to report). */
+  async run(): Promise<Stop | null> {
+    const origin = this.options.credential.instance;
+    let attempt = 0;
+    while (!this.stopping.signal.aborted) {
+      const url = await this.linkUrl(origin).catch((error: unknown) => error);
+      if (url instanceof Stop) return url;
+      if (typeof url !== "string") throw url;
+      if (this.stopping.signal.aborted) return null;
+      const { socket, ended } = dial(url, this.options.credential.token, this.options.pingMs, {
+        onOpen: (open) => this.opened(open),
+        onFrame: (text) => this.fromInstance(socket, text),
+      });
+      this.socket = socket;
+      const end = await ended;
+      const handshaken = this.ready;
+      this.socket = null;
+      this.ready = false;
+      if (this.stopping.signal.aborted) return null;
+
+      const stop = stopFor(end);
+      if (stop) return stop;
+      if (handshaken) attempt = 0;
+      const delay = redialDelay(attempt++);
+      say(`${describe(end, url)}; redialling in ${(delay / 1000).toFixed(1)} s`);
+      await sleep(delay, undefined, { signal: this.stopping.signal }).catch(() => {});
+    }
+    return null;
+  }
+
+  /** Discovery is read again at every dial (the spec), for the link address and the protocols. */
+  private async linkUrl(origin: string): Promise<string> {
+    const discovery = await readDiscovery(origin).catch(() => null);
+    if (discovery && !speaksOurProtocol(discovery)) throw new Stop(PROTOCOL_MISMATCH);
+    return linkUrl(origin, discovery);
+  }
+
+  private opened(socket: WebSocket): void {
+    say(`linked to ${this.options.credential.instance}; saying hello`);
+    socket.send(JSON.stringify(helloMessage(this.options.version, process.cwd())));
+  }
+
+  private fromInstance(socket: WebSocket, text: string): void {
+    const frame = readFrame(text);
+    if (frame.kind === "invalid") {
+      say(`ignored a frame from the instance that is ${frame.why}`);
+      return;
+    }
+    if (frame.initializeId === null) {
+      void this.agent.send(frame.message);
+      return;
+    }
+    const params = "params" in frame.message ? frame.message.params : undefined;
+    void this.initialize.answerFor(frame.initializeId, params).then((answer) => {
+      if (socket !== this.socket || socket.readyState !== WebSocket.OPEN) return;
+      socket.send(JSON.stringify(answer));
+      if ("error" in answer) return;
+      this.ready = true;
+      this.flush(socket);
+    });
+  }
+
+  /** The agent's messages go out as they come while the link is up, and wait in the outbox while it is not. */
+  async pumpAgent(): Promise<void> {
+    const reader = this.agent.messages.getReader();
+    for (;;) {
+      const { value: message, done } = await reader.read();
+      if (done) return;
+      if (this.initialize.take(message)) continue;
+      const socket = this.socket;
+      if (this.ready && socket?.readyState === WebSocket.OPEN) {
+        socket.send(JSON.stringify(message));
+        continue;
+      }
+      if (this.outbox.push(message) && !this.dropNoted) {
+        this.dropNoted = true;
+        say("the link has been down long enough that the agent's oldest messages are being dropped");
+      }
+    }
+  }
+
+  private flush(socket: WebSocket): void {
+    const { messages, dropped } = this.outbox.drain();
+    for (const message of messages) socket.send(JSON.stringify(message));
+    if (messages.length > 0) say(`sent ${messages.length} message(s) the agent wrote while the link was down`);
+    if (dropped > 0) say(`${dropped} older message(s) of the agent were dropped while the link was down`);
+    this.dropNoted = false;
+  }
+}
+
+function stopFor(end: DialEnd): Stop | null {
+  if (end.status === 401) return new Stop(REVOKED);
+  const sentence = STOPPING_CLOSES.get(end.code);
+  return sentence === undefined ? null : new Stop(sentence);
+}
+
+function describe(end: DialEnd, url: string): string {
+  if (end.dead) return "no pong from the instance for two keep-alive intervals: the link is dead";
+  if (end.status !== null) return `the instance refused the link with HTTP ${end.status}`;
+  if (end.code === 1006 && end.error) return `could not keep a link to ${url} (${end.error})`;
+  return `the link closed (${end.code}${end.reason ? ` ${end.reason}` : ""})`;
+}

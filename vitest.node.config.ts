@@ -1,0 +1,15 @@
+import { defineConfig } from "vitest/config";
+
+// The Node side: the bridge CLI against a local stand-in of the link, and end-to-end runs against the real Worker
+// under `wrangler dev`. Both drive the compiled bridge, which the global setup builds first.
+export default defineConfig({
+  test: {
+    environment: "node",
+    include: ["test/bridge/**/*.test.ts", "test/e2e/**/*.test.ts"],
+    globalSetup: ["./test/bridge/build-bridge.ts"],
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    // The machine is shared and the e2e suite runs a whole Worker: one file at a time keeps timings honest.
+    fileParallelism: false,
+  },
+});
