@@ -24,6 +24,7 @@ import { createAccount, deleteAccount, listAccounts } from "./users";
 import { createToken, deleteToken, listTokens } from "./api-tokens";
 import { approve, authorize, deny, token } from "./device-login";
 import { listOwnDevices, renameOwnDevice, revokeDevice } from "./devices";
+import { deleteOwnChat, listOwnChats } from "./chats";
 
 export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 export type AppRouter = RouterType<IRequest, [Env, ExecutionContext], Response>;
@@ -71,6 +72,8 @@ export function buildRouter(): AppRouter {
     .post("/api/admin/accounts/:account/credits", adminGrantCredits)
     .put("/api/admin/accounts/:account/admin", adminSetAdmin)
     .put("/api/admin/accounts/:account/personalization", adminSetPersonalization);
+  // Chats: listed from D1; a delete goes through the device's object, which tells the device or keeps it pending.
+  router.get("/api/chats", listOwnChats).delete("/api/chats/:deviceId/:sessionId", deleteOwnChat);
   router.all("*", () => json({ detail: "no such route" }, 404));
   return router;
 }

@@ -1,0 +1,125 @@
+/**
+ * Chats (table `chats`): a device's sessions as people see them. Made by session/new answers and by terminals'
+ * announces; kept in step by title events and left notices; listed per person.
+ */
+import type { SessionNewResult } from "../protocol/acp";
+import type { SessionAnnounce } from "../protocol/lembas";
+
+/** A chat as its owner sees it (GET /api/chats). */
+export interface ChatInfo {
+  device_id: string;
+  session_id: string;
+  title: string | null;
+  cwd: string;
+  origin: "web" | "terminal";
+  model: string | null;
+  mode: string | null;
+  busy: boolean;
+  updated_at: number;
+  /** The person deleted it and the device has not taken the delete yet. */
+  pending_delete: boolean;
+}
+
+interface ChatInfoRow extends Omit<ChatInfo, "busy" | "pending_delete"> {
+  busy: number;
+  pending_delete: number;
+}
+
+/** A session the person made from the web: its chat, from session/new's answer. */
+export async function chatFromSessionNew(db: D1Database, deviceId: string, userId: string, cwd: string, result: SessionNewResult): Promise<void> {
+  const lembas = result._meta?.lembas;
+  const now = Date.now();
+  await db
+    .prepare(
+      `INSERT INTO chats (device_id, session_id, user_id, cwd, origin, model, mode, created_at, updated_at)
+       VALUES (?, ?, ?, ?, 'web', ?, ?, ?, ?)
+       ON CONFLICT (device_id, session_id) DO UPDATE SET
+         cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at`,
+    )
+    .bind(deviceId, result.sessionId, userId, cwd, lembas?.model ?? null, lembas?.mode ?? result.modes?.currentModeId ?? null, now, now)
+    .run();
+}
+
+/**
+ * A terminal's shared session: its chat is made or brought up to date — unless the person deleted it and the
+ * device has not taken the delete yet, when nothing happens (one statement, so no announce slips between the check
+ * and the write). A chat made on the web keeps its origin. True when a chat was written.
+ */
+export async function chatFromAnnounce(db: D1Database, deviceId: string, userId: string, announce: SessionAnnounce): Promise<boolean> {
+  const now = Date.now();
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO chats (device_id, session_id, user_id, title, cwd, origin, model, mode, busy, created_at, updated_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, 'terminal', ?6, ?7, ?8, ?9, ?9
+       WHERE NOT EXISTS (
+         SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending')
+       ON CONFLICT (device_id, session_id) DO UPDATE SET
+         title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode,
+         busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at`,
+    )
+    .bind(deviceId, announce.sessionId, userId, announce.title, announce.cwd, announce.model, announce.mode, announce.busy ? 1 : 0, now)
+    .run();
+  return meta.changes > 0;
+}
+
+/** A title event or a renamed session. False when there is no such chat. */
+export async function setChatTitle(db: D1Database, deviceId: string, sessionId: string, title: string): Promise<boolean> {
+  const { meta } = await db
+    .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?")
+    .bind(title, Date.now(), deviceId, sessionId)
+    .run();
+  return meta.changes > 0;
+}
+
+/** The terminal let go of the session (_lembas/session/left); available: the device can open it again. */
+export async function markChatLeft(db: D1Database, deviceId: string, sessionId: string, available: boolean): Promise<boolean> {
+  const now = Date.now();
+  const { meta } = await db
+    .prepare("UPDATE chats SET left_at = ?, available = ?, busy = 0, updated_at = ? WHERE device_id = ? AND session_id = ?")
+    .bind(now, available ? 1 : 0, now, deviceId, sessionId)
+    .run();
+  return meta.changes > 0;
+}
+
+/** The chat is gone (deleted on the device, or its delete was taken). False when there was none. */
+export async function deleteChat(db: D1Database, deviceId: string, sessionId: string): Promise<boolean> {
+  const { meta } = await deleteChatStatement(db, deviceId, sessionId).run();
+  return meta.changes > 0;
+}
+
+/** The delete as a statement, for a batch that must go with it. */
+export function deleteChatStatement(db: D1Database, deviceId: string, sessionId: string): D1PreparedStatement {
+  return db.prepare("DELETE FROM chats WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId);
+}
+
+const CHAT_INFO_SELECT = `
+  SELECT c.device_id, c.session_id, c.title, c.cwd, c.origin, c.model, c.mode, c.busy, c.updated_at,
+         p.device_id IS NOT NULL AS pending_delete
+  FROM chats c
+  LEFT JOIN pending_deletes p ON p.device_id = c.device_id AND p.session_id = c.session_id AND p.state = 'pending'`;
+
+const toChatInfo = (row: ChatInfoRow): ChatInfo => ({ ...row, busy: row.busy === 1, pending_delete: row.pending_delete === 1 });
+
+/** A person's chats, newest first: all of them, or one device's. */
+export async function listChats(db: D1Database, userId: string, deviceId?: string): Promise<ChatInfo[]> {
+  const statement =
+    deviceId === undefined
+      ? db.prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.session_id`).bind(userId)
+      : db.prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? ORDER BY c.updated_at DESC, c.session_id`).bind(userId, deviceId);
+  const { results } = await statement.all<ChatInfoRow>();
+  return results.map(toChatInfo);
+}
+
+/** One of a person's chats, or null when they have no such chat. */
+export async function findChat(db: D1Database, userId: string, deviceId: string, sessionId: string): Promise<ChatInfo | null> {
+  const row = await db
+    .prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? AND c.session_id = ?`)
+    .bind(userId, deviceId, sessionId)
+    .first<ChatInfoRow>();
+  return row && toChatInfo(row);
+}
+
+/** Whether the device is this person's. */
+export async function ownsDevice(db: D1Database, userId: string, deviceId: string): Promise<boolean> {
+  return (await db.prepare("SELECT 1 FROM devices WHERE id = ? AND user_id = ?").bind(deviceId, userId).first()) !== null;
+}

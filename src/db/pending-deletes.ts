@@ -1,0 +1,93 @@
+/**
+ * Pending deletes (table `pending_deletes`): a chat a person deleted whose `_lembas/session/delete` the device has
+ * not taken — it was not linked, did not answer, or refused. The chat stays, marked, until the device answers; the
+ * delete is sent again after each link's initialize; after MAX_REFUSALS refusals the instance gives up.
+ */
+import { deleteChat, deleteChatStatement } from "./chats";
+
+export const MAX_REFUSALS = 5;
+
+export interface PendingDelete {
+  session_id: string;
+  user_id: string;
+  refusals: number;
+  last_error: string | null;
+  created_at: number;
+}
+
+/**
+ * Keeps a delete the device could not take, with why (`offline`, `no answer`, …). One already pending keeps its
+ * place and its refusals; one given up before starts afresh, since the person asked again.
+ */
+export async function recordPendingDelete(db: D1Database, deviceId: string, userId: string, sessionId: string, reason: string): Promise<void> {
+  const now = Date.now();
+  await db
+    .prepare(
+      `INSERT INTO pending_deletes (device_id, session_id, user_id, last_error, created_at, updated_at)
+       VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+       ON CONFLICT (device_id, session_id) DO UPDATE SET
+         refusals = CASE WHEN state = 'given_up' THEN 0 ELSE refusals END,
+         created_at = CASE WHEN state = 'given_up' THEN excluded.created_at ELSE created_at END,
+         state = 'pending', given_up_at = NULL, last_error = excluded.last_error, updated_at = excluded.updated_at`,
+    )
+    .bind(deviceId, sessionId, userId, reason, now)
+    .run();
+}
+
+/**
+ * The device answered the delete — deleted true, or false for a session it no longer has: done either way, so the
+ * pending row and the chat both go, together. True when a delete was pending.
+ */
+export async function clearPendingDelete(db: D1Database, deviceId: string, sessionId: string): Promise<boolean> {
+  const [pending] = await db.batch([
+    db.prepare("DELETE FROM pending_deletes WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId),
+    deleteChatStatement(db, deviceId, sessionId),
+  ]);
+  return (pending?.meta.changes ?? 0) > 0;
+}
+
+/**
+ * The device refused the delete. At the MAX_REFUSALS-th refusal the instance gives up: the row stays as the record
+ * (state given_up, no longer sent) and the chat goes, as the person asked. Null when no delete was pending.
+ */
+export async function recordRefusal(
+  db: D1Database,
+  deviceId: string,
+  sessionId: string,
+  error: string,
+): Promise<{ refusals: number; givenUp: boolean } | null> {
+  const now = Date.now();
+  const row = await db
+    .prepare(
+      `UPDATE pending_deletes SET
+         refusals = refusals + 1, last_error = ?3, updated_at = ?4,
+         state = CASE WHEN refusals + 1 >= ?5 THEN 'given_up' ELSE 'pending' END,
+         given_up_at = CASE WHEN refusals + 1 >= ?5 THEN ?4 ELSE NULL END
+       WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending'
+       RETURNING refusals, state`,
+    )
+    .bind(deviceId, sessionId, error, now, MAX_REFUSALS)
+    .first<{ refusals: number; state: "pending" | "given_up" }>();
+  if (!row) return null;
+  const givenUp = row.state === "given_up";
+  if (givenUp) await deleteChat(db, deviceId, sessionId);
+  return { refusals: row.refusals, givenUp };
+}
+
+/** The deletes to send again after a link's initialize, oldest first. */
+export async function listPendingDeletes(db: D1Database, deviceId: string): Promise<PendingDelete[]> {
+  const { results } = await db
+    .prepare(
+      `SELECT session_id, user_id, refusals, last_error, created_at FROM pending_deletes
+       WHERE device_id = ? AND state = 'pending' ORDER BY created_at, rowid`,
+    )
+    .bind(deviceId)
+    .all<PendingDelete>();
+  return results;
+}
+
+/** What became of a person's delete: taken by the device, or kept to be sent again (reason: why not now). */
+export interface DeleteOutcome {
+  status: "deleted" | "pending";
+  reason?: string;
+}

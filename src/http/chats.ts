@@ -1,0 +1,35 @@
+/**
+ * A person's chats: listed (all, or one device's), and deleted — the device's object tells the device, or keeps
+ * the delete pending until it can.
+ */
+import { z } from "zod";
+import type { Handler } from "./routes";
+import { authenticatePerson } from "./auth";
+import { personWriting } from "./guards";
+import { HttpError, json } from "./respond";
+import { findChat, listChats, ownsDevice } from "../db/chats";
+import { check } from "../protocol/issues";
+
+/** Another person's device answers like a missing one, so its existence is never revealed. */
+const noSuchDevice = () => new HttpError(404, "no such device");
+
+const listQuery = z.object({ device: z.string().min(1, "device must name a device").optional() });
+
+export const listOwnChats: Handler = async (request, env) => {
+  const person = await authenticatePerson(request, env);
+  const query = check(listQuery, Object.fromEntries(new URL(request.url).searchParams));
+  if (!query.ok) throw new HttpError(400, query.error);
+  const deviceId = query.value.device;
+  if (deviceId !== undefined && !(await ownsDevice(env.DB, person.userId, deviceId))) throw noSuchDevice();
+  return json(await listChats(env.DB, person.userId, deviceId));
+};
+
+/** 200 when the device took the delete, 202 when it is kept to be sent when the device next links. */
+export const deleteOwnChat: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  const { deviceId, sessionId } = request.params as { deviceId: string; sessionId: string };
+  if (!(await ownsDevice(env.DB, person.userId, deviceId))) throw noSuchDevice();
+  if (!(await findChat(env.DB, person.userId, deviceId, sessionId))) throw new HttpError(404, "no such chat");
+  const outcome = await env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId)).deleteSession(sessionId, person.userId);
+  return json(outcome, outcome.status === "deleted" ? 200 : 202);
+};
