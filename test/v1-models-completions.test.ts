@@ -1,5 +1,7 @@
+import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createDevice, createUser } from "./helpers/fixtures";
+import { servedModels } from "../src/providers/config";
 import { call, upstreamReceived, usageRows, waitForUsage } from "./helpers/v1";
 
 const tag = () => crypto.randomUUID();
@@ -159,5 +161,12 @@ describe("POST /v1/embeddings", () => {
     const device = await createDevice((await createUser()).userId);
     expect((await call("/v1/embeddings", device.auth, { body: { model: "fake/chat", input: "x" } })).status).toBe(400);
     expect((await call("/v1/embeddings", device.auth, { body: { model: "fake/embed" } })).status).toBe(400);
+  });
+});
+
+describe("provider configuration", () => {
+  it("names the mistake when PROVIDERS is malformed", () => {
+    const broken = { ...env, PROVIDERS: { fake: { base_url: "not a url", models: { chat: { kind: "chat" } } } } };
+    expect(() => servedModels(broken)).toThrow(expect.objectContaining({ status: 500, detail: expect.stringMatching(/PROVIDERS.*base_url.*price_in/s) }));
   });
 });

@@ -65,8 +65,8 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
 
 /** False when there was no such plan. Accounts on it are left without a plan (not limited). */
 export async function deletePlan(db: D1Database, name: string): Promise<boolean> {
-  const { meta } = await db.prepare("DELETE FROM plans WHERE name = ?").bind(name).run();
-  return meta.changes === 1;
+  // RETURNING rather than meta.changes, which also counts the windows and settings the foreign keys change.
+  return (await db.prepare("DELETE FROM plans WHERE name = ? RETURNING name").bind(name).first()) !== null;
 }
 
 export async function planExists(db: D1Database, name: string): Promise<boolean> {

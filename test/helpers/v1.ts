@@ -51,9 +51,21 @@ export async function upstreamReceived(tag: string): Promise<ReceivedUpstream[]>
   return response.json();
 }
 
-/** A usage row as if a request had been made `agoMs` ago. */
-export async function spend(userId: string, cost: number, agoMs = 0, deviceId: string | null = null): Promise<void> {
-  await env.DB.prepare("INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', 0, 0, ?, ?)")
-    .bind(userId, deviceId, cost, Date.now() - agoMs)
+/** A usage row as if a request had been made at `at` (ms). */
+export async function spend(userId: string, usage: { cost: number; at?: number; deviceId?: string | null; tokensIn?: number; tokensOut?: number }): Promise<void> {
+  await env.DB.prepare("INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', ?, ?, ?, ?)")
+    .bind(userId, usage.deviceId ?? null, usage.tokensIn ?? 0, usage.tokensOut ?? 0, usage.cost, usage.at ?? Date.now())
     .run();
+}
+
+/** Creates or replaces a plan through the admin API. */
+export async function putPlan(adminAuth: string, name: string, spec: Record<string, unknown>): Promise<void> {
+  const res = await call(`/api/admin/plans/${encodeURIComponent(name)}`, adminAuth, { method: "PUT", body: spec });
+  if (res.status !== 200) throw new Error(`plan ${name}: ${res.status} ${await res.text()}`);
+}
+
+/** Puts an account on a plan through the admin API. */
+export async function assignPlan(adminAuth: string, userId: string, plan: string | null): Promise<void> {
+  const res = await call(`/api/admin/accounts/${userId}/plan`, adminAuth, { method: "PUT", body: { plan } });
+  if (res.status !== 200) throw new Error(`assign ${plan}: ${res.status} ${await res.text()}`);
 }
