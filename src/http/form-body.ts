@@ -7,15 +7,17 @@ import { describeIssues } from "./body";
 import { HttpError } from "./respond";
 
 export async function readJsonOrForm<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
-  const text = await request.text();
   let raw: unknown = {};
   if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
-    raw = Object.fromEntries(new URLSearchParams(text));
-  } else if (text.trim() !== "") {
-    try {
-      raw = JSON.parse(text);
-    } catch {
-      throw new HttpError(400, "the body is neither valid JSON nor form-encoded");
+    raw = Object.fromEntries(await request.formData());
+  } else {
+    const text = await request.text();
+    if (text.trim() !== "") {
+      try {
+        raw = JSON.parse(text);
+      } catch {
+        throw new HttpError(400, "the body is neither valid JSON nor form-encoded");
+      }
     }
   }
   const parsed = schema.safeParse(raw);

@@ -7,6 +7,8 @@ export interface CallOptions {
   body?: unknown;
   /** Sent form-encoded instead of as JSON. */
   form?: Record<string, string>;
+  /** Sent as it is, labelled JSON (for malformed bodies). */
+  raw?: string;
   headers?: Record<string, string>;
   origin?: string;
 }
@@ -17,9 +19,9 @@ export function call(method: string, path: string, opts: CallOptions = {}): Prom
   if (opts.form) {
     headers.set("content-type", "application/x-www-form-urlencoded");
     body = new URLSearchParams(opts.form).toString();
-  } else if (opts.body !== undefined) {
+  } else if (opts.body !== undefined || opts.raw !== undefined) {
     headers.set("content-type", "application/json");
-    body = JSON.stringify(opts.body);
+    body = opts.raw ?? JSON.stringify(opts.body);
   }
   return SELF.fetch(new URL(path, opts.origin ?? ORIGIN), { method, headers, body });
 }
