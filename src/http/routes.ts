@@ -4,6 +4,7 @@ import type { Env } from "../env";
 import { errorResponse, json } from "./respond";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
+import { clientRpc, clientSocket, deviceLink } from "./link-routes";
 import { listModels } from "./v1/models";
 import { chatCompletions } from "./v1/completions";
 import { embeddings } from "./v1/embeddings";
@@ -72,6 +73,11 @@ export function buildRouter(): AppRouter {
     .post("/api/admin/accounts/:account/credits", adminGrantCredits)
     .put("/api/admin/accounts/:account/admin", adminSetAdmin)
     .put("/api/admin/accounts/:account/personalization", adminSetPersonalization);
+  // The device link and its owner's client interface (each into the device's Durable Object).
+  router
+    .get("/api/devices/link", deviceLink)
+    .get("/api/devices/:deviceId/client", clientSocket)
+    .post("/api/devices/:deviceId/rpc", clientRpc);
   // Chats: listed from D1; a delete goes through the device's object, which tells the device or keeps it pending.
   router.get("/api/chats", listOwnChats).delete("/api/chats/:deviceId/:sessionId", deleteOwnChat);
   router.all("*", () => json({ detail: "no such route" }, 404));

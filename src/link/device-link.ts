@@ -1,18 +1,143 @@
-/** One device's link: its WebSocket, the browser sockets attached to it, and everything in flight between them. */
+/**
+ * One device's Durable Object: its link (the device's WebSocket), the client sockets of its owner, and everything
+ * in flight between them. Hibernatable sockets, SQLite storage, one alarm; nothing a later event needs is kept only
+ * in memory.
+ *
+ * This class only wires events to modules:
+ *   fetch            → the Worker forwards three requests here, identity in headers (identity.ts):
+ *                      …/link (device socket; handshake.ts), …/client (client socket), …/rpc (http-rpc.ts)
+ *   webSocketMessage → dispatch.ts (frames.ts reads and validates every frame first)
+ *   webSocketClose / webSocketError → dispatch.onSocketGone
+ *   alarm            → every due deadline to the handler its kind registered (deadlines.ts)
+ *   revoke()         → RPC from the devices API: closes the link (4401) and the client sockets (4404)
+ *
+ * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
+ * (feature.ts) listed in FEATURES below. It may declare:
+ *   schema               its own SQLite tables (CREATE … IF NOT EXISTS), run when the object starts
+ *   clientMethods        methods a client calls on the instance (e.g. "instance/status"); return the result or
+ *                        throw RpcError — a spec client→agent method named here is taken over from the relay
+ *   beforeForward        per relayed method: see or change a client's call before it goes to the device, or keep
+ *                        it across a dropped link (turns: add the turnId, keepAcrossLinks, re-send on onLinkUp)
+ *   deviceRequests       agent→client requests (cards: session/request_permission, _lembas/question, _lembas/plan);
+ *                        answer with rt.answerDevice. Unclaimed ones are answered -32601.
+ *   deviceNotifications  agent→client notifications: { fanOut, handle } — observe (chats: announce, deleted, title
+ *                        events) or route yourself with fanOut: false (terminals: output to the owning socket only)
+ *   deviceAnswers        answers to the feature's own requests, sent with rt.requestDevice(method, params, purpose)
+ *                        (pending deletes: _lembas/session/delete); link loss and time-outs arrive as error answers
+ *   clientAnswers        answers from clients to requests the instance sent them, by id prefix ("card:…")
+ *   deadlines            handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs)
+ *   onLinkUp / onLinkDown / onClientAttached / onClientDetached   lifecycle; run in FEATURES order
+ *   status               fields merged into instance/status (cards: open cards, turns: running turns)
+ * The LinkRuntime (runtime.ts) each handler receives gives the storage (links, outbound, deadlines, sql) and the
+ * ways to send (sendToDevice, requestDevice, sendToClient, broadcast). Anything large a feature persists (a
+ * prompt kept for re-sending) must be stored in chunks: SQLite values are limited to about 2 MB.
+ *
+ * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), handshake.ts (hello,
+ * initialize, replacement, link up/down, D1 presence), store.ts (link state, counter), outbound.ts (outstanding
+ * requests), forwarding.ts (the relay, $/cancel_request, time-outs), instance-methods.ts (instance/status,
+ * initialize, instance/link), deadlines.ts (one alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
+ */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import { recordPendingDelete, type DeleteOutcome } from "../db/pending-deletes";
 import { CloseCode } from "../protocol/close-codes";
+import { DEADLINES_SCHEMA } from "./deadlines";
+import { onClientMessage, onDeviceMessage, onSocketGone } from "./dispatch";
+import { buildRegistry, type LinkFeature } from "./feature";
+import { forwarding } from "./forwarding";
+import { beginLink, endLink, handshake } from "./handshake";
+import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
+import { handleRpc } from "./http-rpc";
+import { identityOf } from "./identity";
+import { instanceMethods } from "./instance-methods";
+import { OUTBOUND_SCHEMA } from "./outbound";
+import { LinkRuntime } from "./runtime";
+import { acceptSocket, attachmentOf, closeSocket } from "./sockets";
+import { STORE_SCHEMA } from "./store";
+
+const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_SCHEMA, ...DEADLINES_SCHEMA] };
+
+/** Every feature of the link, in the order their hooks run. */
+const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat];
+const registry = buildRegistry(FEATURES);
+
+const detail = (text: string, status: number) =>
+  new Response(JSON.stringify({ detail: text }), { status, headers: { "content-type": "application/json; charset=utf-8" } });
 
 export class DeviceLink extends DurableObject<Env> {
-  override async fetch(_request: Request): Promise<Response> {
-    return new Response(JSON.stringify({ detail: "not implemented yet" }), { status: 501 });
+  readonly #rt: LinkRuntime;
+
+  constructor(ctx: DurableObjectState, env: Env) {
+    super(ctx, env);
+    this.#rt = new LinkRuntime(ctx, env, registry);
+    ctx.setWebSocketAutoResponse(keepAlive());
   }
 
-  /** The device was revoked: close its link at once, and every browser socket attached to it. */
+  override async fetch(request: Request): Promise<Response> {
+    const identity = identityOf(request);
+    if (!identity) return detail("requests reach a device's link only through the instance's routes", 400);
+    const rt = this.#rt;
+    const path = new URL(request.url).pathname;
+    if (path.endsWith("/rpc")) return handleRpc(rt, request, identity.userId);
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return detail("this endpoint takes a WebSocket upgrade", 426);
+    if (path.endsWith("/link")) {
+      const { peer, attachment } = acceptSocket(this.ctx, "device", identity.userId);
+      await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
+      ensureSweep(rt);
+      return new Response(null, { status: 101, webSocket: peer });
+    }
+    if (path.endsWith("/client")) {
+      const { peer, attachment } = acceptSocket(this.ctx, "client", identity.userId);
+      rt.links.setMeta("device_id", identity.deviceId);
+      ensureSweep(rt);
+      await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
+      return new Response(null, { status: 101, webSocket: peer });
+    }
+    return detail("no such link endpoint", 404);
+  }
+
+  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    const attachment = attachmentOf(ws);
+    if (!attachment) return;
+    const rt = this.#rt;
+    if (attachment.role === "device") return onDeviceMessage(rt, ws, attachment, message);
+    await onClientMessage(rt, { sid: attachment.sid, userId: attachment.uid }, ws, message);
+  }
+
+  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    closeSocket(ws, code === 1005 || code === 1006 ? 1000 : code, reason);
+    const attachment = attachmentOf(ws);
+    if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+  }
+
+  override async webSocketError(ws: WebSocket): Promise<void> {
+    const attachment = attachmentOf(ws);
+    if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+  }
+
+  override async alarm(): Promise<void> {
+    const rt = this.#rt;
+    for (const { kind, key } of rt.deadlines.takeDue(Date.now())) {
+      try {
+        await rt.registry.deadlines.get(kind)?.(rt, key);
+      } catch (err) {
+        console.error(`deadline ${kind}/${key} failed`, err);
+      }
+    }
+    rt.deadlines.rearm();
+  }
+
+  /** The device was revoked: close its link at once (4401), and every client socket attached to it (4404). */
   async revoke(): Promise<void> {
-    for (const ws of this.ctx.getWebSockets("device")) ws.close(CloseCode.Revoked, "device revoked");
-    for (const ws of this.ctx.getWebSockets("client")) ws.close(CloseCode.DeviceGone, "device revoked");
+    const rt = this.#rt;
+    const link = rt.link();
+    for (const ws of this.ctx.getWebSockets("device")) closeSocket(ws, CloseCode.Revoked, "device revoked");
+    if (link) await endLink(rt, link, "revoked");
+    for (const ws of this.ctx.getWebSockets("client")) {
+      const attachment = attachmentOf(ws);
+      closeSocket(ws, CloseCode.DeviceGone, "device revoked");
+      if (attachment) await onSocketGone(rt, attachment, "revoked");
+    }
   }
 
   /** A person deleted a chat; for now every delete is kept pending (D1) until the link sends it to the device. */

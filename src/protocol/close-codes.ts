@@ -6,7 +6,9 @@ export const CloseCode = {
   Revoked: 4401,
   /** The device is gone (revoked or deleted) — said to browser sockets attached to it. */
   DeviceGone: 4404,
-  /** No hello (or no initialize answer) in time. */
+  /** The device answered initialize with an error or with something that is not an initialize result. */
+  HandshakeFailed: 4422,
+  /** No hello first, or no hello (or no initialize answer) in time. */
   HandshakeTimeout: 4408,
   /** A newer link of the same device took over. */
   Replaced: 4409,

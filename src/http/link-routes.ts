@@ -1,0 +1,48 @@
+/**
+ * The routes into a device's Durable Object. Each authenticates in the Worker — a refused caller never reaches
+ * the object — and forwards the original Request (not the router's), with the caller's identity in headers the
+ * Worker alone sets (link/identity.ts).
+ *
+ *   GET  /api/devices/link              the device's link (WebSocket; device token)
+ *   GET  /api/devices/:deviceId/client  a client socket of the device's owner (WebSocket; cookie or API token)
+ *   POST /api/devices/:deviceId/rpc     one JSON-RPC message over HTTP (cookie or API token)
+ */
+import type { Env } from "../env";
+import { deviceOwner } from "../db/device-presence";
+import { withIdentity, type Identity } from "../link/identity";
+import { authenticateDevice, authenticatePerson } from "./auth";
+import { assertSameOrigin } from "./origin";
+import { HttpError } from "./respond";
+import type { Handler } from "./routes";
+
+function assertUpgrade(request: Request): void {
+  if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
+    throw new HttpError(426, "this endpoint is a WebSocket: send Upgrade: websocket", {}, { upgrade: "websocket" });
+  }
+}
+
+const toLink = (env: Env, request: Request, identity: Identity) =>
+  env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(identity.deviceId)).fetch(withIdentity(request, identity));
+
+/** The device's person, or 404 for a device that does not exist or is someone else's (the same answer for both). */
+async function ownersDevice(request: Parameters<Handler>[0], env: Env): Promise<Identity> {
+  assertSameOrigin(request);
+  const person = await authenticatePerson(request, env);
+  const deviceId = request.params.deviceId ?? "";
+  if ((await deviceOwner(env.DB, deviceId)) !== person.userId) throw new HttpError(404, "no such device");
+  return { userId: person.userId, deviceId };
+}
+
+export const deviceLink: Handler = async (request, env) => {
+  const device = await authenticateDevice(request, env);
+  assertUpgrade(request);
+  return toLink(env, request, device);
+};
+
+export const clientSocket: Handler = async (request, env) => {
+  const identity = await ownersDevice(request, env);
+  assertUpgrade(request);
+  return toLink(env, request, identity);
+};
+
+export const clientRpc: Handler = async (request, env) => toLink(env, request, await ownersDevice(request, env));

@@ -1,0 +1,130 @@
+/**
+ * How a feature plugs into the device's object. A feature is a plain object of handlers, keyed by what they
+ * handle; device-link.ts lists the features, and the registry built from them is what the dispatcher consults.
+ * Two features may not claim the same method, answer purpose, id prefix or deadline kind (the registry throws at
+ * start-up), so which module handles what is never ambiguous. Observers (beforeForward, deviceNotifications and the
+ * lifecycle hooks) may be registered by several features and run in the order the features are listed.
+ */
+import type { NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
+import type { LinkRuntime } from "./runtime";
+import type { OutboundRequest } from "./outbound";
+import type { LinkRecord } from "./store";
+
+/** A client: a browser or script socket, or one HTTP /rpc call (sid `http:…`). */
+export interface ClientPeer {
+  readonly sid: string;
+  readonly userId: string;
+}
+
+/**
+ * A method a client calls on the instance itself (instance/status, initialize, $/cancel_request, …). For a request,
+ * the returned value is the result; throw an RpcError to answer with an error. For a notification nothing is sent.
+ */
+export type ClientMethodHandler = (rt: LinkRuntime, peer: ClientPeer, params: unknown, message: RequestMessage | NotificationMessage) => unknown;
+
+/** A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it. */
+export interface OutgoingCall {
+  readonly from: ClientPeer;
+  readonly method: string;
+  params: unknown;
+  /** Keep the request across a dropped link (a feature re-sends it on the next link) instead of failing it. */
+  keepAcrossLinks: boolean;
+}
+export type BeforeForward = (rt: LinkRuntime, call: OutgoingCall) => void | Promise<void>;
+
+/** An agent→client request (session/request_permission, …); the handler answers the device with rt.answerDevice. */
+export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) => void | Promise<void>;
+
+/**
+ * An agent→client notification. With fanOut the instance also sends it to every client socket (before the
+ * handler's awaited work, so clients see frames in the device's order); without it, the handler routes it itself.
+ */
+export interface DeviceNotificationHandler {
+  fanOut: boolean;
+  handle: (rt: LinkRuntime, message: NotificationMessage) => void | Promise<void>;
+}
+
+/** The device's answer to a request the instance sent for a feature (rt.requestDevice with this purpose). Link
+ * loss and time-outs arrive here too, as error answers (-32001 link_down, -32002). */
+export type DeviceAnswerHandler = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage) => void | Promise<void>;
+
+/** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
+export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
+
+/** A deadline of this kind fell due (rt.deadlines.set(kind, key, due)). */
+export type DeadlineHandler = (rt: LinkRuntime, key: string) => void | Promise<void>;
+
+export type LinkDownReason = "closed" | "replaced" | "revoked" | "stale" | "handshake_timeout" | "handshake_failed" | "protocol_mismatch";
+
+export interface LinkFeature {
+  name: string;
+  /** SQL run when the object starts (CREATE TABLE IF NOT EXISTS …): the feature's own tables. */
+  schema?: readonly string[];
+  clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
+  beforeForward?: Readonly<Record<string, BeforeForward>>;
+  deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
+  deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
+  deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
+  clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
+  deadlines?: Readonly<Record<string, DeadlineHandler>>;
+  /** The link finished its handshake (after initialize). */
+  onLinkUp?: (rt: LinkRuntime, link: LinkRecord) => void | Promise<void>;
+  /** The link went down (or was replaced); it had reached `up` when `wasUp`. */
+  onLinkDown?: (rt: LinkRuntime, link: LinkRecord, reason: LinkDownReason, wasUp: boolean) => void | Promise<void>;
+  onClientAttached?: (rt: LinkRuntime, peer: ClientPeer) => void | Promise<void>;
+  onClientDetached?: (rt: LinkRuntime, sid: string) => void | Promise<void>;
+  /** Fields this feature adds to instance/status (e.g. cards, turns). */
+  status?: (rt: LinkRuntime) => Record<string, unknown>;
+}
+
+type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "clientAnswers" | "deadlines";
+type Observed = "beforeForward" | "deviceNotifications";
+
+export interface Registry {
+  readonly features: readonly LinkFeature[];
+  readonly schema: readonly string[];
+  readonly clientMethods: ReadonlyMap<string, ClientMethodHandler>;
+  readonly deviceRequests: ReadonlyMap<string, DeviceRequestHandler>;
+  readonly deviceAnswers: ReadonlyMap<string, DeviceAnswerHandler>;
+  readonly clientAnswers: ReadonlyMap<string, ClientAnswerHandler>;
+  readonly deadlines: ReadonlyMap<string, DeadlineHandler>;
+  readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
+  readonly deviceNotifications: ReadonlyMap<string, readonly DeviceNotificationHandler[]>;
+}
+
+type HandlerOf<K extends Keyed | Observed> = NonNullable<LinkFeature[K]>[string];
+
+function keyed<K extends Keyed>(features: readonly LinkFeature[], field: K): Map<string, HandlerOf<K>> {
+  const map = new Map<string, HandlerOf<K>>();
+  const owner = new Map<string, string>();
+  for (const feature of features) {
+    for (const [key, handler] of Object.entries(feature[field] ?? {}) as [string, HandlerOf<K>][]) {
+      if (owner.has(key)) throw new Error(`${field} "${key}" is claimed by both ${owner.get(key)} and ${feature.name}`);
+      owner.set(key, feature.name);
+      map.set(key, handler);
+    }
+  }
+  return map;
+}
+
+function observed<K extends Observed>(features: readonly LinkFeature[], field: K): Map<string, HandlerOf<K>[]> {
+  const map = new Map<string, HandlerOf<K>[]>();
+  for (const feature of features) {
+    for (const [key, handler] of Object.entries(feature[field] ?? {}) as [string, HandlerOf<K>][]) map.set(key, [...(map.get(key) ?? []), handler]);
+  }
+  return map;
+}
+
+export function buildRegistry(features: readonly LinkFeature[]): Registry {
+  return {
+    features,
+    schema: features.flatMap((f) => f.schema ?? []),
+    clientMethods: keyed(features, "clientMethods"),
+    deviceRequests: keyed(features, "deviceRequests"),
+    deviceAnswers: keyed(features, "deviceAnswers"),
+    clientAnswers: keyed(features, "clientAnswers"),
+    deadlines: keyed(features, "deadlines"),
+    beforeForward: observed(features, "beforeForward"),
+    deviceNotifications: observed(features, "deviceNotifications"),
+  };
+}

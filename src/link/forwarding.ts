@@ -1,0 +1,138 @@
+/**
+ * The relay: a client's call of a spec client→agent method goes to the device under a fresh id, and the device's
+ * answer goes back to the socket that asked, under that socket's own id. Validation (-32602), the offline answer
+ * (-32001) and capability gating (-32601 / -32602) happen here, before anything reaches the device.
+ *
+ * An outstanding request ends exactly once: answered by the device, cancelled by its client ($/cancel_request,
+ * answered -32800), timed out (-32002), failed when its link goes down (-32001, data.reason "link_down") unless a
+ * feature keeps it, or dropped quietly when its client goes away.
+ */
+import { missingCapability } from "../protocol/capabilities";
+import { check } from "../protocol/issues";
+import { CLIENT_TO_AGENT, isClientToAgentMethod, type ClientMethod, type ClientToAgentMethod } from "../protocol/methods";
+import {
+  ErrorCode,
+  JsonRpcId,
+  rpcError,
+  rpcNotification,
+  type NotificationMessage,
+  type RequestMessage,
+  type ResponseMessage,
+} from "../protocol/jsonrpc";
+import { z } from "zod";
+import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
+import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
+import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
+
+export const CANCEL_REQUEST = "$/cancel_request";
+const CancelRequestParams = z.looseObject({ id: JsonRpcId });
+
+/** How long the device has to answer a relayed request; null: as long as it takes (a turn, a compaction). */
+export const DEFAULT_ANSWER_WITHIN_MS = 120_000;
+const ANSWER_WITHIN_MS: Partial<Record<ClientToAgentMethod, number | null>> = {
+  "session/prompt": null,
+  "_lembas/session/compact": null,
+};
+
+const answerWithin = (method: string) => {
+  const ms = ANSWER_WITHIN_MS[method as ClientToAgentMethod];
+  return ms === undefined ? DEFAULT_ANSWER_WITHIN_MS : ms;
+};
+
+export function clientMethod(method: string): ClientMethod | undefined {
+  return isClientToAgentMethod(method) ? CLIENT_TO_AGENT[method] : undefined;
+}
+
+/** Delivers the end of an outstanding request to whoever is waiting for it. */
+async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
+  rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
+  if (request.origin === INSTANCE_ORIGIN) {
+    const handler = request.purpose === null ? undefined : rt.registry.deviceAnswers.get(request.purpose);
+    if (!handler) return console.error(`no handler for answers of purpose ${request.purpose}`);
+    return handler(rt, request, answer);
+  }
+  if (request.originId === null) return;
+  rt.sendToClient(request.origin, { ...answer, id: request.originId });
+}
+
+/** An answer from the device: to the request's origin, or quietly dropped when nobody waits for it any more. */
+export async function routeDeviceAnswer(rt: LinkRuntime, answer: ResponseMessage): Promise<void> {
+  if (typeof answer.id !== "number") return;
+  const request = rt.outbound.take(answer.id);
+  if (request) await settle(rt, request, answer);
+}
+
+/** A client's call of a relayed method: checked, gated, and sent to the device. */
+export async function forward(rt: LinkRuntime, peer: ClientPeer, message: RequestMessage | NotificationMessage, spec: ClientMethod): Promise<void> {
+  const id = "id" in message ? message.id : null;
+  const fail = (code: number, text: string, data?: unknown) => {
+    if (id !== null) rt.failClient(peer, id, code, text, data);
+  };
+  if (spec.notification && id !== null) {
+    return fail(ErrorCode.InvalidRequest, `${message.method} is a notification: send it without an id`);
+  }
+  // A request sent without an id cannot be answered; there is no one to tell.
+  if (!spec.notification && id === null) return;
+  const params = check(spec.params, message.params);
+  if (!params.ok) return fail(ErrorCode.InvalidParams, `invalid params for ${message.method}: ${params.error}`);
+  if (!rt.upLink()) return fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
+  const missing = missingCapability(message.method, message.params, rt.capabilities());
+  if (missing) {
+    return fail(missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams, missing.sentence, { capability: missing.capability });
+  }
+  if (id !== null && rt.outbound.has(peer.sid, id)) {
+    return fail(ErrorCode.InvalidRequest, `id ${JSON.stringify(id)} is already used by a request of yours still in flight`);
+  }
+  const call: OutgoingCall = { from: peer, method: message.method, params: message.params, keepAcrossLinks: false };
+  for (const hook of rt.registry.beforeForward.get(message.method) ?? []) await hook(rt, call);
+  if (id === null) {
+    rt.sendToDevice(rpcNotification(call.method, call.params));
+    return;
+  }
+  const sessionId = (params.value as { sessionId?: unknown }).sessionId;
+  const sent = rt.sendRequest({
+    method: call.method,
+    params: call.params,
+    origin: peer.sid,
+    originId: id,
+    sessionId: typeof sessionId === "string" ? sessionId : null,
+    keep: call.keepAcrossLinks,
+    answerWithinMs: answerWithin(message.method),
+  });
+  if (sent === null) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
+}
+
+/** Drops a gone client's outstanding requests; the device's late answers then find nobody and are discarded. */
+export function dropRequestsOf(rt: LinkRuntime, sid: string): void {
+  for (const request of rt.outbound.takeAllOf(sid)) rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
+}
+
+export const forwarding: LinkFeature = {
+  name: "forwarding",
+  clientMethods: {
+    /** `{ id }` of the caller's own request: the device is told (under its id) and the request answered -32800. */
+    [CANCEL_REQUEST]: async (rt, peer, params) => {
+      const parsed = CancelRequestParams.safeParse(params);
+      if (!parsed.success) return null;
+      const request = rt.outbound.takeByOrigin(peer.sid, parsed.data.id);
+      if (!request) return null;
+      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { id: request.id }));
+      await settle(rt, request, rpcError(request.id, ErrorCode.RequestCancelled, "request cancelled"));
+      return null;
+    },
+  },
+  deadlines: {
+    [REQUEST_DEADLINE]: async (rt, key) => {
+      const request = rt.outbound.take(Number(key));
+      if (!request) return;
+      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { id: request.id }));
+      await settle(rt, request, rpcError(request.id, ErrorCode.Timeout, `the device did not answer ${request.method} in time; it was asked to cancel it`));
+    },
+  },
+  onLinkDown: async (rt, link) => {
+    for (const request of rt.outbound.takeUnkeptOf(link.linkId)) {
+      await settle(rt, request, rpcError(request.id, ErrorCode.Offline, "the device's link went down before it answered", { reason: "link_down" }));
+    }
+  },
+  onClientDetached: (rt, sid) => dropRequestsOf(rt, sid),
+};

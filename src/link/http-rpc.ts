@@ -1,0 +1,32 @@
+/**
+ * POST /api/devices/:deviceId/rpc: one JSON-RPC message over HTTP, for scripts. A request waits for its answer up
+ * to RPC_WAIT_MS, then gets a -32002 error (the device may still finish the work; its late answer is dropped). A
+ * notification or an answer gets 202 with no body. The call is a client of its own (`http:<id>`) while it waits.
+ */
+import { ErrorCode, rpcError, type Message } from "../protocol/jsonrpc";
+import { onClientMessage } from "./dispatch";
+import { dropRequestsOf } from "./forwarding";
+import type { LinkRuntime } from "./runtime";
+
+export const RPC_WAIT_MS = 60_000;
+
+const answer = (message: Message) =>
+  new Response(JSON.stringify(message), { status: 200, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+
+export async function handleRpc(rt: LinkRuntime, request: Request, userId: string): Promise<Response> {
+  const peer = { sid: `http:${crypto.randomUUID()}`, userId };
+  let resolve: (message: Message | null) => void = () => {};
+  const answered = new Promise<Message | null>((r) => (resolve = r));
+  rt.httpWaiters.set(peer.sid, resolve);
+  const timer = setTimeout(() => resolve(null), RPC_WAIT_MS);
+  try {
+    const frame = await onClientMessage(rt, peer, null, await request.arrayBuffer());
+    if (frame.kind === "notification" || frame.kind === "response") return new Response(null, { status: 202 });
+    const id = frame.kind === "request" ? frame.message.id : null;
+    return answer((await answered) ?? rpcError(id, ErrorCode.Timeout, `no answer from the device within ${RPC_WAIT_MS / 1000} s`));
+  } finally {
+    clearTimeout(timer);
+    rt.httpWaiters.delete(peer.sid);
+    dropRequestsOf(rt, peer.sid);
+  }
+}

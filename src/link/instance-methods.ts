@@ -1,0 +1,56 @@
+/**
+ * Methods a client calls on the instance itself, and the `instance/link` notification.
+ *
+ * - `instance/status` → { link: "up" | "down", hello, lembas (the device's initialize `_meta.lembas`), agentInfo,
+ *   protocol, capabilities, cards, turns, … }: the last link's facts even while down; other features add fields
+ *   (cards, turns) through their `status` hook.
+ * - `initialize` is answered here with the device's own initialize result (the last link's), so an ACP client SDK
+ *   can attach to the relay as if to the agent; the device is not asked again. Before any link: -32001 offline.
+ * - `instance/link` { link: "up", protocol, hello, lembas, agentInfo } goes to every client when the link comes up
+ *   (after initialize), and { link: "down", reason } when an up link goes down.
+ */
+import { rpcNotification, RpcError } from "../protocol/jsonrpc";
+import type { LinkFeature } from "./feature";
+import { OFFLINE, type LinkRuntime } from "./runtime";
+import type { LinkRecord } from "./store";
+
+export const INSTANCE_LINK = "instance/link";
+
+function linkFacts(link: LinkRecord | null) {
+  const init = link?.initialize ?? null;
+  return {
+    protocol: link?.protocol ?? null,
+    hello: link?.hello ?? null,
+    lembas: init?._meta?.lembas ?? null,
+    agentInfo: init?.agentInfo ?? null,
+  };
+}
+
+export function instanceStatus(rt: LinkRuntime): Record<string, unknown> {
+  const link = rt.link();
+  const status: Record<string, unknown> = {
+    link: link?.state === "up" ? "up" : "down",
+    ...linkFacts(link),
+    capabilities: link?.initialize?._meta?.lembas?.capabilities ?? [],
+    cards: [],
+    turns: [],
+  };
+  for (const feature of rt.registry.features) Object.assign(status, feature.status?.(rt));
+  return status;
+}
+
+export const instanceMethods: LinkFeature = {
+  name: "instance-methods",
+  clientMethods: {
+    "instance/status": (rt) => instanceStatus(rt),
+    initialize: (rt) => {
+      const init = rt.link()?.initialize;
+      if (!init) throw new RpcError(OFFLINE.code, "the device has not linked yet; its initialize result is not known", OFFLINE.data);
+      return init;
+    },
+  },
+  onLinkUp: (rt, link) => rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "up", ...linkFacts(link) })),
+  onLinkDown: (rt, _link, reason, wasUp) => {
+    if (wasUp) rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "down", reason }));
+  },
+};

@@ -1,0 +1,109 @@
+/**
+ * Requests the instance has sent the device and not yet seen answered. Each gets a fresh id from the persisted
+ * counter (so two clients' ids never collide, and an id is never reused after an eviction) and a row saying where
+ * the answer goes: back to a client socket (or an HTTP /rpc call) under that client's own id, or to the feature
+ * that sent it (origin "instance", by purpose).
+ */
+import type { JsonRpcId } from "../protocol/jsonrpc";
+
+export const OUTBOUND_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS outbound (
+     id INTEGER PRIMARY KEY,
+     link_id TEXT NOT NULL,
+     origin TEXT NOT NULL,
+     origin_id TEXT,
+     method TEXT NOT NULL,
+     session_id TEXT,
+     purpose TEXT,
+     keep INTEGER NOT NULL DEFAULT 0,
+     created_at INTEGER NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin, origin_id)`,
+  `CREATE INDEX IF NOT EXISTS outbound_link ON outbound (link_id)`,
+];
+
+/** Where the answer to the instance's own requests goes. */
+export const INSTANCE_ORIGIN = "instance";
+
+export interface OutboundRequest {
+  /** The id the device sees. */
+  id: number;
+  linkId: string;
+  /** A client's socket id, `http:<id>` for an /rpc call, or "instance". */
+  origin: string;
+  /** The client's own id for it (null for the instance's requests). */
+  originId: JsonRpcId | null;
+  method: string;
+  sessionId: string | null;
+  /** For the instance's requests: the deviceAnswers handler that takes the answer. */
+  purpose: string | null;
+  /** Survives its link going down (a feature re-sends it on the next link); otherwise it fails then. */
+  keep: boolean;
+}
+
+interface Row extends Record<string, SqlStorageValue> {
+  id: number;
+  link_id: string;
+  origin: string;
+  origin_id: string | null;
+  method: string;
+  session_id: string | null;
+  purpose: string | null;
+  keep: number;
+}
+
+const toRequest = (row: Row): OutboundRequest => ({
+  id: row.id,
+  linkId: row.link_id,
+  origin: row.origin,
+  originId: row.origin_id === null ? null : (JSON.parse(row.origin_id) as JsonRpcId),
+  method: row.method,
+  sessionId: row.session_id,
+  purpose: row.purpose,
+  keep: row.keep === 1,
+});
+
+export class Outbound {
+  constructor(private readonly sql: SqlStorage) {}
+
+  add(request: OutboundRequest): void {
+    this.sql.exec(
+      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      request.id,
+      request.linkId,
+      request.origin,
+      request.originId === null ? null : JSON.stringify(request.originId),
+      request.method,
+      request.sessionId,
+      request.purpose,
+      request.keep ? 1 : 0,
+      Date.now(),
+    );
+  }
+
+  /** Removes and returns the request with this device-side id. */
+  take(id: number): OutboundRequest | null {
+    const row = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray()[0];
+    return row ? toRequest(row) : null;
+  }
+
+  /** Removes and returns a client's request by that client's own id. */
+  takeByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
+    const row = this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *", origin, JSON.stringify(originId)).toArray()[0];
+    return row ? toRequest(row) : null;
+  }
+
+  /** Removes and returns every request of a client that went away. */
+  takeAllOf(origin: string): OutboundRequest[] {
+    return this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray().map(toRequest);
+  }
+
+  /** Removes and returns the requests of a link that went down, except those kept across links. */
+  takeUnkeptOf(linkId: string): OutboundRequest[] {
+    return this.sql.exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId).toArray().map(toRequest);
+  }
+
+  /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */
+  has(origin: string, originId: JsonRpcId): boolean {
+    return this.sql.exec("SELECT 1 FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId)).toArray().length > 0;
+  }
+}

@@ -1,0 +1,174 @@
+/**
+ * What every handler works with: the object's storage (link state, outstanding requests, deadlines), its sockets,
+ * and the ways to send — to the device, to one client, to every client. One runtime per object instance; nothing
+ * here keeps state a handler needs after an eviction except the HTTP /rpc waiters, which live exactly as long as
+ * the HTTP request that waits.
+ */
+import type { Env } from "../env";
+import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Message } from "../protocol/jsonrpc";
+import type { ClientPeer, LinkFeature, Registry } from "./feature";
+import { Deadlines } from "./deadlines";
+import { INSTANCE_ORIGIN, Outbound } from "./outbound";
+import { closeSocket, sendJson, socketById } from "./sockets";
+import { LinkStore, type LinkRecord } from "./store";
+
+/** The deadline kind of a request's answer time; its key is the device-side id. */
+export const REQUEST_DEADLINE = "request";
+
+export interface SendRequest {
+  method: string;
+  params: unknown;
+  /** A client socket id, `http:…`, or INSTANCE_ORIGIN. */
+  origin: string;
+  originId: JsonRpcId | null;
+  purpose?: string | null;
+  sessionId?: string | null;
+  keep?: boolean;
+  /** null or absent: no time limit. */
+  answerWithinMs?: number | null;
+}
+
+export class LinkRuntime {
+  readonly sql: SqlStorage;
+  readonly links: LinkStore;
+  readonly outbound: Outbound;
+  readonly deadlines: Deadlines;
+  /** HTTP /rpc calls waiting for their answer, by their `http:…` peer id. */
+  readonly httpWaiters = new Map<string, (message: Message) => void>();
+
+  constructor(
+    readonly ctx: DurableObjectState,
+    readonly env: Env,
+    readonly registry: Registry,
+  ) {
+    this.sql = ctx.storage.sql;
+    for (const statement of registry.schema) this.sql.exec(statement);
+    this.links = new LinkStore(this.sql);
+    this.outbound = new Outbound(this.sql);
+    this.deadlines = new Deadlines(this.sql, ctx.storage);
+  }
+
+  /** The current link, whatever its state, or the last one (state "down"). */
+  link(): LinkRecord | null {
+    return this.links.current();
+  }
+
+  /** The current link if it finished its handshake. */
+  upLink(): LinkRecord | null {
+    const link = this.links.current();
+    return link?.state === "up" ? link : null;
+  }
+
+  /** The capabilities the up link's device listed (none when down or for a plain ACP device). */
+  capabilities(): readonly string[] {
+    return this.upLink()?.initialize?._meta?.lembas?.capabilities ?? [];
+  }
+
+  /** The device this object serves (set on the first connection). */
+  deviceId(): string | null {
+    return this.links.meta("device_id");
+  }
+
+  deviceSocket(): WebSocket | null {
+    const link = this.links.current();
+    return link && link.state !== "down" ? socketById(this.ctx, link.linkId) : null;
+  }
+
+  sendToDevice(message: unknown): boolean {
+    const ws = this.deviceSocket();
+    return ws !== null && sendJson(ws, message);
+  }
+
+  answerDevice(id: JsonRpcId, result: unknown): void {
+    this.sendToDevice(rpcResult(id, result));
+  }
+
+  answerDeviceError(id: JsonRpcId, code: number, message: string, data?: unknown): void {
+    this.sendToDevice(rpcError(id, code, message, data));
+  }
+
+  /**
+   * Sends the device a request under a fresh id, recording where its answer goes. Null when no device socket is
+   * open (nothing is recorded then).
+   */
+  sendRequest(request: SendRequest): number | null {
+    const link = this.links.current();
+    const ws = this.deviceSocket();
+    if (!link || !ws) return null;
+    const id = this.links.nextRequestId();
+    this.outbound.add({
+      id,
+      linkId: link.linkId,
+      origin: request.origin,
+      originId: request.originId,
+      method: request.method,
+      sessionId: request.sessionId ?? null,
+      purpose: request.purpose ?? null,
+      keep: request.keep ?? false,
+    });
+    if (request.answerWithinMs != null) this.deadlines.set(REQUEST_DEADLINE, String(id), Date.now() + request.answerWithinMs);
+    sendJson(ws, rpcRequest(id, request.method, request.params));
+    return id;
+  }
+
+  /** A request of the instance's own, answered to the feature that registered `purpose` in deviceAnswers. */
+  requestDevice(method: string, params: unknown, purpose: string, answerWithinMs: number | null = null): number | null {
+    return this.sendRequest({ method, params, origin: INSTANCE_ORIGIN, originId: null, purpose, answerWithinMs });
+  }
+
+  clientSockets(): WebSocket[] {
+    return this.ctx.getWebSockets("client");
+  }
+
+  /** Sends to one client: its socket, or the HTTP /rpc call waiting under that id. */
+  sendToClient(sid: string, message: Message): boolean {
+    const waiter = this.httpWaiters.get(sid);
+    if (waiter) {
+      waiter(message);
+      return true;
+    }
+    const ws = socketById(this.ctx, sid);
+    return ws !== null && sendJson(ws, message);
+  }
+
+  /** Sends to every client socket, serialising once. */
+  broadcast(message: unknown): void {
+    const text = JSON.stringify(message);
+    for (const ws of this.clientSockets()) {
+      try {
+        ws.send(text);
+      } catch {
+        // A closing socket misses it; its close event follows.
+      }
+    }
+  }
+
+  /** Answers a client's request with an error. */
+  failClient(peer: Pick<ClientPeer, "sid">, id: JsonRpcId, code: number, message: string, data?: unknown): void {
+    this.sendToClient(peer.sid, rpcError(id, code, message, data));
+  }
+
+  /** Runs a lifecycle hook of every feature, in order; one feature's failure is logged and does not stop the rest. */
+  async emit<H extends "onLinkUp" | "onLinkDown" | "onClientAttached" | "onClientDetached">(
+    hook: H,
+    ...args: Parameters<NonNullable<LinkFeature[H]>> extends [unknown, ...infer Rest] ? Rest : never
+  ): Promise<void> {
+    for (const feature of this.registry.features) {
+      const handler = feature[hook] as ((rt: LinkRuntime, ...rest: unknown[]) => unknown) | undefined;
+      if (!handler) continue;
+      try {
+        await handler(this, ...args);
+      } catch (err) {
+        console.error(`${feature.name}.${hook} failed`, err);
+      }
+    }
+  }
+
+  /** Closes the current device socket (if open) with a code; its state is handled by the caller. */
+  closeDevice(code: number, reason: string): void {
+    const ws = this.deviceSocket();
+    if (ws) closeSocket(ws, code, reason);
+  }
+}
+
+export const OFFLINE = { code: ErrorCode.Offline, message: "the device is not linked", data: { reason: "offline" } } as const;

@@ -1,0 +1,75 @@
+/**
+ * The object's WebSockets, accepted for hibernation. Each carries two tags — its role ("device" or "client") and
+ * `sid:<socket id>` to find it by id — and a tiny attachment (well under the 16 KiB limit) that survives eviction.
+ * A device socket's id is also its link id: a replaced link's late events are told apart by it.
+ */
+export type Role = "device" | "client";
+
+export interface Attachment {
+  role: Role;
+  /** Socket id; for a device socket, the link id too. */
+  sid: string;
+  /** The user the socket speaks for (a client's person, a device's owner). */
+  uid: string;
+  /** When the socket was accepted (ms). */
+  at: number;
+  /** When its last frame was read (ms), refreshed at most every SEEN_EVERY_MS so a busy socket costs nothing extra. */
+  seen: number;
+}
+
+const SEEN_EVERY_MS = 15_000;
+
+export const sidTag = (sid: string) => `sid:${sid}`;
+
+/** Accepts the server end of a new pair for hibernation; the client end goes back in the 101 response. */
+export function acceptSocket(ctx: DurableObjectState, role: Role, uid: string): { peer: WebSocket; attachment: Attachment } {
+  const pair = new WebSocketPair();
+  const server = pair[1];
+  const now = Date.now();
+  const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
+  ctx.acceptWebSocket(server, [role, sidTag(attachment.sid)]);
+  server.serializeAttachment(attachment);
+  return { peer: pair[0], attachment };
+}
+
+export function attachmentOf(ws: WebSocket): Attachment | null {
+  return (ws.deserializeAttachment() as Attachment | null) ?? null;
+}
+
+/** Records that the socket spoke, cheaply: the attachment is rewritten only when the stored time is stale. */
+export function markSeen(ws: WebSocket, attachment: Attachment): void {
+  const now = Date.now();
+  if (now - attachment.seen < SEEN_EVERY_MS) return;
+  attachment.seen = now;
+  ws.serializeAttachment(attachment);
+}
+
+export function socketById(ctx: DurableObjectState, sid: string): WebSocket | null {
+  return ctx.getWebSockets(sidTag(sid))[0] ?? null;
+}
+
+/** Sends one JSON-RPC message; a socket that is already closing just misses it (its close event follows). */
+export function sendJson(ws: WebSocket, message: unknown): boolean {
+  try {
+    ws.send(JSON.stringify(message));
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** A close reason cut to the protocol's 123 bytes (on a character boundary). */
+export function closeReason(text: string): string {
+  const bytes = new TextEncoder().encode(text);
+  if (bytes.length <= 123) return text;
+  return new TextDecoder().decode(bytes.slice(0, 120)).replace(/\uFFFD+$/, "") + "…";
+}
+
+/** Closes without throwing on a socket that is already closed. */
+export function closeSocket(ws: WebSocket, code: number, reason: string): void {
+  try {
+    ws.close(code, closeReason(reason));
+  } catch {
+    // Already closed: nothing to answer.
+  }
+}

@@ -1,0 +1,109 @@
+/**
+ * The link's state in the object's SQLite: the current (or last) link — its handshake progress, hello and
+ * initialize result — and a few facts about the object (which device it is, its owner, the request-id counter).
+ * The handshake lives here, not in memory, so it completes even if the object is evicted halfway.
+ */
+import type { Hello } from "../protocol/lembas";
+import type { InitializeResult } from "../protocol/acp";
+
+/** hello: waiting for `_lembas/hello`; initialize: waiting for the answer to initialize; up; down. */
+export type LinkState = "hello" | "initialize" | "up" | "down";
+
+export interface LinkRecord {
+  linkId: string;
+  state: LinkState;
+  /** The protocol the link speaks: hello's, then initialize's `_meta.lembas.protocol` where it says one. */
+  protocol: number | null;
+  hello: Hello | null;
+  initialize: InitializeResult | null;
+  connectedAt: number;
+  upAt: number | null;
+  downAt: number | null;
+}
+
+export const STORE_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS link (
+     one INTEGER PRIMARY KEY CHECK (one = 1),
+     link_id TEXT NOT NULL, state TEXT NOT NULL, protocol INTEGER, hello TEXT, initialize TEXT,
+     connected_at INTEGER NOT NULL, up_at INTEGER, down_at INTEGER)`,
+  `CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
+];
+
+interface LinkRow extends Record<string, SqlStorageValue> {
+  link_id: string;
+  state: string;
+  protocol: number | null;
+  hello: string | null;
+  initialize: string | null;
+  connected_at: number;
+  up_at: number | null;
+  down_at: number | null;
+}
+
+const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+/** Reads go through a cached copy; every write goes through here, so the cache is never stale. */
+export class LinkStore {
+  #cached: LinkRecord | null | undefined;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  current(): LinkRecord | null {
+    if (this.#cached !== undefined) return this.#cached;
+    const row = this.sql.exec<LinkRow>("SELECT * FROM link WHERE one = 1").toArray()[0];
+    this.#cached = row
+      ? {
+          linkId: row.link_id,
+          state: row.state as LinkState,
+          protocol: row.protocol,
+          hello: parse<Hello>(row.hello),
+          initialize: parse<InitializeResult>(row.initialize),
+          connectedAt: row.connected_at,
+          upAt: row.up_at,
+          downAt: row.down_at,
+        }
+      : null;
+    return this.#cached;
+  }
+
+  /** A new link starts: it replaces whatever was recorded. */
+  begin(linkId: string, at: number): LinkRecord {
+    this.sql.exec(
+      "INSERT OR REPLACE INTO link (one, link_id, state, protocol, hello, initialize, connected_at, up_at, down_at) VALUES (1, ?, 'hello', NULL, NULL, NULL, ?, NULL, NULL)",
+      linkId,
+      at,
+    );
+    this.#cached = undefined;
+    return this.current()!;
+  }
+
+  update(linkId: string, change: Partial<Omit<LinkRecord, "linkId" | "connectedAt">>): void {
+    const columns: Record<string, SqlStorageValue> = {};
+    if (change.state !== undefined) columns.state = change.state;
+    if (change.protocol !== undefined) columns.protocol = change.protocol;
+    if (change.hello !== undefined) columns.hello = JSON.stringify(change.hello);
+    if (change.initialize !== undefined) columns.initialize = JSON.stringify(change.initialize);
+    if (change.upAt !== undefined) columns.up_at = change.upAt;
+    if (change.downAt !== undefined) columns.down_at = change.downAt;
+    const names = Object.keys(columns);
+    if (names.length === 0) return;
+    this.sql.exec(`UPDATE link SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE link_id = ?`, ...Object.values(columns), linkId);
+    this.#cached = undefined;
+  }
+
+  meta(key: string): string | null {
+    return this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v ?? null;
+  }
+
+  setMeta(key: string, value: string): void {
+    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, value);
+  }
+
+  /** The next id for a request the instance sends the device; persisted, so ids never repeat across evictions. */
+  nextRequestId(): number {
+    const row = this.sql
+      .exec<{ v: string }>("INSERT INTO meta (k, v) VALUES ('next_request_id', '1') ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1 RETURNING v")
+      .one();
+    return Number(row.v);
+  }
+}

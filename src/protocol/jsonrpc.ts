@@ -1,0 +1,101 @@
+/**
+ * The JSON-RPC 2.0 envelope every link and client frame is (one message per WebSocket frame), its error codes, and
+ * the builders for what the instance sends. Batches are not part of the link: a frame is one message.
+ */
+import { z } from "zod";
+import { describeIssues } from "./issues";
+
+/** Ids are strings or numbers; a device's own request ids may start at 0. */
+export const JsonRpcId = z.union([z.string(), z.number()]);
+export type JsonRpcId = z.infer<typeof JsonRpcId>;
+
+/** ACP params are objects; JSON-RPC also allows arrays. */
+const Params = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional();
+
+export const RequestMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, method: z.string().min(1), params: Params });
+export const NotificationMessage = z.object({ jsonrpc: z.literal("2.0"), method: z.string().min(1), params: Params });
+export const RpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
+export const SuccessMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, result: z.unknown() });
+export const ErrorMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId.nullable(), error: RpcErrorObject });
+
+export type RequestMessage = z.infer<typeof RequestMessage>;
+export type NotificationMessage = z.infer<typeof NotificationMessage>;
+export type SuccessMessage = z.infer<typeof SuccessMessage>;
+export type ErrorMessage = z.infer<typeof ErrorMessage>;
+export type RpcErrorObject = z.infer<typeof RpcErrorObject>;
+export type ResponseMessage = SuccessMessage | ErrorMessage;
+export type Message = RequestMessage | NotificationMessage | ResponseMessage;
+
+/** A message sorted by kind, so a dispatcher switches once. */
+export type Classified =
+  | { kind: "request"; message: RequestMessage }
+  | { kind: "notification"; message: NotificationMessage }
+  | { kind: "response"; message: ResponseMessage };
+
+export const ErrorCode = {
+  /** The frame is not JSON. */
+  ParseError: -32700,
+  /** JSON, but not one JSON-RPC 2.0 message (or over the frame size limit). */
+  InvalidRequest: -32600,
+  /** Unknown method, or one the device did not list a capability for. */
+  MethodNotFound: -32601,
+  /** The params do not match the method's schema, or use a feature the device did not list. */
+  InvalidParams: -32602,
+  InternalError: -32603,
+  /** No device link is up (data.reason "offline"), or it went down before answering (data.reason "link_down"). */
+  Offline: -32001,
+  /** The device did not answer within the method's time limit. */
+  Timeout: -32002,
+  /** The request was cancelled with `$/cancel_request` (LSP's RequestCancelled). */
+  RequestCancelled: -32800,
+} as const;
+
+export const rpcRequest = (id: JsonRpcId, method: string, params?: unknown) => ({ jsonrpc: "2.0" as const, id, method, params });
+export const rpcNotification = (method: string, params?: unknown) => ({ jsonrpc: "2.0" as const, method, params });
+export const rpcResult = (id: JsonRpcId, result: unknown): SuccessMessage => ({ jsonrpc: "2.0", id, result });
+export const rpcError = (id: JsonRpcId | null, code: number, message: string, data?: unknown): ErrorMessage => ({
+  jsonrpc: "2.0",
+  id,
+  error: data === undefined ? { code, message } : { code, message, data },
+});
+
+/** An error a handler throws to answer its request with; anything else thrown is an internal error. */
+export class RpcError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+  }
+}
+
+/** The id of something that looked like a message, when it has a usable one (for answering a bad request). */
+function idOf(value: unknown): JsonRpcId | null {
+  if (typeof value !== "object" || value === null || !("id" in value)) return null;
+  const id = JsonRpcId.safeParse(value.id);
+  return id.success ? id.data : null;
+}
+
+/** Sorts a parsed JSON value into a message, or says (as an error answer) why it is not one. */
+export function classify(value: unknown): Classified | { kind: "invalid"; error: ErrorMessage } {
+  const invalid = (why: string) => ({ kind: "invalid" as const, error: rpcError(idOf(value), ErrorCode.InvalidRequest, why) });
+  if (Array.isArray(value)) return invalid("batches are not supported: send one JSON-RPC message per frame");
+  if (typeof value !== "object" || value === null) return invalid("a frame must be a JSON-RPC 2.0 object");
+  const schema =
+    "method" in value
+      ? "id" in value
+        ? RequestMessage
+        : NotificationMessage
+      : "error" in value
+        ? ErrorMessage
+        : "result" in value
+          ? SuccessMessage
+          : null;
+  if (!schema) return invalid("not a JSON-RPC 2.0 message: it has neither a method nor a result or error");
+  const parsed = schema.safeParse(value);
+  if (!parsed.success) return invalid(`not a JSON-RPC 2.0 message: ${describeIssues(parsed.error)}`);
+  const message = parsed.data as Message;
+  if ("method" in message) return "id" in message ? { kind: "request", message } : { kind: "notification", message };
+  return { kind: "response", message };
+}

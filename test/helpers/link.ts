@@ -1,0 +1,150 @@
+/**
+ * WebSocket peers for link tests, driving the real Worker through SELF: a scripted device that speaks the link
+ * protocol as LLeMbas CLI does (hello, then answers initialize), and client sockets of a person.
+ */
+import { env, SELF } from "cloudflare:test";
+import type { TestDevice, TestUser } from "./fixtures";
+
+export type WireId = string | number | null;
+/** One JSON-RPC message as it crossed the wire. */
+export interface Wire {
+  jsonrpc: "2.0";
+  id?: WireId;
+  method?: string;
+  params?: Record<string, unknown>;
+  result?: unknown;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+export const ORIGIN = "http://localhost";
+
+/** A stub of the device's Durable Object, for eviction and alarms. */
+export const linkStub = (deviceId: string) => env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId));
+
+export async function upgrade(path: string, headers: Record<string, string>): Promise<Response> {
+  return SELF.fetch(`${ORIGIN}${path}`, { headers: { upgrade: "websocket", ...headers } });
+}
+
+/** One end of a WebSocket, with its incoming messages queued for the test to take in order. */
+export class Peer {
+  readonly #queue: Wire[] = [];
+  readonly #waiting: ((message: Wire) => void)[] = [];
+  readonly closed: Promise<{ code: number; reason: string }>;
+
+  constructor(readonly ws: WebSocket) {
+    ws.accept();
+    ws.addEventListener("message", (event) => {
+      const message = JSON.parse(typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data)) as Wire;
+      const waiter = this.#waiting.shift();
+      if (waiter) waiter(message);
+      else this.#queue.push(message);
+    });
+    this.closed = new Promise((resolve) => ws.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason })));
+  }
+
+  send(message: unknown): void {
+    this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
+  }
+
+  /** The next message, failing after `ms`. */
+  next(ms = 3000): Promise<Wire> {
+    const queued = this.#queue.shift();
+    if (queued) return Promise.resolve(queued);
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.#waiting.splice(this.#waiting.indexOf(waiter), 1);
+        reject(new Error(`no message within ${ms} ms`));
+      }, ms);
+      const waiter = (message: Wire) => {
+        clearTimeout(timer);
+        resolve(message);
+      };
+      this.#waiting.push(waiter);
+    });
+  }
+
+  /** Asserts nothing arrives for `ms`. */
+  async silent(ms = 150): Promise<void> {
+    await new Promise((r) => setTimeout(r, ms));
+    if (this.#queue.length) throw new Error(`expected silence, got ${JSON.stringify(this.#queue[0])}`);
+  }
+
+  /** Sends a request and returns the answer to it (other messages before it stay queued in order). */
+  async call(id: WireId, method: string, params?: unknown): Promise<Wire> {
+    this.send({ jsonrpc: "2.0", id, method, params });
+    return this.next();
+  }
+
+  close(code = 1000): void {
+    this.ws.close(code, "bye");
+  }
+}
+
+export const CAPABILITIES_ALL = [
+  "directories", "configure", "steer", "terminal", "sessions", "status", "delete", "compact", "title", "files",
+  "commands", "attachments", "ask", "plan", "model", "turns", "shell",
+];
+
+export function hello(protocol = 2) {
+  return {
+    jsonrpc: "2.0",
+    method: "_lembas/hello",
+    params: {
+      protocol,
+      version: "1.4.0",
+      harness_spec: "1.0.0",
+      device: { host: "work-laptop", platform: "linux" },
+      limits: { roots: ["~/work"], max_mode: "edit", require_trust: true },
+    },
+  };
+}
+
+export function initializeResult(protocol = 2, capabilities: string[] = CAPABILITIES_ALL) {
+  return {
+    protocolVersion: 1,
+    agentCapabilities: {
+      loadSession: false,
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
+      mcpCapabilities: { http: false, sse: false },
+    },
+    authMethods: [],
+    agentInfo: { name: "LLeMbas CLI", version: "1.4.0" },
+    _meta: { lembas: { protocol, harness_spec: "1.0.0", limits: { roots: ["~/work"], max_mode: "edit" }, connection: "example", capabilities } },
+  };
+}
+
+/** Opens a device's link socket (no hello yet). */
+export async function openLink(device: TestDevice): Promise<Peer> {
+  const res = await upgrade("/api/devices/link", { authorization: device.auth });
+  if (res.status !== 101 || !res.webSocket) throw new Error(`link refused: ${res.status} ${await res.text()}`);
+  return new Peer(res.webSocket);
+}
+
+/** A device linked all the way: hello sent, initialize answered. Returns the device's peer and the initialize it got. */
+export async function linkDevice(
+  device: TestDevice,
+  opts: { protocol?: number; capabilities?: string[] } = {},
+): Promise<{ peer: Peer; initialize: Wire }> {
+  const peer = await openLink(device);
+  peer.send(hello(opts.protocol ?? 2));
+  const initialize = await peer.next();
+  peer.send({ jsonrpc: "2.0", id: initialize.id, result: initializeResult(opts.protocol ?? 2, opts.capabilities) });
+  return { peer, initialize };
+}
+
+/** A client socket of a person on one of their devices. */
+export async function attachClient(user: TestUser, deviceId: string, via: "api" | "cookie" = "api"): Promise<Peer> {
+  const res = await upgrade(`/api/devices/${deviceId}/client`, via === "api" ? { authorization: user.apiAuth } : { cookie: user.cookie, origin: ORIGIN });
+  if (res.status !== 101 || !res.webSocket) throw new Error(`client refused: ${res.status} ${await res.text()}`);
+  return new Peer(res.webSocket);
+}
+
+/** Waits until the link is up, as a client sees it (instance/status). */
+export async function waitUntilUp(client: Peer): Promise<void> {
+  for (let i = 0; i < 50; i++) {
+    const status = await client.call(`status-${i}`, "instance/status");
+    if ((status.result as { link?: string }).link === "up") return;
+    await new Promise((r) => setTimeout(r, 20));
+  }
+  throw new Error("the link did not come up");
+}

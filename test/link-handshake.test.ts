@@ -1,0 +1,204 @@
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { VERSION } from "../src/version";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, hello, initializeResult, linkDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
+
+const deviceRow = (id: string) =>
+  env.DB.prepare("SELECT online, last_seen, protocol, host, platform, capabilities, agent_info FROM devices WHERE id = ?")
+    .bind(id)
+    .first<{ online: number; last_seen: number | null; protocol: number | null; host: string | null; platform: string | null; capabilities: string | null; agent_info: string | null }>();
+
+/** Makes every pending deadline of the object due, then runs its alarm. */
+async function fireDeadlines(deviceId: string, kind: string): Promise<void> {
+  const stub = linkStub(deviceId);
+  await runInDurableObject(stub, (_instance, state) => {
+    state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind);
+  });
+  await runDurableObjectAlarm(stub);
+}
+
+describe("link handshake", () => {
+  it("answers a protocol 2 hello with initialize saying LLeMbas and protocol 2, then records the link", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    expect(init.jsonrpc).toBe("2.0");
+    expect(init.method).toBe("initialize");
+    expect(typeof init.id).toBe("number");
+    expect(init.params).toEqual({
+      protocolVersion: 1,
+      clientCapabilities: { _meta: { lembas: { protocol: 2 } } },
+      clientInfo: { name: "LLeMbas", version: VERSION },
+    });
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2, ["directories", "attachments"]) });
+
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    const status = await client.call(1, "instance/status");
+    expect(status.result).toEqual({
+      link: "up",
+      protocol: 2,
+      hello: hello(2).params,
+      lembas: initializeResult(2, ["directories", "attachments"])._meta.lembas,
+      agentInfo: { name: "LLeMbas CLI", version: "1.4.0" },
+      capabilities: ["directories", "attachments"],
+      cards: [],
+      turns: [],
+    });
+    const row = await deviceRow(device.deviceId);
+    expect(row).toMatchObject({ online: 1, protocol: 2, host: "work-laptop", platform: "linux" });
+    expect(JSON.parse(row!.capabilities!)).toEqual(["directories", "attachments"]);
+    expect(JSON.parse(row!.agent_info!)).toEqual({ name: "LLeMbas CLI", version: "1.4.0" });
+    expect(row!.last_seen).toBeGreaterThan(Date.now() - 10_000);
+  });
+
+  it("says lembas: true to a protocol 1 device, with no fs or terminal client capabilities", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(1));
+    const init = await link.next();
+    expect(init.params).toEqual({ protocolVersion: 1, clientCapabilities: { _meta: { lembas: true } }, clientInfo: { name: "LLeMbas", version: VERSION } });
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(1, []) });
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    expect((await deviceRow(device.deviceId))!.protocol).toBe(1);
+  });
+
+  it("closes a hello in a protocol the instance does not speak with 4400, and the device stays offline", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(3));
+    const closed = await link.closed;
+    expect(closed.code).toBe(4400);
+    expect(closed.reason).toContain("protocol 3");
+    expect(new TextEncoder().encode(closed.reason).length).toBeLessThanOrEqual(123);
+    expect((await deviceRow(device.deviceId))!.online).toBe(0);
+  });
+
+  it("closes a hello that is not a hello (no device) with 4400 and says what is wrong", async () => {
+    const device = await createDevice((await createUser()).userId);
+    const link = await openLink(device);
+    link.send({ jsonrpc: "2.0", method: "_lembas/hello", params: { protocol: 2 } });
+    const closed = await link.closed;
+    expect(closed.code).toBe(4400);
+    expect(closed.reason).toContain("device");
+  });
+
+  it("closes a link whose first frame is not the hello with 4408", async () => {
+    const device = await createDevice((await createUser()).userId);
+    const link = await openLink(device);
+    link.send({ jsonrpc: "2.0", id: 0, method: "session/update", params: {} });
+    const closed = await link.closed;
+    expect(closed.code).toBe(4408);
+    expect(closed.reason).toContain("_lembas/hello");
+  });
+
+  it("closes a link that sends no hello in time with 4408", async () => {
+    const device = await createDevice((await createUser()).userId);
+    const link = await openLink(device);
+    await fireDeadlines(device.deviceId, "handshake");
+    const closed = await link.closed;
+    expect(closed.code).toBe(4408);
+    expect(closed.reason).toContain("no _lembas/hello");
+  });
+
+  it("closes a link whose device never answers initialize with 4408", async () => {
+    const device = await createDevice((await createUser()).userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    await link.next();
+    await fireDeadlines(device.deviceId, "handshake");
+    expect((await link.closed).code).toBe(4408);
+  });
+
+  it("closes a device that answers initialize with an error with 4422", async () => {
+    const device = await createDevice((await createUser()).userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    link.send({ jsonrpc: "2.0", id: init.id, error: { code: -32603, message: "boom" } });
+    const closed = await link.closed;
+    expect(closed.code).toBe(4422);
+    expect(closed.reason).toContain("boom");
+  });
+
+  it("completes the handshake when the object is evicted between the hello and the initialize answer", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    await evictDurableObject(linkStub(device.deviceId));
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    expect((await deviceRow(device.deviceId))!.online).toBe(1);
+  });
+
+  it("replaces a link with a newer one of the same device: the old is closed 4409, the new one works", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const first = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+
+    const second = await openLink(device);
+    const closed = await first.peer.closed;
+    expect(closed.code).toBe(4409);
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "replaced" } });
+    second.send(hello(2));
+    const init = await second.next();
+    second.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "up", protocol: 2 } });
+    // The old link's close came and went without touching the new one.
+    const status = await client.call("s", "instance/status");
+    expect(status.result).toMatchObject({ link: "up" });
+    expect((await deviceRow(device.deviceId))!.online).toBe(1);
+    const answer = client.call("n1", "session/new", { cwd: "/home/me/work" });
+    const forwarded = await second.next();
+    expect(forwarded.method).toBe("session/new");
+    second.send({ jsonrpc: "2.0", id: forwarded.id, result: { sessionId: "ses_1" } });
+    expect((await answer).result).toEqual({ sessionId: "ses_1" });
+  });
+
+  it("marks the device offline and tells clients when the link closes", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer } = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    peer.close();
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+    expect((await deviceRow(device.deviceId))!.online).toBe(0);
+    expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down", protocol: 2 });
+  });
+
+  it("revoke() closes the link with 4401 and the client sockets with 4404", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer } = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    await linkStub(device.deviceId).revoke();
+    expect((await peer.closed).code).toBe(4401);
+    expect((await client.closed).code).toBe(4404);
+  });
+
+  it("revoking through DELETE /api/devices/:id closes the live link with 4401 and refuses the token after", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer } = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    const res = await SELF.fetch(`http://localhost/api/devices/${device.deviceId}`, { method: "DELETE", headers: { authorization: user.apiAuth } });
+    expect(res.status).toBe(204);
+    expect((await peer.closed).code).toBe(4401);
+    expect((await client.closed).code).toBe(4404);
+    await expect(openLink(device)).rejects.toThrow(/401/);
+  });
+});
