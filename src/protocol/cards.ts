@@ -10,7 +10,8 @@ import { check, type Checked } from "./issues";
 
 const ToolCallId = z.string().min(1, "a toolCallId is required");
 const Patient = z.looseObject({ lembas: z.looseObject({ patient: z.boolean().optional() }).optional() }).optional();
-const isPatient = (meta: z.infer<typeof Patient>) => meta?.lembas?.patient === true;
+type PatientMeta = z.infer<typeof Patient> | null;
+const isPatient = (meta: PatientMeta) => meta?.lembas?.patient === true;
 
 const ok = <T>(value: T): Checked<T> => ({ ok: true, value });
 const fail = <T>(error: string): Checked<T> => ({ ok: false, error });
@@ -180,28 +181,23 @@ export interface CardKind<P, A> {
   patient(params: P): boolean;
 }
 
+/** Questions and plans alike: keyed by their own toolCallId, answered dismissed when they time out. */
+const lembasCard = {
+  timeoutAnswer: { outcome: "dismissed" },
+  key: (p: { toolCallId: string }) => p.toolCallId,
+  patient: (p: { _meta?: PatientMeta }) => isPatient(p._meta),
+} as const;
+
 export const CARDS = {
   "session/request_permission": {
     params: PermissionRequest,
     validateAnswer: validatePermissionAnswer,
     timeoutAnswer: { outcome: { outcome: "cancelled" } },
     key: (p) => p.toolCall.toolCallId,
-    patient: (p) => isPatient(p._meta ?? undefined),
+    patient: (p) => isPatient(p._meta),
   } satisfies CardKind<PermissionRequest, PermissionAnswer>,
-  "_lembas/question": {
-    params: QuestionRequest,
-    validateAnswer: validateQuestionAnswer,
-    timeoutAnswer: { outcome: "dismissed" },
-    key: (p) => p.toolCallId,
-    patient: (p) => isPatient(p._meta),
-  } satisfies CardKind<QuestionRequest, QuestionAnswer>,
-  "_lembas/plan": {
-    params: PlanRequest,
-    validateAnswer: validatePlanAnswer,
-    timeoutAnswer: { outcome: "dismissed" },
-    key: (p) => p.toolCallId,
-    patient: (p) => isPatient(p._meta),
-  } satisfies CardKind<PlanRequest, PlanAnswer>,
+  "_lembas/question": { params: QuestionRequest, validateAnswer: validateQuestionAnswer, ...lembasCard } satisfies CardKind<QuestionRequest, QuestionAnswer>,
+  "_lembas/plan": { params: PlanRequest, validateAnswer: validatePlanAnswer, ...lembasCard } satisfies CardKind<PlanRequest, PlanAnswer>,
 } as const;
 
 export type CardMethod = keyof typeof CARDS;
