@@ -1,7 +1,7 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { fakeUpstream, TEST_PROVIDERS } from "./test/helpers/upstream";
+import { fakeUpstream, TEST_PROVIDERS } from "./test/helpers/upstream.js";
 
 // Tests run inside workerd with the real Durable Object and a real (local) D1, migrated before each file.
 export default defineConfig(async () => {
