@@ -128,7 +128,7 @@ class Relay {
 
   private opened(socket: WebSocket): void {
     say(`linked to ${this.options.credential.instance}; saying hello`);
-    socket.send(JSON.stringify(helloMessage(this.options.version, process.cwd())));
+    socket.send(JSON.stringify(helloMessage(this.options.version)));
   }
 
   private fromInstance(socket: WebSocket, text: string): void {

@@ -27,6 +27,9 @@ const Refused = z.object({
   detail: z.string().optional(),
 });
 
+/** RFC 8628 §3.4: the grant type a device-code poll names. */
+const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
+
 /** RFC 8628 §3.5: every slow_down adds five seconds to the polling interval, for good. */
 const SLOW_DOWN_STEP_S = 5;
 
@@ -84,7 +87,7 @@ type PollAnswer =
   | { kind: "refused"; error: z.infer<typeof Refused>["error"]; detail?: string };
 
 async function pollToken(url: string, deviceCode: string): Promise<PollAnswer> {
-  const { status, body } = await request(url, { device_code: deviceCode }, "poll for the device token");
+  const { status, body } = await request(url, { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode }, "poll for the device token");
   if (status === 200) {
     const granted = Granted.safeParse(body);
     if (!granted.success) throw new Stop(`${url} answered without a device token`);

@@ -1,5 +1,5 @@
 /** The bridge's link, against a local stand-in of the instance, with the real ACP SDK example agent behind it. */
-import { readFile, realpath } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -72,9 +72,8 @@ describe("lembas-edge link", () => {
       params: {
         protocol: 1,
         version: PACKAGE_VERSION,
-        harness_spec: null,
         device: { host: hostname(), platform: process.platform },
-        limits: { roots: [await realpath(workdir)], max_mode: null, require_trust: false },
+        limits: null,
       },
     });
 

@@ -80,7 +80,7 @@ describe("lembas-edge login", () => {
     expect(run.stderr()).toContain("WDJB-MJHT");
     expect(run.stdout()).toBe("");
     expect(flow.authorizeBody).toMatchObject({ platform: process.platform });
-    expect(flow.polls.map((poll) => poll.body)).toEqual(Array(4).fill({ device_code: "lbc_code_secret" }));
+    expect(flow.polls.map((poll) => poll.body)).toEqual(Array(4).fill({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: "lbc_code_secret" }));
     // The interval was 0 s; slow_down made it 5 s for every later poll.
     expect(flow.polls[2]!.at - flow.polls[1]!.at).toBeGreaterThanOrEqual(4_900);
     expect(flow.polls[3]!.at - flow.polls[2]!.at).toBeGreaterThanOrEqual(4_900);

@@ -1,0 +1,104 @@
+/**
+ * End to end: the real Worker under wrangler dev, the real bridge in front of the ACP SDK's example agent, and a
+ * person's script on the client interface — from the first account to a cancelled prompt.
+ */
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EXAMPLE_AGENT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
+import { ClientSocket, type Message } from "./helpers/client.js";
+import { startInstance, type Instance } from "./helpers/instance.js";
+
+let instance: Instance;
+let configHome: string;
+let workdir: string;
+let cookie: string;
+let deviceId: string;
+let bridge: BridgeRun | null = null;
+let client: ClientSocket | null = null;
+
+beforeAll(async () => {
+  instance = await startInstance();
+  configHome = await tempDir("e2e-config");
+  workdir = await tempDir("e2e-work");
+});
+
+afterAll(async () => {
+  client?.close();
+  if (bridge) await stopBridge(bridge);
+  await instance?.stop();
+});
+
+async function post(route: string, body: unknown, headers: Record<string, string> = {}): Promise<Response> {
+  return fetch(`${instance.origin}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+}
+
+const updatesOf = (messages: readonly Message[], sessionId: string) =>
+  messages.filter((m) => m.method === "session/update" && m.params.sessionId === sessionId).map((m) => m.params.update);
+
+describe("a device linked through the bridge, driven from the client interface", () => {
+  it("sets up the first account and signs in", async () => {
+    const setup = await post("/api/auth/setup", { email: "admin@example.org", password: "correct horse battery" });
+    expect(setup.status).toBe(201);
+    const login = await post("/api/auth/login", { email: "admin@example.org", password: "correct horse battery" });
+    expect(login.status).toBe(200);
+    const session = /lembas_session=[^;]+/.exec(login.headers.get("set-cookie") ?? "");
+    expect(session).not.toBeNull();
+    cookie = session![0];
+  });
+
+  it("logs the bridge in with the device flow, approved by the signed-in person", async () => {
+    const login = runBridge(["login", instance.origin], { configHome });
+    await login.saw(/shows the code (\S+)/);
+    const userCode = /shows the code (\S+)/.exec(login.stderr())![1]!;
+    expect(login.stderr()).toContain(`${instance.origin}/device?code=${userCode}`);
+
+    const approved = await post("/api/devices/approve", { user_code: userCode }, { cookie, origin: instance.origin });
+    expect(approved.status).toBe(200);
+    deviceId = ((await approved.json()) as { device_id: string }).device_id;
+
+    expect(await login.exited).toBe(0);
+    const saved = JSON.parse(await readFile(path.join(configHome, "lembas-edge", "credentials.json"), "utf8"));
+    expect(saved[instance.origin]).toMatchObject({ instance: instance.origin, device_id: deviceId, token: expect.stringMatching(/^lbd_/) });
+  });
+
+  it("links the example agent and shows the link up", async () => {
+    bridge = runBridge(["link", "--", process.execPath, EXAMPLE_AGENT], { configHome, cwd: workdir });
+    client = await ClientSocket.open(`${instance.origin.replace(/^http/, "ws")}/api/devices/${deviceId}/client`, {
+      cookie,
+      origin: instance.origin,
+    });
+    // The link may come up before or after this socket attached: the status says so either way.
+    let status = (await client.request("instance/status", {})).result;
+    for (let tries = 0; status.link !== "up" && tries < 40; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      status = (await client.request("instance/status", {})).result;
+    }
+    expect(status, `the link did not come up; the bridge said:\n${bridge.stderr()}\nwrangler said:\n${instance.logs().slice(-4000)}`).toMatchObject({
+      link: "up",
+      hello: { protocol: 1, device: { platform: process.platform } },
+    });
+    expect(bridge.stdout()).toBe("");
+  });
+
+  it("opens a session, streams a prompt's chunks and tool calls, and cancels it with session/cancel", async () => {
+    const created = await client!.request("session/new", { cwd: workdir, mcpServers: [] });
+    expect(created.error).toBeUndefined();
+    const sessionId: string = created.result.sessionId;
+
+    const answer = client!.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "tidy the config" }] });
+    const toolCall = await client!.next((m) => m.method === "session/update" && m.params.update.sessionUpdate === "tool_call");
+    expect(toolCall.params.update).toMatchObject({ toolCallId: "call_1", kind: "read", status: "pending" });
+    client!.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
+    expect((await answer).result).toMatchObject({ stopReason: "cancelled" });
+
+    const updates = updatesOf(client!.messages, sessionId);
+    expect(updates[0]).toMatchObject({ sessionUpdate: "agent_message_chunk", content: { type: "text" } });
+    expect(updates[0].content.text).toContain("I'll help you with that");
+    expect(bridge!.stdout()).toBe("");
+  });
+});
