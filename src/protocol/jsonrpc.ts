@@ -82,6 +82,7 @@ export function classify(value: unknown): Classified | { kind: "invalid"; error:
   const invalid = (why: string) => ({ kind: "invalid" as const, error: rpcError(idOf(value), ErrorCode.InvalidRequest, why) });
   if (Array.isArray(value)) return invalid("batches are not supported: send one JSON-RPC message per frame");
   if (typeof value !== "object" || value === null) return invalid("a frame must be a JSON-RPC 2.0 object");
+  if ("method" in value && ("result" in value || "error" in value)) return invalid("a message is a call or an answer, not both");
   const schema =
     "method" in value
       ? "id" in value

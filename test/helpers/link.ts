@@ -30,10 +30,12 @@ export class Peer {
   readonly #queue: Wire[] = [];
   readonly #waiting: ((message: Wire) => void)[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
+  #pong: (() => void) | undefined;
 
   constructor(readonly ws: WebSocket) {
     ws.accept();
     ws.addEventListener("message", (event) => {
+      if (event.data === "pong") return this.#pong?.();
       const message = JSON.parse(typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data)) as Wire;
       const waiter = this.#waiting.shift();
       if (waiter) waiter(message);
@@ -61,6 +63,13 @@ export class Peer {
       };
       this.#waiting.push(waiter);
     });
+  }
+
+  /** Sends the keep-alive "ping" and waits for the "pong". */
+  ping(): Promise<void> {
+    const pong = new Promise<void>((resolve) => (this.#pong = resolve));
+    this.ws.send("ping");
+    return pong;
   }
 
   /** Asserts nothing arrives for `ms`. */

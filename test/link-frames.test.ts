@@ -1,0 +1,111 @@
+import { describe, expect, it } from "vitest";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, linkDevice, waitUntilUp } from "./helpers/link";
+
+async function setUp() {
+  const user = await createUser();
+  const device = await createDevice(user.userId);
+  const { peer: link } = await linkDevice(device, { capabilities: ["attachments"] });
+  const client = await attachClient(user, device.deviceId);
+  await waitUntilUp(client);
+  return { user, device, link, client };
+}
+
+const MiB = 1024 * 1024;
+
+describe("bad frames", () => {
+  it("answers a client's bad frames with -32700, -32600, -32601 and -32602 sentences, and keeps working", async () => {
+    const { link, client } = await setUp();
+    client.send("{not json");
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "the frame is not valid JSON" } });
+    client.send(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "instance/status" }]));
+    expect((await client.next()).error).toMatchObject({ code: -32600, message: expect.stringContaining("batches") });
+    client.send(JSON.stringify({ jsonrpc: "1.0", id: 2, method: "instance/status" }));
+    expect(await client.next()).toMatchObject({ id: 2, error: { code: -32600 } });
+    client.send(JSON.stringify({ jsonrpc: "2.0", id: 3 }));
+    expect(await client.next()).toMatchObject({ id: 3, error: { code: -32600 } });
+    client.send(JSON.stringify({ jsonrpc: "2.0", id: { x: 1 }, method: "instance/status" }));
+    expect(await client.next()).toMatchObject({ id: null, error: { code: -32600 } });
+    const unknown = await client.call(4, "session/load", { sessionId: "ses_1" });
+    expect(unknown.error).toMatchObject({ code: -32601, message: expect.stringContaining("session/load") });
+    const badParams = await client.call(5, "session/new", { cwd: "relative/dir" });
+    expect(badParams.error).toMatchObject({ code: -32602, message: expect.stringContaining("cwd") });
+    const noBlocks = await client.call(6, "session/prompt", { sessionId: "ses_1", prompt: [] });
+    expect(noBlocks.error).toMatchObject({ code: -32602, message: expect.stringContaining("prompt") });
+    const cancelWithId = await client.call(7, "session/cancel", { sessionId: "ses_1" });
+    expect(cancelWithId.error).toMatchObject({ code: -32600, message: expect.stringContaining("notification") });
+    // Nothing of it reached the device, and the relay still works.
+    await link.silent();
+    client.send({ jsonrpc: "2.0", id: 8, method: "session/new", params: { cwd: "/w" } });
+    const forwarded = await link.next();
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { sessionId: "ses_8" } });
+    expect((await client.next()).result).toEqual({ sessionId: "ses_8" });
+  });
+
+  it("answers a device's bad frames with errors and keeps the link and what is in flight", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: "keep", method: "session/new", params: { cwd: "/w" } });
+    const inFlight = await link.next();
+    link.send("]]]");
+    expect(await link.next()).toMatchObject({ id: null, error: { code: -32700 } });
+    link.send(JSON.stringify({ hello: "world" }));
+    expect(await link.next()).toMatchObject({ id: null, error: { code: -32600 } });
+    link.send(JSON.stringify({ jsonrpc: "2.0", id: 5, result: {}, method: "x" }));
+    expect(await link.next()).toMatchObject({ error: { code: -32600 } });
+    // An answer to an id nobody asked is ignored.
+    link.send({ jsonrpc: "2.0", id: 999_999, result: {} });
+    await client.silent();
+    link.send({ jsonrpc: "2.0", id: inFlight.id, result: { sessionId: "ses_k" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "keep", result: { sessionId: "ses_k" } });
+    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+  });
+
+  it("refuses a reused id while the first request with it is in flight", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/a" } });
+    await link.next();
+    const again = await client.call(1, "session/new", { cwd: "/b" });
+    expect(again.error).toMatchObject({ code: -32600, message: expect.stringContaining("already used") });
+    await link.silent();
+  });
+});
+
+describe("frame size limits", () => {
+  it("refuses a client frame over 1 MiB that is not a prompt, with the limit in the sentence", async () => {
+    const { link, client } = await setUp();
+    const title = "x".repeat(1.5 * MiB);
+    const answer = await client.call(1, "_lembas/session/title", { sessionId: "ses_1", title });
+    expect(answer.error).toMatchObject({ code: -32600 });
+    expect(answer.error?.message).toContain("1.0 MiB limit for _lembas/session/title");
+    await link.silent();
+  });
+
+  it("relays a 30 MiB prompt (three images of 7.5 MiB, as base64) to the device whole", async () => {
+    const { link, client } = await setUp();
+    const image = (i: number) => ({ type: "image", data: String(i).repeat(4).repeat((10 * MiB) / 4), mimeType: "image/png" });
+    const prompt = [image(1), image(2), image(3)];
+    client.send({ jsonrpc: "2.0", id: "big", method: "session/prompt", params: { sessionId: "ses_1", prompt } });
+    const forwarded = await link.next(20_000);
+    expect(forwarded.params?.prompt).toEqual(prompt);
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "end_turn" } });
+    expect(await client.next(10_000)).toEqual({ jsonrpc: "2.0", id: "big", result: { stopReason: "end_turn" } });
+  }, 60_000);
+
+  it("refuses an image block over the spec's 10 MB with -32602 and a sentence", async () => {
+    const { link, client } = await setUp();
+    const image = { type: "image", data: "AAAA".repeat((16 * MiB) / 4), mimeType: "image/png" };
+    const answer = await client.call("over", "session/prompt", { sessionId: "ses_1", prompt: [image] });
+    expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining("10 MB") });
+    await link.silent();
+  }, 60_000);
+
+  it("refuses a frame over 32 MiB with an error and closes the socket with 4413", async () => {
+    const { link, client } = await setUp();
+    const blocks = Array.from({ length: 4 }, () => ({ type: "image", data: "AAAA".repeat((9 * MiB) / 4), mimeType: "image/png" }));
+    client.send({ jsonrpc: "2.0", id: "huge", method: "session/prompt", params: { sessionId: "ses_1", prompt: blocks } });
+    const answer = await client.next(20_000);
+    expect(answer.error).toMatchObject({ code: -32600, message: expect.stringContaining("32.0 MiB limit") });
+    expect((await client.closed).code).toBe(4413);
+    await link.silent();
+  }, 60_000);
+});

@@ -1,0 +1,59 @@
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { Attachment } from "../src/link/sockets";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, linkDevice, linkStub, waitUntilUp } from "./helpers/link";
+
+/** Makes every socket of the object look silent since `ago` ms, then runs the sweep. */
+async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
+  const stub = linkStub(deviceId);
+  await runInDurableObject(stub, (_instance, state) => {
+    for (const ws of state.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as Attachment;
+      ws.serializeAttachment({ ...attachment, seen: Date.now() - ago });
+    }
+    state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'sweep'");
+  });
+  await runDurableObjectAlarm(stub);
+}
+
+describe("keep-alive and the sweep", () => {
+  it("answers ping with pong without the object", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const client = await attachClient(user, device.deviceId);
+    await client.ping();
+  });
+
+  it("closes sockets silent past the window with 4410: the link goes down and the device offline", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer: link } = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    expect((await link.closed).code).toBe(4410);
+    const closed = await client.closed;
+    expect(closed.code).toBe(4410);
+    expect(closed.reason).toContain("ping");
+    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first<{ online: number }>();
+    expect(row!.online).toBe(0);
+  });
+
+  it("keeps a socket that pinged recently, even with no other frame", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer: link } = await linkDevice(device);
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    await link.ping();
+    await client.ping();
+    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    // The sweep is armed again while sockets are attached.
+    const due = await runInDurableObject(linkStub(device.deviceId), (_i, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
+    );
+    expect(due).toBe(1);
+  });
+});

@@ -1,0 +1,220 @@
+import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "./helpers/link";
+
+/** A user, their device linked with these capabilities, and one client socket that saw the link come up. */
+async function setUp(capabilities?: string[]) {
+  const user = await createUser();
+  const device = await createDevice(user.userId);
+  const { peer: link } = await linkDevice(device, { capabilities });
+  const client = await attachClient(user, device.deviceId);
+  await waitUntilUp(client);
+  return { user, device, link, client };
+}
+
+/** The device answers the next request it gets with this result, and returns that request. */
+async function answerNext(link: Peer, result: unknown) {
+  const request = await link.next();
+  link.send({ jsonrpc: "2.0", id: request.id, result });
+  return request;
+}
+
+describe("relay: forwarding and answers", () => {
+  it("rewrites ids so two clients using the same id each get their own answer", async () => {
+    const { user, device, link, client: a } = await setUp();
+    const b = await attachClient(user, device.deviceId);
+    a.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/a" } });
+    b.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/b" } });
+    const first = await link.next();
+    const second = await link.next();
+    expect(first.id).not.toBe(second.id);
+    expect([first.params?.cwd, second.params?.cwd].sort()).toEqual(["/home/a", "/home/b"]);
+    // Answer in the reverse order: each still reaches the socket that asked, under its own id.
+    link.send({ jsonrpc: "2.0", id: second.id, result: { sessionId: `ses_${String(second.params?.cwd).slice(-1)}` } });
+    link.send({ jsonrpc: "2.0", id: first.id, result: { sessionId: `ses_${String(first.params?.cwd).slice(-1)}` } });
+    expect(await a.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { sessionId: "ses_a" } });
+    expect(await b.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { sessionId: "ses_b" } });
+  });
+
+  it("routes an answer that arrives after the object was evicted to the client that asked", async () => {
+    const { device, link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: "p-1", method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "hi" }] } });
+    const forwarded = await link.next();
+    expect(forwarded).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
+    await evictDurableObject(linkStub(device.deviceId));
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "end_turn" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "p-1", result: { stopReason: "end_turn" } });
+  });
+
+  it("relays error answers under the client's id", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: 7, method: "session/new", params: { cwd: "/etc" } });
+    const request = await link.next();
+    link.send({ jsonrpc: "2.0", id: request.id, error: { code: -32602, message: "/etc is outside remote.roots" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32602, message: "/etc is outside remote.roots" } });
+  });
+
+  it("forwards client notifications (session/cancel) as they are", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+  });
+
+  it("honours $/cancel_request: the device is told under its id, the client's request answered -32800", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "long" }] } });
+    const forwarded = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 3 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32800, message: "request cancelled" } });
+    // The device's late answer goes nowhere.
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "cancelled" } });
+    await client.silent();
+  });
+
+  it("drops a gone client's requests: the device's late answer is discarded, other clients unaffected", async () => {
+    const { user, device, link, client: stays } = await setUp();
+    const leaves = await attachClient(user, device.deviceId);
+    leaves.send({ jsonrpc: "2.0", id: 1, method: "_lembas/session/status", params: { sessionId: "ses_1" } });
+    const forwarded = await link.next();
+    leaves.close();
+    await leaves.closed;
+    await new Promise((r) => setTimeout(r, 50));
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { sessionId: "ses_1", exists: true } });
+    await stays.silent();
+    // The link still works for the one that stayed.
+    const answer = stays.call(2, "session/new", { cwd: "/w" });
+    await answerNext(link, { sessionId: "ses_2" });
+    expect((await answer).result).toEqual({ sessionId: "ses_2" });
+  });
+
+  it("answers a request the device leaves unanswered past its time limit with -32002 and asks the device to cancel", async () => {
+    const { device, link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+    const forwarded = await link.next();
+    const stub = linkStub(device.deviceId);
+    await runInDurableObject(stub, (_i, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'request'"));
+    await runDurableObjectAlarm(stub);
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
+    const answer = await client.next();
+    expect(answer).toMatchObject({ id: 9, error: { code: -32002 } });
+    expect(answer.error?.message).toContain("_lembas/session/history");
+  });
+
+  it("fails requests in flight with -32001 link_down when the link drops", async () => {
+    const { link, client } = await setUp();
+    client.send({ jsonrpc: "2.0", id: 4, method: "session/new", params: { cwd: "/w" } });
+    await link.next();
+    link.close();
+    const messages = [await client.next(), await client.next()];
+    expect(messages).toContainEqual({
+      jsonrpc: "2.0",
+      id: 4,
+      error: { code: -32001, message: "the device's link went down before it answered", data: { reason: "link_down" } },
+    });
+    expect(messages).toContainEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+  });
+
+  it("answers at once with -32001 offline when no device is linked", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const client = await attachClient(user, device.deviceId);
+    expect(await client.call(1, "session/new", { cwd: "/w" })).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32001, message: "the device is not linked", data: { reason: "offline" } },
+    });
+    expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down", hello: null, lembas: null });
+    expect((await client.call(3, "initialize", { protocolVersion: 1 })).error).toMatchObject({ code: -32001 });
+  });
+});
+
+describe("relay: fan-out and the device's requests", () => {
+  it("fans notifications out to every client, in the device's order", async () => {
+    const { user, device, link, client: a } = await setUp();
+    const b = await attachClient(user, device.deviceId);
+    const updates = Array.from({ length: 20 }, (_, i) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } } },
+    }));
+    const event = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "title", id: "ses_1", title: "Fix" } } };
+    for (const u of updates) link.send(u);
+    link.send(event);
+    for (const client of [a, b]) {
+      for (const u of updates) expect(await client.next()).toEqual(u);
+      expect(await client.next()).toEqual(event);
+    }
+  });
+
+  it("answers an agent→client request no feature handles (fs/read_text_file) with -32601, without bothering clients", async () => {
+    const { link, client } = await setUp();
+    link.send({ jsonrpc: "2.0", id: 0, method: "fs/read_text_file", params: { sessionId: "ses_1", path: "/etc/passwd" } });
+    const answer = await link.next();
+    expect(answer).toMatchObject({ jsonrpc: "2.0", id: 0, error: { code: -32601 } });
+    expect(answer.error?.message).toContain("fs/read_text_file");
+    await client.silent();
+  });
+
+  it("lets a client attach with initialize: the device's own initialize result, without asking the device", async () => {
+    const { link, client } = await setUp(["files"]);
+    const answer = await client.call(1, "initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(answer.result).toMatchObject({ protocolVersion: 1, agentInfo: { name: "LLeMbas CLI" }, _meta: { lembas: { capabilities: ["files"] } } });
+    await link.silent();
+  });
+});
+
+describe("relay: capability gating", () => {
+  const paramsFor: Record<string, unknown> = {
+    "_lembas/directories": {},
+    "_lembas/configure": { sessionId: "ses_1", effort: "high" },
+    "_lembas/steer": { sessionId: "ses_1", text: "also this" },
+    "_lembas/session/history": { sessionId: "ses_1" },
+    "_lembas/session/status": { sessionId: "ses_1" },
+    "_lembas/session/delete": { sessionId: "ses_1" },
+    "_lembas/session/compact": { sessionId: "ses_1" },
+    "_lembas/session/title": { sessionId: "ses_1", title: "New" },
+    "_lembas/files/search": { sessionId: "ses_1", query: "rea" },
+    "_lembas/commands": { sessionId: "ses_1" },
+    "_lembas/terminal/open": { cols: 80, rows: 24 },
+  };
+
+  it("answers every gated request to a device without its capability with -32601 naming it; the device sees nothing", async () => {
+    const { link, client } = await setUp([]);
+    for (const [method, params] of Object.entries(paramsFor)) {
+      const answer = await client.call(method, method, params);
+      expect(answer.error, method).toMatchObject({ code: -32601, data: { capability: METHOD_CAPABILITY[method] } });
+      expect(answer.error?.message).toContain(`"${METHOD_CAPABILITY[method]}"`);
+    }
+    // Gated notifications are dropped, never sent.
+    client.send({ jsonrpc: "2.0", method: "_lembas/terminal/input", params: { terminalId: "t1", data: "bHM=" } });
+    await link.silent();
+  });
+
+  it("forwards every gated request to a device that listed its capability", async () => {
+    const { link, client } = await setUp(Object.values(METHOD_CAPABILITY));
+    for (const [method, params] of Object.entries(paramsFor)) {
+      client.send({ jsonrpc: "2.0", id: method, method, params });
+      const forwarded = await answerNext(link, { ok: method });
+      expect(forwarded.method).toBe(method);
+      expect(await client.next()).toEqual({ jsonrpc: "2.0", id: method, result: { ok: method } });
+    }
+  });
+
+  it("refuses image and resource blocks to a device without attachments with -32602, and passes them with it", async () => {
+    const image = { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" };
+    const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
+    const without = await setUp(["files"]);
+    for (const block of [image, resource]) {
+      const answer = await without.client.call(1, "session/prompt", { sessionId: "ses_1", prompt: [{ type: "text", text: "see" }, block] });
+      expect(answer.error).toMatchObject({ code: -32602, data: { capability: "attachments" } });
+      expect(answer.error?.message).toContain("attachments");
+    }
+    await without.link.silent();
+    const withIt = await setUp(["attachments"]);
+    withIt.client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId: "ses_1", prompt: [image, resource] } });
+    expect((await withIt.link.next()).params?.prompt).toEqual([image, resource]);
+  });
+});
