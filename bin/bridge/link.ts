@@ -4,6 +4,7 @@
  */
 import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
+import { CloseCode } from "../../src/protocol/close-codes.js";
 import { startAgent, type AgentProcess } from "./agent-process.js";
 import { redialDelay } from "./backoff.js";
 import type { Credential } from "./config-store.js";
@@ -25,11 +26,11 @@ export interface LinkOptions {
 export const REVOKED = "this device was revoked; run lembas-edge login again";
 export const REPLACED = "another link of this device took over (a newer lembas-edge link runs elsewhere); stopping this one";
 
-/** Close codes that end the bridge rather than a single connection (the spec's close codes). */
+/** Close codes that end the bridge rather than a single connection; any other close is redialled. */
 const STOPPING_CLOSES: ReadonlyMap<number, string> = new Map([
-  [4400, PROTOCOL_MISMATCH],
-  [4401, REVOKED],
-  [4409, REPLACED],
+  [CloseCode.ProtocolMismatch, PROTOCOL_MISMATCH],
+  [CloseCode.Revoked, REVOKED],
+  [CloseCode.Replaced, REPLACED],
 ]);
 
 /** How long the bridge waits for the instance to answer its closing handshake when the agent has exited. */
