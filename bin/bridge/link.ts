@@ -43,14 +43,15 @@ export async function link(options: LinkOptions): Promise<number> {
   process.once("SIGINT", forwardSignal);
   process.once("SIGTERM", forwardSignal);
 
-  const agentExit = agent.exited.then((code) => {
-    relay.shutdown();
-    return code;
-  });
-  relay.pumpAgent().catch((error: unknown) => {
+  const pumped = relay.pumpAgent().catch((error: unknown) => {
     // The agent wrote something that is not ACP framing (e.g. a line past the size limit): it cannot go on.
     say(`stopped reading the agent: ${error instanceof Error ? error.message : String(error)}`);
     agent.terminate();
+  });
+  // The agent's last lines are relayed before the link closes behind it.
+  const agentExit = Promise.all([agent.exited, pumped]).then(([code]) => {
+    relay.shutdown();
+    return code;
   });
   const stop = await relay.run();
   if (stop) {

@@ -169,13 +169,23 @@ describe("lembas-edge link", () => {
     expect(server.connections).toHaveLength(0);
   });
 
-  it("exits with the agent's exit code and closes the link normally", async () => {
-    // An agent that quits with code 3 as soon as it is spoken to.
-    const run = linkAgent([process.execPath, "-e", "process.stdin.once('data', () => process.exit(3))"]);
+  it("exits with the agent's exit code, after relaying its last words, and closes the link normally", async () => {
+    // An agent that answers initialize, says one more thing and quits with code 3.
+    const lastWords = [
+      "process.stdin.once('data', (data) => {",
+      "  const request = JSON.parse(String(data).split('\\n')[0]);",
+      "  const say = (message) => process.stdout.write(JSON.stringify({ jsonrpc: '2.0', ...message }) + '\\n');",
+      "  say({ id: request.id, result: { protocolVersion: 1, agentCapabilities: {} } });",
+      "  say({ method: 'session/update', params: { sessionId: 's', update: { sessionUpdate: 'agent_message_chunk', content: { type: 'text', text: 'bye' } } } });",
+      "  process.exit(3);",
+      "});",
+    ].join("\n");
+    const run = linkAgent([process.execPath, "-e", lastWords]);
     const link = await server.connection(0);
-    link.send({ jsonrpc: "2.0", id: 0, method: "initialize", params: INITIALIZE });
+    expect((await initialize(link, 0)).result).toEqual({ protocolVersion: 1, agentCapabilities: {} });
     expect(await run.exited).toBe(3);
     expect(await link.closed).toBe(1000);
+    expect((await link.next((m) => m.method === "session/update")).params.update.content.text).toBe("bye");
     expect(run.stderr()).toContain("the agent exited with code 3");
   });
 
