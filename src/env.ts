@@ -11,4 +11,6 @@ export interface Env {
    * validated at first use by src/providers/config.ts. Each provider's key is the secret PROVIDER_<NAME>_API_KEY.
    */
   PROVIDERS?: unknown;
+  /** Seconds a card that is not patient waits for a client's answer before the instance answers it (default 300). */
+  CARD_TIMEOUT_SECONDS?: string | number;
 }

@@ -24,6 +24,7 @@
  *                        events) or route yourself with fanOut: false (terminals: output to the owning socket only)
  *   deviceAnswers        answers to the feature's own requests, sent with rt.requestDevice(method, params, purpose)
  *                        (pending deletes: _lembas/session/delete); link loss and time-outs arrive as error answers
+ *   relayedAnswers       per relayed method: observe the end of a client's request (turns: a prompt answered)
  *   clientAnswers        answers from clients to requests the instance sent them, by id prefix ("card:…")
  *   deadlines            handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs)
  *   onLinkUp / onLinkDown / onClientAttached / onClientDetached   lifecycle; run in FEATURES order
@@ -45,20 +46,26 @@ import { DEADLINES_SCHEMA } from "./deadlines";
 import { onClientMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { buildRegistry, type LinkFeature } from "./feature";
 import { forwarding } from "./forwarding";
+import { cards } from "./cards";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
 import { identityOf } from "./identity";
 import { instanceMethods } from "./instance-methods";
 import { OUTBOUND_SCHEMA } from "./outbound";
+import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
 import { acceptSocket, attachmentOf, closeSocket } from "./sockets";
 import { STORE_SCHEMA } from "./store";
+import { turns } from "./turns";
 
 const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_SCHEMA, ...DEADLINES_SCHEMA] };
 
 /** Every feature of the link, in the order their hooks run. */
-const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat];
+// turns before replay (a task start must open its turn before its own frame is buffered); replay before cards, so a
+// late joiner sees the transcript, then the open cards. Neither may follow a feature whose onClientAttached awaits
+// I/O: a live frame could then reach the new socket before its catch-up.
+const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards];
 const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) =>

@@ -28,7 +28,7 @@ const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
  * UTF-8 size of a frame. A UTF-16 unit is 1–3 bytes, so a text of at most a third of the smallest limit is under
  * every limit and is not encoded to be measured.
  */
-function frameBytes(data: string | ArrayBuffer): number {
+export function frameBytes(data: string | ArrayBuffer): number {
   if (typeof data !== "string") return data.byteLength;
   if (data.length * 3 <= FRAME_LIMITS.clientFrameBytes) return data.length;
   if (data.length > FRAME_LIMITS.maxFrameBytes) return data.length;

@@ -1,0 +1,144 @@
+/**
+ * Turns in the object's SQLite. A turn runs from its prompt being forwarded (or the device's task start event, for a
+ * turn typed at a terminal) until its answer or its task end. A row may outlive its running: a prompt whose task
+ * ended is still awaited until its answer comes, and a prompt kept across a dropped link (capability turns) waits,
+ * its params in chunks, to be sent again on the next link.
+ */
+import type { JsonRpcId } from "../protocol/jsonrpc";
+import { Chunks, CHUNKS_SCHEMA } from "./chunks";
+
+export const TURNS_SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS turns (
+     id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL,
+     running INTEGER NOT NULL DEFAULT 1,
+     origin TEXT, origin_id TEXT, device_request_id INTEGER,
+     kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)`,
+  `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
+  `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
+  ...CHUNKS_SCHEMA,
+];
+
+interface TurnRow extends Record<string, SqlStorageValue> {
+  id: number;
+  session_id: string;
+  turn_id: string | null;
+  since: number;
+  running: number;
+  origin: string | null;
+  origin_id: string | null;
+  device_request_id: number | null;
+  kept: number;
+  link_id: string | null;
+}
+
+export interface Turn {
+  id: number;
+  sessionId: string;
+  turnId: string | null;
+  since: number;
+  running: boolean;
+  /** The client waiting for the prompt's answer, under its own id; null when none does (any more). */
+  origin: string | null;
+  originId: JsonRpcId | null;
+  /** The instance's own re-sent prompt, whose answer nobody else waits for. */
+  deviceRequestId: number | null;
+  /** The prompt's params are kept for sending again on the next link. */
+  kept: boolean;
+  /** The link the prompt was last sent on. */
+  linkId: string | null;
+}
+
+const toTurn = (row: TurnRow): Turn => ({
+  id: row.id,
+  sessionId: row.session_id,
+  turnId: row.turn_id,
+  since: row.since,
+  running: row.running === 1,
+  origin: row.origin,
+  originId: row.origin_id === null ? null : (JSON.parse(row.origin_id) as JsonRpcId),
+  deviceRequestId: row.device_request_id,
+  kept: row.kept === 1,
+  linkId: row.link_id,
+});
+
+export class TurnStore {
+  readonly prompts: Chunks;
+
+  constructor(private readonly sql: SqlStorage) {
+    this.prompts = new Chunks(sql, "turn");
+  }
+
+  #rows(where: string, ...args: SqlStorageValue[]): Turn[] {
+    return this.sql.exec<TurnRow>(`SELECT * FROM turns WHERE ${where} ORDER BY id`, ...args).toArray().map(toTurn);
+  }
+
+  /** Records a running turn; its prompt params, when given, are kept for re-sending. */
+  start(turn: { sessionId: string; turnId: string | null; origin: string | null; originId: JsonRpcId | null; linkId: string | null; prompt?: string }): number {
+    const { id } = this.sql
+      .exec<{ id: number }>(
+        "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        turn.sessionId,
+        turn.turnId,
+        Date.now(),
+        turn.origin,
+        turn.originId === null ? null : JSON.stringify(turn.originId),
+        turn.prompt === undefined ? 0 : 1,
+        turn.linkId,
+      )
+      .one();
+    if (turn.prompt !== undefined) this.prompts.put(String(id), turn.prompt);
+    return id;
+  }
+
+  get(id: number): Turn | null {
+    return this.#rows("id = ?", id)[0] ?? null;
+  }
+
+  byTurnId(turnId: string): Turn[] {
+    return this.#rows("turn_id = ?", turnId);
+  }
+
+  byOrigin(origin: string): Turn[] {
+    return this.#rows("origin = ?", origin);
+  }
+
+  byDeviceRequest(id: number): Turn | null {
+    return this.#rows("device_request_id = ?", id)[0] ?? null;
+  }
+
+  running(): Turn[] {
+    return this.#rows("running = 1");
+  }
+
+  /** Prompts kept for the next link: those last sent on another link than this one. */
+  keptFor(linkId: string): Turn[] {
+    return this.#rows("kept = 1 AND (link_id IS NULL OR link_id != ?)", linkId);
+  }
+
+  all(): Turn[] {
+    return this.#rows("1 = 1");
+  }
+
+  isRunning(sessionId: string): boolean {
+    return this.sql.exec("SELECT 1 FROM turns WHERE session_id = ? AND running = 1 LIMIT 1", sessionId).toArray().length > 0;
+  }
+
+  setRunning(id: number, running: boolean): void {
+    this.sql.exec("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
+  }
+
+  /** Nobody waits for the prompt's answer any more (its client went away). */
+  forgetOrigin(id: number): void {
+    this.sql.exec("UPDATE turns SET origin = NULL, origin_id = NULL WHERE id = ?", id);
+  }
+
+  /** The prompt went out again on `linkId`, awaited by its client or (deviceRequestId) by the instance. */
+  resent(id: number, linkId: string, deviceRequestId: number | null): void {
+    this.sql.exec("UPDATE turns SET link_id = ?, device_request_id = ? WHERE id = ?", linkId, deviceRequestId, id);
+  }
+
+  remove(id: number): void {
+    this.sql.exec("DELETE FROM turns WHERE id = ?", id);
+    this.prompts.delete(String(id));
+  }
+}

@@ -1,0 +1,155 @@
+/**
+ * Turns. Every session/prompt starts a running turn (turn-store.ts), and so does the device's task start event (a
+ * turn typed at a terminal); the answer or the task end stops it. instance/status lists the running ones.
+ *
+ * With capability turns, each prompt carries `_meta.lembas.turnId` — the client's own, or one made here — and is
+ * kept across a dropped link: its params go to chunks (a prompt may be 33 MB of base64), the client's request stays
+ * open, and right after the next link's initialize the prompt is sent again with the same turnId (the device
+ * deduplicates), its answer going to the client that asked, exactly once. If that client left meanwhile, the
+ * prompt is still sent again — the person's turn runs, and the others follow it — and its answer is the
+ * instance's. Without turns, nothing is added to the prompt and the relay fails it when the link drops (-32001
+ * link_down); a kept prompt whose device comes back without turns is failed the same way.
+ */
+import { ErrorCode, rpcError } from "../protocol/jsonrpc";
+import type { PromptParams } from "../protocol/acp";
+import { EventParams, KnownEvent } from "../protocol/lembas";
+import type { LinkFeature } from "./feature";
+import { INSTANCE_ORIGIN } from "./outbound";
+import { clearReplay } from "./replay";
+import type { LinkRuntime } from "./runtime";
+import { TurnStore, TURNS_SCHEMA, type Turn } from "./turn-store";
+
+/** The purpose of a prompt the instance sent again for a client that left. */
+const TURN_ANSWER = "turns/answer";
+
+const newTurnId = () => `turn_${crypto.randomUUID()}`;
+const hasTurns = (rt: LinkRuntime) => rt.capabilities().includes("turns");
+
+/** The turn (by its row) a relayed prompt belongs to. */
+const turnOf = (memo: unknown) => {
+  const turn = (memo as { turn?: unknown } | null)?.turn;
+  return typeof turn === "number" ? turn : null;
+};
+
+/** A turn is over: it goes, and so does its session's replay buffer once nothing runs there. */
+function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
+  store.remove(turn.id);
+  if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
+}
+
+/** A turn stopped running (task end); it stays while its prompt's answer is still awaited. */
+function stopRunning(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
+  if (turn.origin === null && turn.deviceRequestId === null) return endTurn(rt, store, turn);
+  store.setRunning(turn.id, false);
+  if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
+}
+
+/** Sends the prompts kept from an earlier link again, to their clients if still there, else as the instance's. */
+function resendKept(rt: LinkRuntime, linkId: string): void {
+  const store = new TurnStore(rt.sql);
+  for (const turn of store.keptFor(linkId)) {
+    const previous =
+      turn.origin !== null && turn.originId !== null
+        ? rt.outbound.takeByOrigin(turn.origin, turn.originId)
+        : turn.deviceRequestId !== null
+          ? rt.outbound.take(turn.deviceRequestId)
+          : null;
+    const client = previous && previous.origin !== INSTANCE_ORIGIN && previous.originId !== null ? previous : null;
+    const prompt = store.prompts.get(String(turn.id));
+    if (!hasTurns(rt) || prompt === null) {
+      if (client) {
+        const why = "the device linked again without the turns capability, so the prompt was not sent again";
+        rt.sendToClient(client.origin, rpcError(client.originId, ErrorCode.Offline, why, { reason: "link_down" }));
+      }
+      endTurn(rt, store, turn);
+      continue;
+    }
+    const sent = rt.sendRequest({
+      method: "session/prompt",
+      params: JSON.parse(prompt) as unknown,
+      origin: client?.origin ?? INSTANCE_ORIGIN,
+      originId: client?.originId ?? null,
+      purpose: client ? null : TURN_ANSWER,
+      sessionId: turn.sessionId,
+      keep: true,
+      answerWithinMs: null,
+      memo: { turn: turn.id },
+    });
+    if (!client) store.forgetOrigin(turn.id);
+    store.resent(turn.id, linkId, client ? null : sent);
+  }
+}
+
+export const turns: LinkFeature = {
+  name: "turns",
+  schema: TURNS_SCHEMA,
+  beforeForward: {
+    "session/prompt": (rt, call) => {
+      if (call.id === null) return;
+      const params = call.params as PromptParams;
+      let turnId: string | null = null;
+      if (hasTurns(rt)) {
+        turnId = params._meta?.lembas?.turnId ?? newTurnId();
+        call.params = { ...params, _meta: { ...params._meta, lembas: { ...params._meta?.lembas, turnId } } };
+        call.keepAcrossLinks = true;
+      }
+      call.memo.turn = new TurnStore(rt.sql).start({
+        sessionId: params.sessionId,
+        turnId,
+        origin: call.from.sid,
+        originId: call.id,
+        linkId: rt.upLink()?.linkId ?? null,
+        prompt: call.keepAcrossLinks ? JSON.stringify(call.params) : undefined,
+      });
+    },
+  },
+  relayedAnswers: {
+    "session/prompt": (rt, request) => {
+      const store = new TurnStore(rt.sql);
+      const id = turnOf(request.memo);
+      const turn = id === null ? null : store.get(id);
+      if (turn) endTurn(rt, store, turn);
+    },
+  },
+  deviceAnswers: {
+    [TURN_ANSWER]: (rt, request) => {
+      const store = new TurnStore(rt.sql);
+      const turn = store.byDeviceRequest(request.id);
+      if (turn) endTurn(rt, store, turn);
+    },
+  },
+  deviceNotifications: {
+    "_lembas/event": {
+      fanOut: true,
+      handle: (rt, message) => {
+        const params = EventParams.safeParse(message.params);
+        const event = params.success ? KnownEvent.safeParse(params.data.event) : null;
+        if (!params.success || !event?.success || event.data.type !== "task" || !event.data.turnId) return;
+        const store = new TurnStore(rt.sql);
+        const known = store.byTurnId(event.data.turnId);
+        if (event.data.state === "end") {
+          for (const turn of known) stopRunning(rt, store, turn);
+        } else if (known.length > 0) {
+          for (const turn of known) store.setRunning(turn.id, true);
+        } else {
+          store.start({ sessionId: params.data.sessionId, turnId: event.data.turnId, origin: null, originId: null, linkId: rt.link()?.linkId ?? null });
+        }
+      },
+    },
+  },
+  onClientDetached: (rt, sid) => {
+    const store = new TurnStore(rt.sql);
+    const live = rt.upLink()?.linkId;
+    for (const turn of store.byOrigin(sid)) {
+      store.forgetOrigin(turn.id);
+      // A prompt on the live link is now answered to nobody: its task end (turns) is the only end left to see.
+      if (turn.linkId === live && !(hasTurns(rt) && turn.running)) endTurn(rt, store, turn);
+    }
+  },
+  onLinkDown: (rt) => {
+    const store = new TurnStore(rt.sql);
+    for (const turn of store.all()) if (!turn.kept) endTurn(rt, store, turn);
+  },
+  onLinkUp: (rt, link) => resendKept(rt, link.linkId),
+  status: (rt) => ({ turns: new TurnStore(rt.sql).running().map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })) }),
+};

@@ -1,0 +1,44 @@
+/** Link tests with several client sockets: set-up, instance/status, deadlines, and reading a race's messages. */
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import type { TestDevice, TestUser } from "./fixtures";
+import { attachClient, linkedDevice, linkStub, type Peer, type Wire } from "./link";
+
+export interface Linked {
+  user: TestUser;
+  device: TestDevice;
+  link: Peer;
+  clients: Peer[];
+}
+
+/** A person, their device linked (all capabilities by default) and `count` client sockets attached after it came up. */
+export async function linkedWithClients(count: number, capabilities?: string[]): Promise<Linked> {
+  const { user, device, link, client } = await linkedDevice(capabilities);
+  const clients = [client];
+  while (clients.length < count) clients.push(await attachClient(user, device.deviceId));
+  return { user, device, link, clients };
+}
+
+/** instance/status as a client sees it. */
+export async function statusOf(client: Peer): Promise<Record<string, unknown>> {
+  const answer = await client.call(`status-${crypto.randomUUID()}`, "instance/status");
+  return answer.result as Record<string, unknown>;
+}
+
+/** Makes every deadline of this kind due, then runs the object's alarm. */
+export async function fireDeadlines(deviceId: string, kind: string): Promise<void> {
+  const stub = linkStub(deviceId);
+  await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind));
+  await runDurableObjectAlarm(stub);
+}
+
+/** Every message a peer receives within `ms` (for races, where the order between sockets is not fixed). */
+export async function drain(peer: Peer, ms = 300): Promise<Wire[]> {
+  const messages: Wire[] = [];
+  for (;;) {
+    try {
+      messages.push(await peer.next(ms));
+    } catch {
+      return messages;
+    }
+  }
+}

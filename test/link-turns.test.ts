@@ -1,0 +1,161 @@
+import { evictDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
+import type { TestDevice } from "./helpers/fixtures";
+import { drain, linkedWithClients, statusOf } from "./helpers/linked";
+
+const prompt = (text: string, turnId?: string) => ({
+  sessionId: "ses_1",
+  prompt: [{ type: "text", text }],
+  ...(turnId ? { _meta: { lembas: { turnId } } } : {}),
+});
+const turnIdOf = (request: Wire) => (request.params?._meta as { lembas?: { turnId?: string } } | undefined)?.lembas?.turnId;
+const WITHOUT_TURNS = CAPABILITIES_ALL.filter((c) => c !== "turns");
+
+/** Drops the link and waits until the client has seen it go down. */
+async function dropLink(link: Peer, client: Peer): Promise<void> {
+  link.close();
+  expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "down" } });
+}
+
+/** Links the device again; the client sees the link come up. */
+async function relink(device: TestDevice, client: Peer, capabilities?: string[]): Promise<Peer> {
+  const { peer } = await linkDevice(device, { capabilities });
+  expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "up" } });
+  return peer;
+}
+
+describe("turns", () => {
+  it("gives every prompt to a device with turns a turnId — the client's own, or a new one — and lists running turns", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("first") });
+    const made = await link.next();
+    expect(turnIdOf(made)).toMatch(/^turn_/);
+    expect(made.params).toEqual({ ...prompt("first"), _meta: { lembas: { turnId: turnIdOf(made) } } });
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt("second", "msg-42") });
+    const own = await link.next();
+    expect(turnIdOf(own)).toBe("msg-42");
+    const running = (await statusOf(client)).turns as { sessionId: string; turnId: string; since: number }[];
+    expect(running.map((t) => [t.sessionId, t.turnId])).toEqual([
+      ["ses_1", turnIdOf(made)],
+      ["ses_1", "msg-42"],
+    ]);
+    expect(running[0]!.since).toBeGreaterThan(Date.now() - 10_000);
+    link.send({ jsonrpc: "2.0", id: made.id, result: { stopReason: "end_turn", _meta: { lembas: { turnId: turnIdOf(made) } } } });
+    expect(await client.next()).toMatchObject({ id: 1, result: { stopReason: "end_turn" } });
+    expect(((await statusOf(client)).turns as { turnId: string }[]).map((t) => t.turnId)).toEqual(["msg-42"]);
+  });
+
+  it("adds no turnId for a device without turns", async () => {
+    const { link, clients } = await linkedWithClients(1, WITHOUT_TURNS);
+    clients[0]!.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("plain") });
+    expect((await link.next()).params).toEqual(prompt("plain"));
+  });
+
+  it("keeps a prompt open across a dropped link and an eviction, sends it again with its turnId after the next initialize, and answers once", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: "p-1", method: "session/prompt", params: prompt("fix the build") });
+    const first = await link.next();
+    const turnId = turnIdOf(first);
+    await dropLink(link, client);
+    await client.silent();
+    expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_1", turnId }]);
+    await evictDurableObject(linkStub(device.deviceId));
+
+    const relinked = await relink(device, client);
+    const again = await relinked.next();
+    expect(again).toMatchObject({ method: "session/prompt", params: { ...prompt("fix the build"), _meta: { lembas: { turnId } } } });
+    relinked.send({ jsonrpc: "2.0", id: again.id, result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "p-1", result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
+    await client.silent();
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("keeps a multi-megabyte prompt whole (in chunks) and sends it again byte for byte", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    // 6 MiB of base64: three SQLite values' worth, with a multi-byte text block to cross chunk edges.
+    const image = { type: "image", data: "QUJD".repeat((6 * 1024 * 1024) / 4), mimeType: "image/png" };
+    const text = { type: "text", text: "€😀".repeat(400_000) };
+    const big = { sessionId: "ses_1", prompt: [text, image], _meta: { lembas: { turnId: "big-1" } } };
+    client.send({ jsonrpc: "2.0", id: 9, method: "session/prompt", params: big });
+    expect((await link.next(10_000)).params).toEqual(big);
+    await dropLink(link, client);
+    const relinked = await relink(device, client);
+    const again = await relinked.next(10_000);
+    expect(again.params).toEqual(big);
+    relinked.send({ jsonrpc: "2.0", id: again.id, result: { stopReason: "end_turn" } });
+    expect(await client.next()).toMatchObject({ id: 9, result: { stopReason: "end_turn" } });
+  }, 30_000);
+
+  it("answers a prompt in flight with the offline error when the link drops and the device has no turns", async () => {
+    const { link, clients } = await linkedWithClients(1, WITHOUT_TURNS);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: prompt("hello") });
+    await link.next();
+    link.close();
+    const seen = await drain(client);
+    expect(seen).toContainEqual({
+      jsonrpc: "2.0",
+      id: 3,
+      error: { code: -32001, message: "the device's link went down before it answered", data: { reason: "link_down" } },
+    });
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("fails a kept prompt with -32001 when the device comes back without turns, and does not send it", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 4, method: "session/prompt", params: prompt("hello") });
+    await link.next();
+    await dropLink(link, client);
+    const relinked = await relink(device, client, WITHOUT_TURNS);
+    expect(await client.next()).toMatchObject({ id: 4, error: { code: -32001, data: { reason: "link_down" } } });
+    await relinked.silent();
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("still sends a kept prompt again when its client left meanwhile; the turn ends with the device's answer", async () => {
+    const { device, link, clients } = await linkedWithClients(2);
+    const [leaves, stays] = clients as [Peer, Peer];
+    leaves.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("run the tests", "t-left") });
+    await link.next();
+    await dropLink(link, stays);
+    leaves.close();
+    await leaves.closed;
+    const relinked = await relink(device, stays);
+    const again = await relinked.next();
+    expect(turnIdOf(again)).toBe("t-left");
+    expect((await statusOf(stays)).turns).toMatchObject([{ turnId: "t-left" }]);
+    relinked.send({ jsonrpc: "2.0", id: again.id, result: { stopReason: "end_turn" } });
+    await stays.silent();
+    expect((await statusOf(stays)).turns).toEqual([]);
+  });
+
+  it("does not send again a prompt its client cancelled while the link was down", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 6, method: "session/prompt", params: prompt("never mind") });
+    await link.next();
+    await dropLink(link, client);
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 6 } });
+    expect(await client.next()).toMatchObject({ id: 6, error: { code: -32800 } });
+    const relinked = await relink(device, client);
+    await relinked.silent();
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("lists a turn started at a terminal (task events) while it runs", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    const task = (state: string) => ({ jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_t", event: { type: "task", state, turnId: "term-1" } } });
+    link.send(task("start"));
+    expect(await client.next()).toEqual(task("start"));
+    expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_t", turnId: "term-1" }]);
+    link.send(task("end"));
+    expect(await client.next()).toEqual(task("end"));
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+});
