@@ -1,21 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, waitUntilUp } from "./helpers/link";
+import { linkedDevice } from "./helpers/link";
 
-async function setUp() {
-  const user = await createUser();
-  const device = await createDevice(user.userId);
-  const { peer: link } = await linkDevice(device, { capabilities: ["attachments"] });
-  const client = await attachClient(user, device.deviceId);
-  await waitUntilUp(client);
-  return { user, device, link, client };
-}
 
 const MiB = 1024 * 1024;
 
 describe("bad frames", () => {
   it("answers a client's bad frames with -32700, -32600, -32601 and -32602 sentences, and keeps working", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     client.send("{not json");
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "the frame is not valid JSON" } });
     client.send(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "instance/status" }]));
@@ -43,7 +34,7 @@ describe("bad frames", () => {
   });
 
   it("answers a device's bad frames with errors and keeps the link and what is in flight", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     client.send({ jsonrpc: "2.0", id: "keep", method: "session/new", params: { cwd: "/w" } });
     const inFlight = await link.next();
     link.send("]]]");
@@ -61,7 +52,7 @@ describe("bad frames", () => {
   });
 
   it("refuses a reused id while the first request with it is in flight", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/a" } });
     await link.next();
     const again = await client.call(1, "session/new", { cwd: "/b" });
@@ -72,7 +63,7 @@ describe("bad frames", () => {
 
 describe("frame size limits", () => {
   it("refuses a client frame over 1 MiB that is not a prompt, with the limit in the sentence", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     const title = "x".repeat(1.5 * MiB);
     const answer = await client.call(1, "_lembas/session/title", { sessionId: "ses_1", title });
     expect(answer.error).toMatchObject({ code: -32600 });
@@ -81,7 +72,7 @@ describe("frame size limits", () => {
   });
 
   it("relays a 30 MiB prompt (three images of 7.5 MiB, as base64) to the device whole", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     const image = (i: number) => ({ type: "image", data: String(i).repeat(4).repeat((10 * MiB) / 4), mimeType: "image/png" });
     const prompt = [image(1), image(2), image(3)];
     client.send({ jsonrpc: "2.0", id: "big", method: "session/prompt", params: { sessionId: "ses_1", prompt } });
@@ -92,7 +83,7 @@ describe("frame size limits", () => {
   }, 60_000);
 
   it("refuses an image block over the spec's 10 MB with -32602 and a sentence", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     const image = { type: "image", data: "AAAA".repeat((16 * MiB) / 4), mimeType: "image/png" };
     const answer = await client.call("over", "session/prompt", { sessionId: "ses_1", prompt: [image] });
     expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining("10 MB") });
@@ -100,12 +91,19 @@ describe("frame size limits", () => {
   }, 60_000);
 
   it("refuses a frame over 32 MiB with an error and closes the socket with 4413", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice(["attachments"]);
     const blocks = Array.from({ length: 4 }, () => ({ type: "image", data: "AAAA".repeat((9 * MiB) / 4), mimeType: "image/png" }));
     client.send({ jsonrpc: "2.0", id: "huge", method: "session/prompt", params: { sessionId: "ses_1", prompt: blocks } });
     const answer = await client.next(20_000);
     expect(answer.error).toMatchObject({ code: -32600, message: expect.stringContaining("32.0 MiB limit") });
     expect((await client.closed).code).toBe(4413);
     await link.silent();
+  }, 60_000);
+
+  it("closes a device link that sends a frame over 32 MiB with 4413; the link goes down", async () => {
+    const { link, client } = await linkedDevice();
+    link.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "ses_1", pad: "x".repeat(33 * MiB) } });
+    expect((await link.closed).code).toBe(4413);
+    expect(await client.next(20_000)).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
   }, 60_000);
 });

@@ -2,7 +2,7 @@ import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SEL
 import { describe, expect, it } from "vitest";
 import { VERSION } from "../src/version";
 import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, hello, initializeResult, linkDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
+import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
 
 const deviceRow = (id: string) =>
   env.DB.prepare("SELECT online, last_seen, protocol, host, platform, capabilities, agent_info FROM devices WHERE id = ?")
@@ -141,14 +141,9 @@ describe("link handshake", () => {
   });
 
   it("replaces a link with a newer one of the same device: the old is closed 4409, the new one works", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const first = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
-
+    const { device, link: first, client } = await linkedDevice();
     const second = await openLink(device);
-    const closed = await first.peer.closed;
+    const closed = await first.closed;
     expect(closed.code).toBe(4409);
     expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "replaced" } });
     second.send(hello(2));
@@ -167,11 +162,7 @@ describe("link handshake", () => {
   });
 
   it("marks the device offline and tells clients when the link closes", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const { peer } = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
+    const { user, device, link: peer, client } = await linkedDevice();
     peer.close();
     expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
     expect((await deviceRow(device.deviceId))!.online).toBe(0);
@@ -179,22 +170,14 @@ describe("link handshake", () => {
   });
 
   it("revoke() closes the link with 4401 and the client sockets with 4404", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const { peer } = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
+    const { user, device, link: peer, client } = await linkedDevice();
     await linkStub(device.deviceId).revoke();
     expect((await peer.closed).code).toBe(4401);
     expect((await client.closed).code).toBe(4404);
   });
 
   it("revoking through DELETE /api/devices/:id closes the live link with 4401 and refuses the token after", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const { peer } = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
+    const { user, device, link: peer, client } = await linkedDevice();
     const res = await SELF.fetch(`http://localhost/api/devices/${device.deviceId}`, { method: "DELETE", headers: { authorization: user.apiAuth } });
     expect(res.status).toBe(204);
     expect((await peer.closed).code).toBe(4401);

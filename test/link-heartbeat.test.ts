@@ -2,7 +2,7 @@ import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test"
 import { describe, expect, it } from "vitest";
 import type { Attachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, linkStub, waitUntilUp } from "./helpers/link";
+import { attachClient, linkedDevice, linkStub } from "./helpers/link";
 
 /** Makes every socket of the object look silent since `ago` ms, then runs the sweep. */
 async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
@@ -26,11 +26,7 @@ describe("keep-alive and the sweep", () => {
   });
 
   it("closes sockets silent past the window with 4410: the link goes down and the device offline", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const { peer: link } = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
+    const { device, link, client } = await linkedDevice();
     await sweepAsIfSilent(device.deviceId, 10 * 60_000);
     expect((await link.closed).code).toBe(4410);
     const closed = await client.closed;
@@ -41,11 +37,7 @@ describe("keep-alive and the sweep", () => {
   });
 
   it("keeps a socket that pinged recently, even with no other frame", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const { peer: link } = await linkDevice(device);
-    const client = await attachClient(user, device.deviceId);
-    await waitUntilUp(client);
+    const { device, link, client } = await linkedDevice();
     await link.ping();
     await client.ping();
     await sweepAsIfSilent(device.deviceId, 10 * 60_000);

@@ -2,17 +2,8 @@ import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "c
 import { describe, expect, it } from "vitest";
 import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
 import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "./helpers/link";
+import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
 
-/** A user, their device linked with these capabilities, and one client socket that saw the link come up. */
-async function setUp(capabilities?: string[]) {
-  const user = await createUser();
-  const device = await createDevice(user.userId);
-  const { peer: link } = await linkDevice(device, { capabilities });
-  const client = await attachClient(user, device.deviceId);
-  await waitUntilUp(client);
-  return { user, device, link, client };
-}
 
 /** The device answers the next request it gets with this result, and returns that request. */
 async function answerNext(link: Peer, result: unknown) {
@@ -23,7 +14,7 @@ async function answerNext(link: Peer, result: unknown) {
 
 describe("relay: forwarding and answers", () => {
   it("rewrites ids so two clients using the same id each get their own answer", async () => {
-    const { user, device, link, client: a } = await setUp();
+    const { user, device, link, client: a } = await linkedDevice();
     const b = await attachClient(user, device.deviceId);
     a.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/a" } });
     b.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/b" } });
@@ -39,7 +30,7 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("routes an answer that arrives after the object was evicted to the client that asked", async () => {
-    const { device, link, client } = await setUp();
+    const { device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: "p-1", method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "hi" }] } });
     const forwarded = await link.next();
     expect(forwarded).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
@@ -49,7 +40,7 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("relays error answers under the client's id", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 7, method: "session/new", params: { cwd: "/etc" } });
     const request = await link.next();
     link.send({ jsonrpc: "2.0", id: request.id, error: { code: -32602, message: "/etc is outside remote.roots" } });
@@ -57,13 +48,13 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("forwards client notifications (session/cancel) as they are", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
   });
 
   it("honours $/cancel_request: the device is told under its id, the client's request answered -32800", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "long" }] } });
     const forwarded = await link.next();
     client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 3 } });
@@ -75,7 +66,7 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("drops a gone client's requests: the device's late answer is discarded, other clients unaffected", async () => {
-    const { user, device, link, client: stays } = await setUp();
+    const { user, device, link, client: stays } = await linkedDevice();
     const leaves = await attachClient(user, device.deviceId);
     leaves.send({ jsonrpc: "2.0", id: 1, method: "_lembas/session/status", params: { sessionId: "ses_1" } });
     const forwarded = await link.next();
@@ -91,7 +82,7 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("answers a request the device leaves unanswered past its time limit with -32002 and asks the device to cancel", async () => {
-    const { device, link, client } = await setUp();
+    const { device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
     const forwarded = await link.next();
     const stub = linkStub(device.deviceId);
@@ -104,7 +95,7 @@ describe("relay: forwarding and answers", () => {
   });
 
   it("fails requests in flight with -32001 link_down when the link drops", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 4, method: "session/new", params: { cwd: "/w" } });
     await link.next();
     link.close();
@@ -133,7 +124,7 @@ describe("relay: forwarding and answers", () => {
 
 describe("relay: fan-out and the device's requests", () => {
   it("fans notifications out to every client, in the device's order", async () => {
-    const { user, device, link, client: a } = await setUp();
+    const { user, device, link, client: a } = await linkedDevice();
     const b = await attachClient(user, device.deviceId);
     const updates = Array.from({ length: 20 }, (_, i) => ({
       jsonrpc: "2.0",
@@ -150,7 +141,7 @@ describe("relay: fan-out and the device's requests", () => {
   });
 
   it("answers an agent→client request no feature handles (fs/read_text_file) with -32601, without bothering clients", async () => {
-    const { link, client } = await setUp();
+    const { link, client } = await linkedDevice();
     link.send({ jsonrpc: "2.0", id: 0, method: "fs/read_text_file", params: { sessionId: "ses_1", path: "/etc/passwd" } });
     const answer = await link.next();
     expect(answer).toMatchObject({ jsonrpc: "2.0", id: 0, error: { code: -32601 } });
@@ -159,7 +150,7 @@ describe("relay: fan-out and the device's requests", () => {
   });
 
   it("lets a client attach with initialize: the device's own initialize result, without asking the device", async () => {
-    const { link, client } = await setUp(["files"]);
+    const { link, client } = await linkedDevice(["files"]);
     const answer = await client.call(1, "initialize", { protocolVersion: 1, clientCapabilities: {} });
     expect(answer.result).toMatchObject({ protocolVersion: 1, agentInfo: { name: "LLeMbas CLI" }, _meta: { lembas: { capabilities: ["files"] } } });
     await link.silent();
@@ -182,7 +173,7 @@ describe("relay: capability gating", () => {
   };
 
   it("answers every gated request to a device without its capability with -32601 naming it; the device sees nothing", async () => {
-    const { link, client } = await setUp([]);
+    const { link, client } = await linkedDevice([]);
     for (const [method, params] of Object.entries(paramsFor)) {
       const answer = await client.call(method, method, params);
       expect(answer.error, method).toMatchObject({ code: -32601, data: { capability: METHOD_CAPABILITY[method] } });
@@ -194,26 +185,26 @@ describe("relay: capability gating", () => {
   });
 
   it("forwards every gated request to a device that listed its capability", async () => {
-    const { link, client } = await setUp(Object.values(METHOD_CAPABILITY));
+    const { link, client } = await linkedDevice(Object.values(METHOD_CAPABILITY));
     for (const [method, params] of Object.entries(paramsFor)) {
       client.send({ jsonrpc: "2.0", id: method, method, params });
       const forwarded = await answerNext(link, { ok: method });
       expect(forwarded.method).toBe(method);
-      expect(await client.next()).toEqual({ jsonrpc: "2.0", id: method, result: { ok: method } });
+      expect(await client.answer(method)).toEqual({ jsonrpc: "2.0", id: method, result: { ok: method } });
     }
   });
 
   it("refuses image and resource blocks to a device without attachments with -32602, and passes them with it", async () => {
     const image = { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" };
     const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
-    const without = await setUp(["files"]);
+    const without = await linkedDevice(["files"]);
     for (const block of [image, resource]) {
       const answer = await without.client.call(1, "session/prompt", { sessionId: "ses_1", prompt: [{ type: "text", text: "see" }, block] });
       expect(answer.error).toMatchObject({ code: -32602, data: { capability: "attachments" } });
       expect(answer.error?.message).toContain("attachments");
     }
     await without.link.silent();
-    const withIt = await setUp(["attachments"]);
+    const withIt = await linkedDevice(["attachments"]);
     withIt.client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId: "ses_1", prompt: [image, resource] } });
     expect((await withIt.link.next()).params?.prompt).toEqual([image, resource]);
   });

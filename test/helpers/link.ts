@@ -3,7 +3,7 @@
  * protocol as LLeMbas CLI does (hello, then answers initialize), and client sockets of a person.
  */
 import { env, SELF } from "cloudflare:test";
-import type { TestDevice, TestUser } from "./fixtures";
+import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
 export type WireId = string | number | null;
 /** One JSON-RPC message as it crossed the wire. */
@@ -78,10 +78,24 @@ export class Peer {
     if (this.#queue.length) throw new Error(`expected silence, got ${JSON.stringify(this.#queue[0])}`);
   }
 
-  /** Sends a request and returns the answer to it (other messages before it stay queued in order). */
+  /** The answer with this id; messages that come before it stay queued, in order, for next(). */
+  async answer(id: WireId, ms = 3000): Promise<Wire> {
+    const skipped: Wire[] = [];
+    try {
+      for (;;) {
+        const message = await this.next(ms);
+        if (message.id === id && message.method === undefined) return message;
+        skipped.push(message);
+      }
+    } finally {
+      this.#queue.unshift(...skipped);
+    }
+  }
+
+  /** Sends a request and returns the answer to it. */
   async call(id: WireId, method: string, params?: unknown): Promise<Wire> {
     this.send({ jsonrpc: "2.0", id, method, params });
-    return this.next();
+    return this.answer(id);
   }
 
   close(code = 1000): void {
@@ -156,4 +170,14 @@ export async function waitUntilUp(client: Peer): Promise<void> {
     await new Promise((r) => setTimeout(r, 20));
   }
   throw new Error("the link did not come up");
+}
+
+/** A person, their device linked with these capabilities (all by default), and one client socket that saw it up. */
+export async function linkedDevice(capabilities?: string[]) {
+  const user = await createUser();
+  const device = await createDevice(user.userId);
+  const { peer: link } = await linkDevice(device, { capabilities });
+  const client = await attachClient(user, device.deviceId);
+  await waitUntilUp(client);
+  return { user, device, link, client };
 }
