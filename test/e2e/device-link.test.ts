@@ -85,20 +85,44 @@ describe("a device linked through the bridge, driven from the client interface",
     expect(bridge.stdout()).toBe("");
   });
 
-  it("opens a session, streams a prompt's chunks and tool calls, and cancels it with session/cancel", async () => {
+  let sessionId: string;
+
+  it("opens a session and streams a prompt's chunks and tool calls, with a permission card answered", async () => {
     const created = await client!.request("session/new", { cwd: workdir, mcpServers: [] });
     expect(created.error).toBeUndefined();
-    const sessionId: string = created.result.sessionId;
+    sessionId = created.result.sessionId;
 
     const answer = client!.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "tidy the config" }] });
-    const toolCall = await client!.next((m) => m.method === "session/update" && m.params.update.sessionUpdate === "tool_call");
+    const card = await client!.next((m) => m.method === "session/request_permission" && m.id !== undefined);
+    expect(card.params).toMatchObject({ sessionId, toolCall: { toolCallId: "call_2", kind: "edit" } });
+    client!.send({ jsonrpc: "2.0", id: card.id!, result: { outcome: { outcome: "selected", optionId: "allow" } } });
+    expect((await answer).result).toMatchObject({ stopReason: "end_turn" });
+
+    const updates = updatesOf(client!.messages, sessionId);
+    expect(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId)).toEqual(["call_1", "call_2"]);
+    expect(updates.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => [u.toolCallId, u.status])).toEqual([
+      ["call_1", "completed"],
+      ["call_2", "completed"],
+    ]);
+    expect(updates.at(-1)).toMatchObject({ sessionUpdate: "agent_message_chunk" });
+    expect(updates.at(-1).content.text).toContain("successfully updated the configuration");
+  });
+
+  it("cancels a second prompt with session/cancel once its chunks and tool calls stream", async () => {
+    const seen = client!.messages.length;
+    const answer = client!.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "once more" }] });
+    const toolCall = await client!.next(
+      (m) => m.method === "session/update" && m.params.update.sessionUpdate === "tool_call" && client!.messages.indexOf(m) >= seen,
+    );
     expect(toolCall.params.update).toMatchObject({ toolCallId: "call_1", kind: "read", status: "pending" });
     client!.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
     expect((await answer).result).toMatchObject({ stopReason: "cancelled" });
 
-    const updates = updatesOf(client!.messages, sessionId);
+    const updates = updatesOf(client!.messages.slice(seen), sessionId);
     expect(updates[0]).toMatchObject({ sessionUpdate: "agent_message_chunk", content: { type: "text" } });
     expect(updates[0].content.text).toContain("I'll help you with that");
+    // Cancelled before its permission card: no edit was asked for.
+    expect(client!.messages.slice(seen).some((m) => m.method === "session/request_permission")).toBe(false);
     expect(bridge!.stdout()).toBe("");
   });
 });
