@@ -5,7 +5,7 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     environment: "node",
-    include: ["test/bridge/**/*.test.ts", "test/e2e/**/*.test.ts"],
+    include: ["test/bridge/**/*.test.ts", "test/e2e/**/*.test.ts", "test/browser/**/*.test.ts"],
     globalSetup: ["./test/bridge/build-bridge.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,

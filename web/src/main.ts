@@ -30,7 +30,7 @@ async function route(): Promise<void> {
     leave = deviceView(root, decodeURIComponent(m[1]!), m[2] ? decodeURIComponent(m[2]) : null);
     return;
   }
-  await devicesView(root);
+  leave = devicesView(root);
 }
 
 window.addEventListener("hashchange", () => void route());

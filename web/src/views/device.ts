@@ -1,5 +1,5 @@
 /** One device: its chats, a live transcript, the composer, and the cards it asks. */
-import { chats, type Chat } from "../api.js";
+import { chats, devices, type Chat } from "../api.js";
 import { ClientSocket, RpcFailure, type Params } from "../client-socket.js";
 import { renderCard, toolCallIdOf } from "../cards.js";
 import { h, replace } from "../dom.js";
@@ -20,6 +20,8 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   let status: Status = { link: "down" };
 
   const badge = h("span", { class: "badge", id: "link-state" }, "connecting…");
+  const title = h("span", {}, deviceId);
+  void devices().then((list) => (title.textContent = list.find((d) => d.id === deviceId)?.name ?? deviceId), () => {});
   const chatList = h("ul", { class: "chats" });
   const cardsEl = h("div", { class: "cards" });
   const pane = h("div", { class: "pane" });
@@ -131,7 +133,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   replace(
     root,
-    h("h1", {}, h("a", { href: "#/" }, "Devices"), " / ", deviceId, " ", badge),
+    h("h1", {}, h("a", { href: "#/" }, "Devices"), " / ", title, " ", badge),
     h("div", { class: "device" },
       h("aside", {}, h("h2", {}, "Chats"), chatList,
         h("form", { onsubmit: newSession }, h("label", {}, "New session in", cwd), h("button", { type: "submit" }, "Start"))),

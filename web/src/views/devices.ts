@@ -1,8 +1,16 @@
-/** The person's devices, online first. */
+/** The person's devices, online first; refreshed every few seconds so a device that links shows up by itself. */
 import { devices } from "../api.js";
 import { h, replace } from "../dom.js";
 
-export async function devicesView(root: Element): Promise<void> {
+const REFRESH_MS = 3_000;
+
+export function devicesView(root: Element): () => void {
+  void render(root);
+  const timer = setInterval(() => void render(root), REFRESH_MS);
+  return () => clearInterval(timer);
+}
+
+async function render(root: Element): Promise<void> {
   const list = await devices();
   list.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
   replace(

@@ -1,0 +1,94 @@
+/**
+ * The web UI in a real browser (Debian's Chromium driven by playwright-core) against the real Worker: a person
+ * creates the first account, approves the code the bridge printed, opens the linked device, starts a session,
+ * prompts the ACP SDK's example agent, watches the transcript stream and answers its approval card.
+ */
+import { existsSync } from "node:fs";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { EXAMPLE_AGENT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+let instance: Instance;
+let browser: Browser;
+let page: Page;
+let configHome: string;
+let workdir: string;
+const bridges: BridgeRun[] = [];
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
+  instance = await startInstance();
+  configHome = await tempDir("ui-config");
+  workdir = await tempDir("ui-work");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+  page = await browser.newPage();
+});
+
+afterAll(async () => {
+  for (const bridge of bridges) await stopBridge(bridge);
+  await browser?.close();
+  await instance?.stop();
+});
+
+describe("the web UI", () => {
+  it("creates the first account and signs the person in", async () => {
+    await page.goto(instance.origin);
+    await page.getByLabel("Email").fill("ada@example.org");
+    await page.getByLabel("Password").fill("correct horse battery");
+    await page.getByRole("button", { name: "Create the first account" }).click();
+    await page.getByRole("heading", { name: "Devices" }).waitFor();
+    expect(await page.locator("#bar").textContent()).toContain("ada@example.org");
+    expect(await page.locator("#app").textContent()).toContain("No device yet");
+  });
+
+  it("approves the code the bridge printed, and the bridge gets its token", async () => {
+    const login = runBridge(["login", instance.origin], { configHome });
+    bridges.push(login);
+    await login.saw(/device\?code=\S+/);
+    const url = /(http\S+device\?code=\S+)/.exec(login.stderr())![1]!;
+    await page.goto(url);
+    const code = new URL(url).searchParams.get("code")!;
+    expect(await page.getByLabel("Code").inputValue()).toBe(code);
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.getByText("Approved:").waitFor();
+    expect(await login.exited).toBe(0);
+  });
+
+  it("shows the device online once the bridge links it", async () => {
+    const link = runBridge(["link", "--instance", instance.origin, "--", process.execPath, EXAMPLE_AGENT], { configHome, cwd: workdir });
+    bridges.push(link);
+    await page.goto(instance.origin);
+    // The list refreshes by itself: the device turns online without a reload.
+    await page.locator(".devices .badge.online").waitFor({ timeout: 60_000 });
+    expect(await page.locator(".devices li").count()).toBe(1);
+    expect(await page.locator(".devices .badge").textContent()).toBe("online");
+  });
+
+  it("starts a session, streams a turn with its tool calls, and answers the approval card", async () => {
+    await page.locator(".devices a").click();
+    await page.locator("#link-state.online").waitFor();
+    await page.getByLabel("New session in").fill(workdir);
+    await page.getByRole("button", { name: "Start" }).click();
+    const prompt = page.getByPlaceholder(/Ask the agent/);
+    await prompt.fill("Tidy the configuration, please");
+    await prompt.press("Enter");
+
+    await page.getByText("I'll help you with that.").waitFor();
+    await page.locator('.msg.tool[data-tool-call-id="call_1"] .tool-status', { hasText: "completed" }).waitFor();
+    const card = page.locator('.card-request[data-tool-call-id="call_2"]');
+    await card.waitFor();
+    expect(await card.textContent()).toContain("Modifying critical configuration file");
+    await card.getByRole("button", { name: "Allow this change" }).click();
+
+    await page.getByText("turn ended: end_turn").waitFor({ timeout: 30_000 });
+    expect(await card.count()).toBe(0);
+    expect(await page.locator(".msg.user").first().textContent()).toBe("Tidy the configuration, please");
+    await page.screenshot({ path: `${workdir}/transcript.png`, fullPage: true });
+  });
+});
