@@ -4,17 +4,26 @@ import type { Attachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub } from "./helpers/link";
 
-/** Makes every socket of the object look silent since `ago` ms, then runs the sweep. */
-async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
-  const stub = linkStub(deviceId);
-  await runInDurableObject(stub, (_instance, state) => {
+/** Makes every socket of the object look silent since `ago` ms. */
+async function makeSilent(deviceId: string, ago: number): Promise<void> {
+  await runInDurableObject(linkStub(deviceId), (_instance, state) => {
     for (const ws of state.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment;
       ws.serializeAttachment({ ...attachment, seen: Date.now() - ago });
     }
-    state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'sweep'");
   });
+}
+
+/** Runs the sweep now. */
+async function sweep(deviceId: string): Promise<void> {
+  const stub = linkStub(deviceId);
+  await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'sweep'"));
   await runDurableObjectAlarm(stub);
+}
+
+async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
+  await makeSilent(deviceId, ago);
+  await sweep(deviceId);
 }
 
 describe("keep-alive and the sweep", () => {
@@ -47,5 +56,13 @@ describe("keep-alive and the sweep", () => {
       state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
     );
     expect(due).toBe(1);
+  });
+
+  it("keeps a socket that sent a frame since, without pings", async () => {
+    const { device, client } = await linkedDevice();
+    await makeSilent(device.deviceId, 10 * 60_000);
+    await client.call(1, "instance/status");
+    await sweep(device.deviceId);
+    expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down" });
   });
 });

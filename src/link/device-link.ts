@@ -55,7 +55,7 @@ import { instanceMethods } from "./instance-methods";
 import { OUTBOUND_SCHEMA } from "./outbound";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
-import { acceptSocket, attachmentOf, closeSocket } from "./sockets";
+import { acceptSocket, attachmentOf, closeSocket, markSeen } from "./sockets";
 import { STORE_SCHEMA } from "./store";
 import { turns } from "./turns";
 
@@ -106,6 +106,7 @@ export class DeviceLink extends DurableObject<Env> {
   override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
     const attachment = attachmentOf(ws);
     if (!attachment) return;
+    markSeen(ws, attachment);
     const rt = this.#rt;
     if (attachment.role === "device") return onDeviceMessage(rt, ws, attachment, message);
     await onClientMessage(rt, { sid: attachment.sid, userId: attachment.uid }, ws, message);
