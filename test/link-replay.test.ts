@@ -1,0 +1,102 @@
+import { evictDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { REPLAY_LIMITS } from "../src/link/replay";
+import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
+import { linkedWithClients } from "./helpers/linked";
+
+const update = (text: string, sessionId = "ses_1") => ({
+  jsonrpc: "2.0",
+  method: "session/update",
+  params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } },
+});
+const task = (state: string, turnId: string, sessionId = "ses_1") => ({
+  jsonrpc: "2.0",
+  method: "_lembas/event",
+  params: { sessionId, event: { type: "task", state, turnId } },
+});
+
+/** The device sends these; returns once `witness` has seen them all (so the object has handled them). */
+async function deviceSends(link: Peer, witness: Peer, frames: unknown[]): Promise<void> {
+  for (const frame of frames) link.send(frame);
+  for (const frame of frames) expect(await witness.next()).toEqual(frame);
+}
+
+/** A client's prompt reaches the device: its turn runs. Returns the device's copy. */
+async function startTurn(link: Peer, client: Peer, turnId: string): Promise<Wire> {
+  client.send({ jsonrpc: "2.0", id: `prompt-${turnId}`, method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "go" }], _meta: { lembas: { turnId } } } });
+  return link.next();
+}
+
+describe("late joiners", () => {
+  it("get the running turn's updates so far, then the live ones, in order and without duplicates", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    const prompt = await startTurn(link, a, "t-1");
+    const before = [task("start", "t-1"), ...["Rea", "ding", " the"].map((t) => update(t)), update("elsewhere", "ses_idle")];
+    await deviceSends(link, a, before);
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toEqual({ jsonrpc: "2.0", method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0 } });
+    for (const frame of before.slice(0, 4)) expect(await late.next()).toEqual(frame);
+    const live = [update(" build"), update(" log")];
+    for (const frame of live) link.send(frame);
+    for (const frame of live) expect(await late.next()).toEqual(frame);
+    await late.silent();
+
+    // The turn ends: the buffer goes, and the next socket has nothing to catch up on.
+    link.send(task("end", "t-1"));
+    link.send({ jsonrpc: "2.0", id: prompt.id, result: { stopReason: "end_turn" } });
+    expect(await late.next()).toEqual(task("end", "t-1"));
+    const after = await attachClient(user, device.deviceId);
+    await after.silent();
+  });
+
+  it("catch up on a turn typed at a terminal (task events) and on the open card after it, even after an eviction", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    const card = { jsonrpc: "2.0", id: 0, method: "_lembas/plan", params: { sessionId: "ses_t", toolCallId: "call_p", path: "PLAN.md", text: "# Plan" } };
+    const frames = [task("start", "term-1", "ses_t"), update("planning", "ses_t")];
+    await deviceSends(link, a, frames);
+    link.send(card);
+    expect(await a.next()).toMatchObject({ id: "card:call_p" });
+    await evictDurableObject(linkStub(device.deviceId));
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 } });
+    for (const frame of frames) expect(await late.next()).toEqual(frame);
+    expect(await late.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
+  });
+
+  it(`keep at most the last ${REPLAY_LIMITS.frames} frames of a session, and say how many were dropped`, async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await startTurn(link, a, "t-long");
+    const frames = Array.from({ length: REPLAY_LIMITS.frames + 5 }, (_, i) => update(`chunk ${i}`));
+    await deviceSends(link, a, frames);
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "instance/replay",
+      params: { sessionId: "ses_1", turnIds: ["t-long"], frames: REPLAY_LIMITS.frames, dropped: 5 },
+    });
+    for (const frame of frames.slice(5)) expect(await late.next()).toEqual(frame);
+    await late.silent();
+  }, 30_000);
+
+  it(`keep at most ${REPLAY_LIMITS.bytes / 1024 / 1024} MiB of a session, oldest dropped first; a frame over ${REPLAY_LIMITS.frameBytes / 1024 / 1024} MiB is not kept`, async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await startTurn(link, a, "t-big");
+    const big = (i: number) => update(`${i}:${"x".repeat(900 * 1024)}`);
+    // Five frames of 0.9 MiB: the 4 MiB bound holds four. Then one frame over the per-frame bound.
+    const frames = [0, 1, 2, 3, 4].map(big);
+    const tooBig = update("y".repeat(REPLAY_LIMITS.frameBytes + 1));
+    await deviceSends(link, a, [...frames, tooBig]);
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { frames: 4, dropped: 2 } });
+    for (const frame of frames.slice(1)) expect(await late.next(10_000)).toEqual(frame);
+    await late.silent();
+  }, 30_000);
+});
