@@ -48,8 +48,8 @@ async function refuse(rt: LinkRuntime, link: LinkRecord, code: number, reason: s
 /** The first frame of a link in state "hello": it must be the hello, in a protocol the instance speaks. */
 export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Classified): Promise<void> {
   if (frame.kind !== "notification" || frame.message.method !== HELLO_METHOD) {
-    const what = "method" in frame.message ? frame.message.method : "an answer";
-    return refuse(rt, link, CloseCode.HandshakeTimeout, `expected ${HELLO_METHOD} first, got ${what}`, "handshake_failed");
+    const what = frame.kind === "response" ? "an answer" : `a ${frame.kind} ${frame.message.method}`;
+    return refuse(rt, link, CloseCode.HandshakeTimeout, `expected the ${HELLO_METHOD} notification first, got ${what}`, "handshake_failed");
   }
   const hello = check(Hello, frame.message.params);
   if (!hello.ok) return refuse(rt, link, CloseCode.ProtocolMismatch, `bad ${HELLO_METHOD}: ${hello.error}`, "protocol_mismatch");
