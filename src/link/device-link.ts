@@ -14,10 +14,13 @@
  * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
  * (feature.ts) listed in FEATURES below. It may declare:
  *   schema               its own SQLite tables (CREATE … IF NOT EXISTS), run when the object starts
- *   clientMethods        methods a client calls on the instance (e.g. "instance/status"); return the result or
- *                        throw RpcError — a spec client→agent method named here is taken over from the relay
- *   beforeForward        per relayed method: see or change a client's call before it goes to the device, or keep
- *                        it across a dropped link (turns: add the turnId, keepAcrossLinks, re-send on onLinkUp)
+ *   clientMethods        methods a client calls on the instance (e.g. "instance/status"); return the result,
+ *                        throw RpcError, or return ANSWER_LATER and answer with rt.sendToClient — a spec
+ *                        client→agent method named here is taken over from the relay (_lembas/session/delete)
+ *   beforeForward        per relayed method: see or change a client's call before it goes to the device, keep
+ *                        it across a dropped link (turns: add the turnId, keepAcrossLinks, re-send on onLinkUp),
+ *                        keep a memo with it for its answer (chats: session/new's cwd), or refuse it by throwing
+ *                        RpcError (terminals: input from a socket that does not own the terminal)
  *   deviceRequests       agent→client requests (cards: session/request_permission, _lembas/question, _lembas/plan);
  *                        answer with rt.answerDevice. Unclaimed ones are answered -32601.
  *   deviceNotifications  agent→client notifications: { fanOut, handle } — observe (chats: announce, deleted, title
@@ -40,23 +43,26 @@
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
-import { recordPendingDelete, type DeleteOutcome } from "../db/pending-deletes";
+import type { DeleteOutcome } from "../db/pending-deletes";
 import { CloseCode } from "../protocol/close-codes";
 import { DEADLINES_SCHEMA } from "./deadlines";
 import { onClientMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { buildRegistry, type LinkFeature } from "./feature";
 import { forwarding } from "./forwarding";
 import { cards } from "./cards";
+import { chats } from "./chats";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
 import { identityOf } from "./identity";
 import { instanceMethods } from "./instance-methods";
 import { OUTBOUND_SCHEMA } from "./outbound";
+import { deleteForPerson, pendingDeletes } from "./pending-deletes";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
 import { acceptSocket, attachmentOf, closeSocket, markSeen } from "./sockets";
 import { STORE_SCHEMA } from "./store";
+import { terminals } from "./terminals";
 import { turns } from "./turns";
 
 const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_SCHEMA, ...DEADLINES_SCHEMA] };
@@ -65,7 +71,7 @@ const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_
 // turns before replay (a task start must open its turn before its own frame is buffered); replay before cards, so a
 // late joiner sees the transcript, then the open cards. Neither may follow a feature whose onClientAttached awaits
 // I/O: a live frame could then reach the new socket before its catch-up.
-const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards];
+const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards, chats, pendingDeletes, terminals];
 const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) =>
@@ -148,9 +154,8 @@ export class DeviceLink extends DurableObject<Env> {
     }
   }
 
-  /** A person deleted a chat; for now every delete is kept pending (D1) until the link sends it to the device. */
-  async deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
-    await recordPendingDelete(this.env.DB, this.ctx.id.name!, userId, sessionId, "offline");
-    return { status: "pending", reason: "offline" };
+  /** A person deleted a chat (DELETE /api/chats/…): sent to the device now if it can take it, else kept pending. */
+  deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
+    return deleteForPerson(this.#rt, sessionId, userId);
   }
 }

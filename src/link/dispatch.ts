@@ -6,7 +6,7 @@
  * A handler that throws answers its request with an error; it never takes the object down.
  */
 import { ErrorCode, rpcError, rpcResult, RpcError, type JsonRpcId, type RequestMessage } from "../protocol/jsonrpc";
-import type { ClientPeer, LinkDownReason } from "./feature";
+import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
 import { readFrame, type Frame } from "./frames";
 import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, onFirstFrame } from "./handshake";
@@ -92,7 +92,7 @@ export async function onClientMessage(rt: LinkRuntime, peer: ClientPeer, ws: Web
       if (local) {
         try {
           const result = await local(rt, peer, message.params, message);
-          if (id !== null) rt.sendToClient(peer.sid, rpcResult(id, result ?? null));
+          if (id !== null && result !== ANSWER_LATER) rt.sendToClient(peer.sid, rpcResult(id, result ?? null));
         } catch (err) {
           if (id !== null) rt.sendToClient(peer.sid, errorAnswer(id, err, message.method));
         }

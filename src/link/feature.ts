@@ -2,10 +2,11 @@
  * How a feature plugs into the device's object. A feature is a plain object of handlers, keyed by what they
  * handle; device-link.ts lists the features, and the registry built from them is what the dispatcher consults.
  * Two features may not claim the same method, answer purpose, id prefix or deadline kind (the registry throws at
- * start-up), so which module handles what is never ambiguous. Observers (beforeForward, deviceNotifications and the
- * lifecycle hooks) may be registered by several features and run in the order the features are listed.
+ * start-up), so which module handles what is never ambiguous. Observers (beforeForward, deviceNotifications,
+ * relayedAnswers and the lifecycle hooks) may be registered by several features and run in the order the features
+ * are listed.
  */
-import type { NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
+import type { JsonRpcId, NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
 import type { LinkRuntime } from "./runtime";
 import type { OutboundRequest } from "./outbound";
 import type { LinkRecord } from "./store";
@@ -18,17 +19,27 @@ export interface ClientPeer {
 
 /**
  * A method a client calls on the instance itself (instance/status, initialize, $/cancel_request, …). For a request,
- * the returned value is the result; throw an RpcError to answer with an error. For a notification nothing is sent.
+ * the returned value is the result; throw an RpcError to answer with an error; return ANSWER_LATER when the handler
+ * answers itself later (rt.sendToClient), e.g. once the device has answered. For a notification nothing is sent.
  */
+export const ANSWER_LATER: unique symbol = Symbol("answer later");
 export type ClientMethodHandler = (rt: LinkRuntime, peer: ClientPeer, params: unknown, message: RequestMessage | NotificationMessage) => unknown;
 
-/** A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it. */
+/**
+ * A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it,
+ * or refuse it by throwing an RpcError (the client is answered with it — a notification under id null — and the
+ * device sees nothing).
+ */
 export interface OutgoingCall {
   readonly from: ClientPeer;
+  /** The client's own id for the call (null for a notification). */
+  readonly id: JsonRpcId | null;
   readonly method: string;
   params: unknown;
   /** Keep the request across a dropped link (a feature re-sends it on the next link) instead of failing it. */
   keepAcrossLinks: boolean;
+  /** Small values a feature keeps with the request, each under its own key, for relayedAnswers (OutboundRequest.memo). */
+  memo: Record<string, unknown>;
 }
 export type BeforeForward = (rt: LinkRuntime, call: OutgoingCall) => void | Promise<void>;
 
@@ -48,6 +59,12 @@ export interface DeviceNotificationHandler {
  * loss and time-outs arrive here too, as error answers (-32001 link_down, -32002). */
 export type DeviceAnswerHandler = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage) => void | Promise<void>;
 
+/**
+ * How a relayed client request ended — the device's answer, or the error it ended with (time-out, link loss,
+ * cancel) — seen after the answer went to its client (chats: a session/new answer makes a chat).
+ */
+export type RelayedAnswerObserver = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage) => void | Promise<void>;
+
 /** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
 export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
 
@@ -65,6 +82,7 @@ export interface LinkFeature {
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
   deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
   deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
+  relayedAnswers?: Readonly<Record<string, RelayedAnswerObserver>>;
   clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
   deadlines?: Readonly<Record<string, DeadlineHandler>>;
   /** The link finished its handshake (after initialize). */
@@ -78,7 +96,7 @@ export interface LinkFeature {
 }
 
 type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "clientAnswers" | "deadlines";
-type Observed = "beforeForward" | "deviceNotifications";
+type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
 
 export interface Registry {
   readonly features: readonly LinkFeature[];
@@ -90,6 +108,7 @@ export interface Registry {
   readonly deadlines: ReadonlyMap<string, DeadlineHandler>;
   readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
   readonly deviceNotifications: ReadonlyMap<string, readonly DeviceNotificationHandler[]>;
+  readonly relayedAnswers: ReadonlyMap<string, readonly RelayedAnswerObserver[]>;
 }
 
 type HandlerOf<K extends Keyed | Observed> = NonNullable<LinkFeature[K]>[string];
@@ -126,5 +145,6 @@ export function buildRegistry(features: readonly LinkFeature[]): Registry {
     deadlines: keyed(features, "deadlines"),
     beforeForward: observed(features, "beforeForward"),
     deviceNotifications: observed(features, "deviceNotifications"),
+    relayedAnswers: observed(features, "relayedAnswers"),
   };
 }

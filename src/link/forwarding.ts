@@ -15,6 +15,7 @@ import {
   JsonRpcId,
   rpcError,
   rpcNotification,
+  RpcError,
   type NotificationMessage,
   type RequestMessage,
   type ResponseMessage,
@@ -51,8 +52,14 @@ async function settle(rt: LinkRuntime, request: OutboundRequest, answer: Respons
     if (!handler) return console.error(`no handler for answers of purpose ${request.purpose}`);
     return handler(rt, request, answer);
   }
-  if (request.originId === null) return;
-  rt.sendToClient(request.origin, { ...answer, id: request.originId });
+  if (request.originId !== null) rt.sendToClient(request.origin, { ...answer, id: request.originId });
+  for (const observe of rt.registry.relayedAnswers.get(request.method) ?? []) {
+    try {
+      await observe(rt, request, answer);
+    } catch (err) {
+      console.error(`observing the answer to ${request.method} failed`, err);
+    }
+  }
 }
 
 /** An answer from the device: to the request's origin, or quietly dropped when nobody waits for it any more. */
@@ -83,8 +90,15 @@ export async function forward(rt: LinkRuntime, peer: ClientPeer, message: Reques
   if (id !== null && rt.outbound.has(peer.sid, id)) {
     return fail(ErrorCode.InvalidRequest, `id ${JSON.stringify(id)} is already used by a request of yours still in flight`);
   }
-  const call: OutgoingCall = { from: peer, method: message.method, params: message.params, keepAcrossLinks: false };
-  for (const hook of rt.registry.beforeForward.get(message.method) ?? []) await hook(rt, call);
+  const call: OutgoingCall = { from: peer, id, method: message.method, params: message.params, keepAcrossLinks: false, memo: {} };
+  try {
+    for (const hook of rt.registry.beforeForward.get(message.method) ?? []) await hook(rt, call);
+  } catch (err) {
+    if (!(err instanceof RpcError)) throw err;
+    // Refused by a feature; a notification's refusal goes under id null, so the client still learns why.
+    rt.sendToClient(peer.sid, rpcError(id, err.code, err.message, err.data));
+    return;
+  }
   if (id === null) {
     rt.sendToDevice(rpcNotification(call.method, call.params));
     return;
@@ -98,6 +112,7 @@ export async function forward(rt: LinkRuntime, peer: ClientPeer, message: Reques
     sessionId: typeof sessionId === "string" ? sessionId : null,
     keep: call.keepAcrossLinks,
     answerWithinMs: answerWithin(message.method),
+    memo: Object.keys(call.memo).length > 0 ? call.memo : null,
   });
   if (sent === null) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
 }

@@ -16,6 +16,7 @@ export const OUTBOUND_SCHEMA = [
      session_id TEXT,
      purpose TEXT,
      keep INTEGER NOT NULL DEFAULT 0,
+     memo TEXT,
      created_at INTEGER NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin, origin_id)`,
   `CREATE INDEX IF NOT EXISTS outbound_link ON outbound (link_id)`,
@@ -38,6 +39,8 @@ export interface OutboundRequest {
   purpose: string | null;
   /** Survives its link going down (a feature re-sends it on the next link); otherwise it fails then. */
   keep: boolean;
+  /** A small JSON value a feature kept with the request for when its answer comes (e.g. session/new's cwd). */
+  memo: unknown;
 }
 
 interface Row extends Record<string, SqlStorageValue> {
@@ -49,6 +52,7 @@ interface Row extends Record<string, SqlStorageValue> {
   session_id: string | null;
   purpose: string | null;
   keep: number;
+  memo: string | null;
 }
 
 const toRequest = (row: Row): OutboundRequest => ({
@@ -60,6 +64,7 @@ const toRequest = (row: Row): OutboundRequest => ({
   sessionId: row.session_id,
   purpose: row.purpose,
   keep: row.keep === 1,
+  memo: row.memo === null ? null : (JSON.parse(row.memo) as unknown),
 });
 
 export class Outbound {
@@ -67,7 +72,7 @@ export class Outbound {
 
   add(request: OutboundRequest): void {
     this.sql.exec(
-      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       request.id,
       request.linkId,
       request.origin,
@@ -76,6 +81,7 @@ export class Outbound {
       request.sessionId,
       request.purpose,
       request.keep ? 1 : 0,
+      request.memo == null ? null : JSON.stringify(request.memo),
       Date.now(),
     );
   }
@@ -100,6 +106,11 @@ export class Outbound {
   /** Removes and returns the requests of a link that went down, except those kept across links. */
   takeUnkeptOf(linkId: string): OutboundRequest[] {
     return this.sql.exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId).toArray().map(toRequest);
+  }
+
+  /** How many requests of this method are in flight (terminals: opens not yet answered count toward the limit). */
+  countOf(method: string): number {
+    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbound WHERE method = ?", method).one().n;
   }
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */

@@ -26,6 +26,8 @@ export interface SendRequest {
   keep?: boolean;
   /** null or absent: no time limit. */
   answerWithinMs?: number | null;
+  /** Kept with the request and given back with its answer (OutboundRequest.memo). */
+  memo?: unknown;
 }
 
 export class LinkRuntime {
@@ -105,6 +107,7 @@ export class LinkRuntime {
       sessionId: request.sessionId ?? null,
       purpose: request.purpose ?? null,
       keep: request.keep ?? false,
+      memo: request.memo ?? null,
     });
     if (request.answerWithinMs != null) this.deadlines.set(REQUEST_DEADLINE, String(id), Date.now() + request.answerWithinMs);
     sendJson(ws, rpcRequest(id, request.method, request.params));

@@ -1,0 +1,183 @@
+/**
+ * Deleting a chat. A person deletes one from a client socket (`_lembas/session/delete`, taken over from the relay)
+ * or over HTTP (DELETE /api/chats/…, the object's deleteSession). The delete is kept in D1 first (pending), then
+ * sent to the device when it is linked and listed `delete`. An answer — deleted true, or false for a session it no
+ * longer has — clears it and the chat goes; no answer in time or a dropped link keeps it; an error answer is a
+ * refusal, and the fifth gives up (the chat goes, the row stays as the record). Right after each link's initialize
+ * every pending delete of the device is sent again. The device's own `_lembas/session/deleted` deletes the chat
+ * (one for a chat that does not exist changes nothing). Whenever a chat goes, every client is sent
+ * `_lembas/session/deleted`.
+ *
+ * A client's delete is answered with the device's result ({ deleted }), { deleted: false, pending: true, reason }
+ * (kept, sent again at the next link) or { deleted: false, pending: false, reason } (given up: removed here, not
+ * sent again). To a device without `delete` it is gated like any method (-32601, data { capability, pending: true,
+ * reason }) and kept, to be sent once the device lists it.
+ */
+import { clearPendingDelete, recordPendingDelete, recordRefusal, listPendingDeletes, type DeleteOutcome } from "../db/pending-deletes";
+import { missingCapability } from "../protocol/capabilities";
+import { check } from "../protocol/issues";
+import { ErrorCode, rpcNotification, rpcResult, RpcError, type JsonRpcId, type Message, type ResponseMessage } from "../protocol/jsonrpc";
+import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
+import { deviceOf, inBackground } from "./background";
+import { ANSWER_LATER, type LinkFeature } from "./feature";
+import { INSTANCE_ORIGIN } from "./outbound";
+import type { LinkRuntime } from "./runtime";
+
+const DELETE = "_lembas/session/delete";
+const DELETED = "_lembas/session/deleted";
+const PURPOSE = "pending-deletes/send";
+/** How long the device has to answer a delete (deleting is quick); an HTTP caller waits about as long. */
+export const DELETE_ANSWER_WITHIN_MS = 15_000;
+
+export const REASONS = {
+  offline: "offline",
+  unsupported: 'the device did not list the "delete" capability; the delete is kept until it does',
+  awaiting: "sent; waiting for the device's answer",
+  noAnswer: "no answer",
+  linkDown: "link down",
+} as const;
+
+/** What a client's delete is answered with. */
+export interface DeleteAnswer {
+  deleted: boolean;
+  pending?: boolean;
+  reason?: string;
+}
+
+/** Kept with a sent delete: whose it is, and where its answer goes (a client socket or an HTTP waiter) if anywhere. */
+interface DeleteMemo {
+  userId: string;
+  to?: string;
+  id?: JsonRpcId;
+}
+
+const pending = (reason: string): DeleteAnswer => ({ deleted: false, pending: true, reason });
+
+/** Tells every client the chat is gone. */
+const chatGone = (rt: LinkRuntime, sessionId: string) => rt.broadcast(rpcNotification(DELETED, { sessionId }));
+
+function send(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): boolean {
+  const id = rt.sendRequest({
+    method: DELETE,
+    params: { sessionId },
+    origin: INSTANCE_ORIGIN,
+    originId: null,
+    purpose: PURPOSE,
+    sessionId,
+    answerWithinMs: DELETE_ANSWER_WITHIN_MS,
+    memo,
+  });
+  return id !== null;
+}
+
+/**
+ * A person's delete: kept in D1, then sent if the device can take it now. Null when it was sent (its answer then
+ * goes to `memo.to` under `memo.id`); otherwise why it is kept.
+ */
+async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<string | null> {
+  const { deviceId } = deviceOf(rt);
+  const keep = async (reason: string) => {
+    await recordPendingDelete(rt.env.DB, deviceId, memo.userId, sessionId, reason);
+    return reason;
+  };
+  if (!rt.upLink()) return keep(REASONS.offline);
+  if (!rt.capabilities().includes("delete")) return keep(REASONS.unsupported);
+  await keep(REASONS.awaiting);
+  return send(rt, sessionId, memo) ? null : keep(REASONS.offline);
+}
+
+/** The device refused: counted, and at the fifth the instance gives up and the chat goes. */
+async function refused(rt: LinkRuntime, sessionId: string, why: string): Promise<DeleteAnswer> {
+  const refusal = await recordRefusal(rt.env.DB, deviceOf(rt).deviceId, sessionId, why);
+  if (refusal && !refusal.givenUp) return pending(`refused: ${why}`);
+  if (refusal?.givenUp) chatGone(rt, sessionId);
+  const done = refusal ? `refused ${refusal.refusals} times, so the instance gave up and removed the chat` : "refused, and no delete is pending any more";
+  return { deleted: false, pending: false, reason: `${done} (${why})` };
+}
+
+/**
+ * What the device's answer (or the error its request ended with) makes of a delete. Any result is the device
+ * taking it (the spec's { deleted }: false for a session it no longer has, done as well) and is passed on as it is.
+ */
+async function settle(rt: LinkRuntime, sessionId: string, memo: DeleteMemo, answer: ResponseMessage): Promise<unknown> {
+  const { deviceId } = deviceOf(rt);
+  if ("result" in answer) {
+    const result = check(SessionDeleteResult, answer.result);
+    if (!result.ok) console.warn(`${DELETE} answered with an unexpected result, taken as done: ${result.error}`);
+    await clearPendingDelete(rt.env.DB, deviceId, sessionId);
+    chatGone(rt, sessionId);
+    return answer.result;
+  }
+  const { code, message } = answer.error;
+  if (code === ErrorCode.Timeout || code === ErrorCode.Offline) {
+    const reason = code === ErrorCode.Timeout ? REASONS.noAnswer : REASONS.linkDown;
+    await recordPendingDelete(rt.env.DB, deviceId, memo.userId, sessionId, reason);
+    return pending(reason);
+  }
+  return refused(rt, sessionId, message);
+}
+
+/** DELETE /api/chats/…: the same delete, its answer awaited here (at most about the device's answer time). */
+export async function deleteForPerson(rt: LinkRuntime, sessionId: string, userId: string): Promise<DeleteOutcome> {
+  const to = `http:${crypto.randomUUID()}`;
+  let resolve: (message: Message | null) => void = () => {};
+  const answered = new Promise<Message | null>((r) => (resolve = r));
+  rt.httpWaiters.set(to, resolve);
+  // The request's own deadline answers it first; this only guards against an alarm that comes late.
+  const timer = setTimeout(() => resolve(null), DELETE_ANSWER_WITHIN_MS + 5_000);
+  try {
+    const kept = await startDelete(rt, sessionId, { userId, to, id: to });
+    if (kept !== null) return { status: "pending", reason: kept };
+    const message = await answered;
+    const answer = (message && "result" in message ? message.result : pending(REASONS.noAnswer)) as Partial<DeleteAnswer> | null;
+    if (answer?.pending) return { status: "pending", reason: answer.reason };
+    return answer?.reason === undefined ? { status: "deleted" } : { status: "deleted", reason: answer.reason };
+  } finally {
+    clearTimeout(timer);
+    rt.httpWaiters.delete(to);
+  }
+}
+
+export const pendingDeletes: LinkFeature = {
+  name: "pending-deletes",
+  clientMethods: {
+    [DELETE]: async (rt, peer, params, message) => {
+      const checked = check(SessionDeleteParams, params);
+      if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${DELETE}: ${checked.error}`);
+      const memo: DeleteMemo = "id" in message ? { userId: peer.userId, to: peer.sid, id: message.id } : { userId: peer.userId };
+      const kept = await startDelete(rt, checked.value.sessionId, memo);
+      if (kept === null) return ANSWER_LATER;
+      // Gated like every method (-32601 naming the capability), and kept all the same.
+      const missing = kept === REASONS.unsupported ? missingCapability(DELETE, params, rt.capabilities()) : null;
+      if (missing) throw new RpcError(ErrorCode.MethodNotFound, missing.sentence, { capability: missing.capability, pending: true, reason: kept });
+      return pending(kept);
+    },
+  },
+  deviceAnswers: {
+    [PURPOSE]: async (rt, request, answer) => {
+      const memo = request.memo as DeleteMemo;
+      const outcome = await settle(rt, request.sessionId!, memo, answer);
+      if (memo.to !== undefined && memo.id !== undefined) rt.sendToClient(memo.to, rpcResult(memo.id, outcome));
+    },
+  },
+  deviceNotifications: {
+    [DELETED]: {
+      fanOut: true,
+      handle: (rt, message) => {
+        const params = check(SessionDeleted, message.params);
+        if (!params.ok) return console.warn(`${DELETED} from the device ignored: ${params.error}`);
+        const { deviceId } = deviceOf(rt);
+        inBackground(rt, DELETED, () => clearPendingDelete(rt.env.DB, deviceId, params.value.sessionId));
+      },
+    },
+  },
+  onLinkUp: (rt, link) => {
+    if (!rt.capabilities().includes("delete")) return;
+    const { deviceId } = deviceOf(rt);
+    inBackground(rt, "sending pending deletes", async () => {
+      for (const kept of await listPendingDeletes(rt.env.DB, deviceId)) {
+        if (rt.upLink()?.linkId !== link.linkId || !send(rt, kept.session_id, { userId: kept.user_id })) return;
+      }
+    });
+  },
+};
