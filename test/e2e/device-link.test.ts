@@ -112,7 +112,8 @@ describe("a device linked through the bridge, driven from the client interface",
     const seen = client!.messages.length;
     const answer = client!.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "once more" }] });
     const toolCall = await client!.next(
-      (m) => m.method === "session/update" && m.params.update.sessionUpdate === "tool_call" && client!.messages.indexOf(m) >= seen,
+      (m) => m.method === "session/update" && m.params.update.sessionUpdate === "tool_call",
+      { after: seen },
     );
     expect(toolCall.params.update).toMatchObject({ toolCallId: "call_1", kind: "read", status: "pending" });
     client!.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId } });
@@ -123,6 +124,25 @@ describe("a device linked through the bridge, driven from the client interface",
     expect(updates[0].content.text).toContain("I'll help you with that");
     // Cancelled before its permission card: no edit was asked for.
     expect(client!.messages.slice(seen).some((m) => m.method === "session/request_permission")).toBe(false);
+    expect(bridge!.stdout()).toBe("");
+  });
+
+  it("hands the link to a newer bridge of the same device, and the older one stops saying so", async () => {
+    const older = bridge!;
+    const seen = client!.messages.length;
+    bridge = runBridge(["link", "--", process.execPath, EXAMPLE_AGENT], { configHome, cwd: workdir });
+    expect(await older.exited).toBe(1);
+    expect(older.stderr()).toContain("another link of this device took over");
+    await client!.next((m) => m.method === "instance/link" && m.params.link === "up", { after: seen });
+    expect((await client!.request("instance/status", {})).result).toMatchObject({ link: "up" });
+  });
+
+  it("stops the bridge when its device is revoked", async () => {
+    await bridge!.saw("linked to");
+    const revoked = await fetch(`${instance.origin}/api/devices/${deviceId}`, { method: "DELETE", headers: { cookie, origin: instance.origin } });
+    expect(revoked.ok).toBe(true);
+    expect(await bridge!.exited).toBe(1);
+    expect(bridge!.stderr()).toContain("this device was revoked; run lembas-edge login again");
     expect(bridge!.stdout()).toBe("");
   });
 });

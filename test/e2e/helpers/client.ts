@@ -43,15 +43,18 @@ export class ClientSocket {
     this.socket.send(JSON.stringify(message));
   }
 
-  /** The first message received (now or later) that matches and was not handed out before. */
-  next(predicate: (message: Message) => boolean, timeoutMs = 30_000): Promise<Message> {
+  /**
+   * The first message received (now or later) that matches and was not handed out before; with `after`, only
+   * one received after that many messages (a mark taken from `messages.length`).
+   */
+  next(predicate: (message: Message) => boolean, { after = 0, timeoutMs = 30_000 } = {}): Promise<Message> {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.arrivals.delete(check);
         reject(new Error(`no matching message in ${timeoutMs} ms; received:\n${this.received.map((m) => JSON.stringify(m)).join("\n")}`));
       }, timeoutMs);
       const check = () => {
-        const found = this.received.find((m) => !this.handedOut.has(m) && predicate(m));
+        const found = this.received.find((m, i) => i >= after && !this.handedOut.has(m) && predicate(m));
         if (!found) return;
         this.handedOut.add(found);
         clearTimeout(timer);
