@@ -25,6 +25,16 @@ async function relink(device: TestDevice, client: Peer, capabilities?: string[])
   return peer;
 }
 
+/** One client's prompt (id 1) reaches the device; then the link drops. Returns what the device got. */
+async function promptThenDrop(text: string) {
+  const { device, link, clients } = await linkedWithClients(1);
+  const [client] = clients as [Peer];
+  client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt(text) });
+  const sent = await link.next();
+  await dropLink(link, client);
+  return { device, client, sent };
+}
+
 describe("turns", () => {
   it("gives every prompt to a device with turns a turnId — the client's own, or a new one — and lists running turns", async () => {
     const { link, clients } = await linkedWithClients(1);
@@ -54,12 +64,8 @@ describe("turns", () => {
   });
 
   it("keeps a prompt open across a dropped link and an eviction, sends it again with its turnId after the next initialize, and answers once", async () => {
-    const { device, link, clients } = await linkedWithClients(1);
-    const [client] = clients as [Peer];
-    client.send({ jsonrpc: "2.0", id: "p-1", method: "session/prompt", params: prompt("fix the build") });
-    const first = await link.next();
-    const turnId = turnIdOf(first);
-    await dropLink(link, client);
+    const { device, client, sent } = await promptThenDrop("fix the build");
+    const turnId = turnIdOf(sent);
     await client.silent();
     expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_1", turnId }]);
     await evictDurableObject(linkStub(device.deviceId));
@@ -68,7 +74,7 @@ describe("turns", () => {
     const again = await relinked.next();
     expect(again).toMatchObject({ method: "session/prompt", params: { ...prompt("fix the build"), _meta: { lembas: { turnId } } } });
     relinked.send({ jsonrpc: "2.0", id: again.id, result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "p-1", result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
     await client.silent();
     expect((await statusOf(client)).turns).toEqual([]);
   });
@@ -106,13 +112,9 @@ describe("turns", () => {
   });
 
   it("fails a kept prompt with -32001 when the device comes back without turns, and does not send it", async () => {
-    const { device, link, clients } = await linkedWithClients(1);
-    const [client] = clients as [Peer];
-    client.send({ jsonrpc: "2.0", id: 4, method: "session/prompt", params: prompt("hello") });
-    await link.next();
-    await dropLink(link, client);
+    const { device, client } = await promptThenDrop("hello");
     const relinked = await relink(device, client, WITHOUT_TURNS);
-    expect(await client.next()).toMatchObject({ id: 4, error: { code: -32001, data: { reason: "link_down" } } });
+    expect(await client.next()).toMatchObject({ id: 1, error: { code: -32001, data: { reason: "link_down" } } });
     await relinked.silent();
     expect((await statusOf(client)).turns).toEqual([]);
   });
@@ -135,13 +137,9 @@ describe("turns", () => {
   });
 
   it("does not send again a prompt its client cancelled while the link was down", async () => {
-    const { device, link, clients } = await linkedWithClients(1);
-    const [client] = clients as [Peer];
-    client.send({ jsonrpc: "2.0", id: 6, method: "session/prompt", params: prompt("never mind") });
-    await link.next();
-    await dropLink(link, client);
-    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 6 } });
-    expect(await client.next()).toMatchObject({ id: 6, error: { code: -32800 } });
+    const { device, client } = await promptThenDrop("never mind");
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 1 } });
+    expect(await client.next()).toMatchObject({ id: 1, error: { code: -32800 } });
     const relinked = await relink(device, client);
     await relinked.silent();
     expect((await statusOf(client)).turns).toEqual([]);
@@ -157,5 +155,18 @@ describe("turns", () => {
     link.send(task("end"));
     expect(await client.next()).toEqual(task("end"));
     expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("stops listing a prompt's turn at its task end, and still gives the client the answer that follows", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 7, method: "session/prompt", params: prompt("quick", "t-7") });
+    const sent = await link.next();
+    const end = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-7" } } };
+    link.send(end);
+    expect(await client.next()).toEqual(end);
+    expect((await statusOf(client)).turns).toEqual([]);
+    link.send({ jsonrpc: "2.0", id: sent.id, result: { stopReason: "end_turn" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
   });
 });

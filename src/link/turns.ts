@@ -37,9 +37,11 @@ function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
   if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
 }
 
-/** A turn stopped running (task end); it stays while its prompt's answer is still awaited. */
+/** A turn stopped running (task end); it stays while its prompt's answer is still awaited (by a client whose
+ * request is still open — an HTTP call may have given up — or by the instance's own re-send). */
 function stopRunning(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
-  if (turn.origin === null && turn.deviceRequestId === null) return endTurn(rt, store, turn);
+  const clientWaits = turn.origin !== null && turn.originId !== null && rt.outbound.has(turn.origin, turn.originId);
+  if (!clientWaits && turn.deviceRequestId === null) return endTurn(rt, store, turn);
   store.setRunning(turn.id, false);
   if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
 }
