@@ -9,11 +9,11 @@ const announce = (sessionId: string, extra: Record<string, unknown> = {}) => ({
   params: { sessionId, cwd: "/home/me/work/app", title: "Fix the build", model: "deepseek/flash", instance: true, mode: "edit", effort: "off", busy: true, origin: "terminal", ...extra },
 });
 
-/** The device answers the next request it gets with this result, and returns that request. */
-async function answerNext(link: Peer, result: unknown) {
-  const request = await link.next();
-  link.send({ jsonrpc: "2.0", id: request.id, result });
-  return request;
+/** The device answers the next request it gets with this result; returns that request's params. */
+async function deviceAnswers(link: Peer, result: unknown) {
+  const { id, params } = await link.next();
+  link.send({ jsonrpc: "2.0", id, result });
+  return params;
 }
 
 describe("chats follow the link", () => {
@@ -21,7 +21,7 @@ describe("chats follow the link", () => {
     const { user, device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/me/work/app" } });
     const result = { sessionId: "ses_new", modes: { currentModeId: "edit", availableModes: [] }, _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } } };
-    await answerNext(link, result);
+    await deviceAnswers(link, result);
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result });
     const [chat] = await until(() => chatsOf(user, device.deviceId), (chats) => chats.length > 0);
     expect(chat).toMatchObject({ session_id: "ses_new", cwd: "/home/me/work/app", origin: "web", model: "deepseek/flash", mode: "edit", title: null });
@@ -69,7 +69,7 @@ describe("chats follow the link", () => {
     await client.next();
     await until(() => chatsOf(user, device.deviceId), (c) => c.length > 0);
     client.send({ jsonrpc: "2.0", id: "t", method: "_lembas/session/title", params: { sessionId: "ses_r", title: "Renamed" } });
-    expect((await answerNext(link, { title: "Renamed by the device" })).params).toEqual({ sessionId: "ses_r", title: "Renamed" });
+    expect(await deviceAnswers(link, { title: "Renamed by the device" })).toEqual({ sessionId: "ses_r", title: "Renamed" });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "t", result: { title: "Renamed by the device" } });
     await until(() => chatsOf(user, device.deviceId), ([c]) => c?.title === "Renamed by the device");
   });
