@@ -81,13 +81,17 @@ function catchUp(rt: LinkRuntime, sid: string): void {
   const ws = socketById(rt.ctx, sid);
   if (!ws) return;
   const turns = new TurnStore(rt.sql).running();
-  for (const buffer of rt.sql.exec<BufferRow>("SELECT * FROM replay_sessions ORDER BY session_id").toArray()) {
-    const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
-    if (turnIds.length === 0) continue;
-    ws.send(JSON.stringify(rpcNotification(INSTANCE_REPLAY, { sessionId: buffer.session_id, turnIds, frames: buffer.frames, dropped: buffer.dropped })));
-    for (const { frame } of rt.sql.exec<{ frame: string }>("SELECT frame FROM replay WHERE session_id = ? ORDER BY seq", buffer.session_id)) {
-      ws.send(frame);
+  try {
+    for (const buffer of rt.sql.exec<BufferRow>("SELECT * FROM replay_sessions ORDER BY session_id").toArray()) {
+      const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
+      if (turnIds.length === 0) continue;
+      ws.send(JSON.stringify(rpcNotification(INSTANCE_REPLAY, { sessionId: buffer.session_id, turnIds, frames: buffer.frames, dropped: buffer.dropped })));
+      for (const { frame } of rt.sql.exec<{ frame: string }>("SELECT frame FROM replay WHERE session_id = ? ORDER BY seq", buffer.session_id)) {
+        ws.send(frame);
+      }
     }
+  } catch {
+    // The socket closed while catching up; its close event follows.
   }
 }
 
