@@ -96,9 +96,8 @@ class Relay {
     const origin = this.options.credential.instance;
     let attempt = 0;
     while (!this.stopping.signal.aborted) {
-      const url = await this.linkUrl(origin).catch((error: unknown) => error);
+      const url = await this.linkUrl(origin);
       if (url instanceof Stop) return url;
-      if (typeof url !== "string") throw url;
       if (this.stopping.signal.aborted) return null;
       const { socket, ended } = dial(url, this.options.credential.token, this.options.pingMs, {
         onOpen: (open) => this.opened(open),
@@ -121,10 +120,13 @@ class Relay {
     return null;
   }
 
-  /** Discovery is read again at every dial (the spec), for the link address and the protocols. */
-  private async linkUrl(origin: string): Promise<string> {
+  /**
+   * Discovery is read again at every dial (the spec), for the link address and the protocols; an instance that
+   * cannot be read now is dialled at the conventional address, and the dial says why it fails.
+   */
+  private async linkUrl(origin: string): Promise<string | Stop> {
     const discovery = await readDiscovery(origin).catch(() => null);
-    if (discovery && !speaksOurProtocol(discovery)) throw new Stop(PROTOCOL_MISMATCH);
+    if (discovery && !speaksOurProtocol(discovery)) return new Stop(PROTOCOL_MISMATCH);
     return linkUrl(origin, discovery);
   }
 
@@ -149,6 +151,7 @@ class Relay {
       socket.send(JSON.stringify(answer));
       if ("error" in answer) return;
       this.ready = true;
+      say("the link is up: the instance can drive the agent");
       this.flush(socket);
     });
   }

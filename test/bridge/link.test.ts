@@ -161,6 +161,14 @@ describe("lembas-edge link", () => {
     expect(run.stdout()).toBe("");
   });
 
+  it("does not dial an instance whose discovery lists no protocol it speaks", async () => {
+    server.protocols = [2];
+    const run = linkAgent(exampleAgent);
+    expect(await run.exited).toBe(1);
+    expect(run.stderr()).toContain("the instance and this bridge speak different link protocols — update one of them");
+    expect(server.connections).toHaveLength(0);
+  });
+
   it("stops when the instance refuses the token at the upgrade (401)", async () => {
     server.refuseWith = 401;
     const run = linkAgent(exampleAgent);

@@ -29,6 +29,8 @@ export interface LinkServer {
   refuseWith: number | null;
   /** Answer "ping" with "pong", as the instance's auto-response does. */
   answerPings: boolean;
+  /** The link protocols discovery lists. */
+  protocols: number[];
   close(): Promise<void>;
 }
 
@@ -36,7 +38,7 @@ export async function startLinkServer(): Promise<LinkServer> {
   const http: Server = createServer((request, response) => {
     if (request.url === "/.well-known/lembas.json") {
       response.writeHead(200, { "content-type": "application/json" });
-      response.end(JSON.stringify({ protocol: 1, protocols: [1, 2], endpoints: { link: `${wsOrigin()}/api/devices/link` } }));
+      response.end(JSON.stringify({ protocol: 1, protocols: server.protocols, endpoints: { link: `${wsOrigin()}/api/devices/link` } }));
       return;
     }
     response.writeHead(404, { "content-type": "application/json" });
@@ -49,6 +51,7 @@ export async function startLinkServer(): Promise<LinkServer> {
     connections: [],
     refuseWith: null,
     answerPings: true,
+    protocols: [1, 2],
     connection: (n, timeoutMs = 20_000) =>
       until(() => server.connections[n], waiting, timeoutMs, `connection ${n}`),
     close: async () => {
