@@ -6,7 +6,7 @@ export default defineConfig({
   test: {
     environment: "node",
     include: ["test/bridge/**/*.test.ts", "test/e2e/**/*.test.ts", "test/browser/**/*.test.ts"],
-    globalSetup: ["./test/bridge/build-bridge.ts"],
+    globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // The machine is shared and the e2e suite runs a whole Worker: one file at a time keeps timings honest.

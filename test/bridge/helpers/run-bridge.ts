@@ -3,6 +3,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtemp } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import path from "node:path";
+import { TEMP_ROOT_ENV } from "../temp-root.js";
 
 export const ROOT = path.resolve(import.meta.dirname, "../../..");
 export const BRIDGE = path.join(ROOT, "dist/bin/lembas-edge.js");
@@ -19,8 +20,9 @@ export interface BridgeRun {
   saw(text: string | RegExp, timeoutMs?: number): Promise<void>;
 }
 
+/** A fresh directory under the run's temporary root (removed when the run ends). */
 export async function tempDir(prefix: string): Promise<string> {
-  return mkdtemp(path.join(tmpdir(), `lembas-edge-${prefix}-`));
+  return mkdtemp(path.join(process.env[TEMP_ROOT_ENV] ?? tmpdir(), `lembas-edge-${prefix}-`));
 }
 
 export function runBridge(args: string[], options: { configHome: string; cwd?: string; env?: NodeJS.ProcessEnv }): BridgeRun {
