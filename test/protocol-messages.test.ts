@@ -89,6 +89,9 @@ describe("the device's hello and initialize result", () => {
     expect(check(Hello, hello)).toEqual({ ok: true, value: hello });
     expect(check(Hello, { ...hello, protocol: "2" })).toMatchObject({ ok: false, error: expect.stringContaining("protocol") });
     expect(check(Hello, { protocol: 2, limits: null })).toMatchObject({ ok: false, error: expect.stringContaining("device") });
+    // A device that follows no harness spec and sets no mode ceiling says so with null; it links all the same.
+    const plain = { ...hello, harness_spec: null, limits: { roots: ["/home/ada"], max_mode: null } };
+    expect(check(Hello, plain)).toEqual({ ok: true, value: plain });
   });
 });
 

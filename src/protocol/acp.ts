@@ -120,7 +120,7 @@ export type CancelParams = z.infer<typeof CancelParams>;
 
 export const DeviceLimits = z.looseObject({
   roots: z.array(z.string()),
-  max_mode: z.string(),
+  max_mode: z.string().nullish(),
   require_trust: z.boolean().optional(),
 });
 export type DeviceLimits = z.infer<typeof DeviceLimits>;
@@ -128,7 +128,7 @@ export type DeviceLimits = z.infer<typeof DeviceLimits>;
 /** `_meta.lembas` of the device's initialize result: what it speaks and promises. Protocol 1 devices may say less. */
 export const InitializeLembasMeta = z.looseObject({
   protocol: z.number().int().positive(),
-  harness_spec: z.string().optional(),
+  harness_spec: z.string().nullish(),
   limits: DeviceLimits.nullable().optional(),
   connection: z.string().nullable().optional(),
   capabilities: z.array(z.string()).default([]),

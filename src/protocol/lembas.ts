@@ -61,7 +61,7 @@ export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
 export const Hello = z.looseObject({
   protocol: z.number().int().positive(),
   version: z.string().optional(),
-  harness_spec: z.string().optional(),
+  harness_spec: z.string().nullish(),
   device: z.looseObject({ host: z.string(), platform: z.string() }),
   limits: DeviceLimits.nullable(),
 });

@@ -76,6 +76,7 @@ describe("the web UI", () => {
     await page.getByLabel("New session in").fill(workdir);
     await page.getByRole("button", { name: "Start" }).click();
     const prompt = page.getByPlaceholder(/Ask the agent/);
+    expect(await prompt.isDisabled()).toBe(true); // until the session exists
     await prompt.fill("Tidy the configuration, please");
     await prompt.press("Enter");
 

@@ -27,7 +27,8 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   const pane = h("div", { class: "pane" });
   const error = h("p", { class: "error", role: "alert" });
   const cwd = h("input", { name: "cwd", placeholder: "/absolute/path/to/project", required: true });
-  const text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line)", rows: 3 });
+  // The composer waits for a session: a prompt typed before one exists would have nowhere to go.
+  const text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line)", rows: 3, disabled: true });
 
   const show = (err: unknown) => (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
   const transcript = (sessionId: string) => {
@@ -38,6 +39,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   const select = async (sessionId: string) => {
     current = sessionId;
+    text.disabled = false;
     history.replaceState(null, "", `#/devices/${encodeURIComponent(deviceId)}/${encodeURIComponent(sessionId)}`);
     const fresh = !transcripts.has(sessionId);
     const t = transcript(sessionId);
