@@ -1,0 +1,153 @@
+/**
+ * Link set-up, D1 queries per link, and memory with idle links. Devices link one stage at a time (1, 100, 1,000
+ * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
+ * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
+ * event) and the RSS of each Worker's workerd process is read. The first links are made one at a time and timed,
+ * each watched by a client socket until `instance/link` says up; the rest in parallel. After the last stage the
+ * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
+ * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
+ * the new constructions count the idle links that held no object in memory. The baseline's rooms are probed alike.
+ */
+import { d1Between, readCounters } from "./counters.js";
+import type { Device, Person } from "./accounts.js";
+import { Client, ScriptedDevice } from "./peers.js";
+import { inBatches, log, progress, sleep } from "./progress.js";
+import { rssBytes } from "./proc.js";
+import { spread, type Spread } from "./stats.js";
+import type { Dev } from "./wrangler-dev.js";
+
+export const STAGES = [1, 100, 1000] as const;
+/** workerd evicts an idle object 10 s after its last event; the rest is margin for 2 busy cores. */
+export const HIBERNATE_AFTER_MS = 15_000;
+const TIMED_LINKS = 50;
+const PARALLEL = 16;
+/** The heartbeat sweep wakes an object every 60 s; a third of that shows the rate across 1,000 links. */
+const IDLE_WINDOW_MS = 20_000;
+const PROBE_SETTLE_MS = 3_000;
+const UP_WITHIN_MS = 20_000;
+
+/** Where a link's own D1 queries run: the link route's authentication, and the device's object. */
+const LINK_PLACES = new Set(["GET /api/devices/link", "object"]);
+
+export interface MemoryRow {
+  links: number;
+  relayBytes: number;
+  bareBytes: number;
+}
+
+export interface LinkStagesResult {
+  setup: { relayOpen: Spread; relayInitialize: Spread; relayUp: Spread; bareOpen: Spread };
+  d1PerLink: { links: number; queries: number; byStatement: Record<string, number> };
+  memory: { before: { relayBytes: number; bareBytes: number }; rows: MemoryRow[] };
+  idle: { windowMs: number; relay: IdleSide; bare: IdleSide };
+}
+
+function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took over ${ms / 1000} s`)))]);
+}
+
+/** One device linked while a client socket of its owner watches for `instance/link` up. */
+async function timedLink(relay: Dev, person: Person, device: Device, samples: { open: number[]; initialize: number[]; up: number[] }): Promise<ScriptedDevice> {
+  const watcher = await Client.attach(relay.origin, device.id, person.auth);
+  const up = new Promise<number>((resolve) => {
+    watcher.onNotification = (method, params) => {
+      if (method === "instance/link" && (params as { link?: string }).link === "up") resolve(performance.now());
+    };
+  });
+  const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
+  const upAt = await within(up, UP_WITHIN_MS, "a link coming up");
+  samples.open.push(linked.times.open - linked.times.start);
+  samples.initialize.push(linked.times.initialize - linked.times.start);
+  samples.up.push(upAt - linked.times.start);
+  await watcher.close();
+  return linked;
+}
+
+const rss = (relay: Dev, bare: Dev) => ({ relayBytes: rssBytes(relay.workerdPid()), bareBytes: rssBytes(bare.workerdPid()) });
+
+export async function measureLinkStages(relay: Dev, bare: Dev, person: Person, devices: readonly Device[]): Promise<LinkStagesResult> {
+  const relayLinks: ScriptedDevice[] = [];
+  const bareLinks: ScriptedDevice[] = [];
+  const samples = { open: [] as number[], initialize: [] as number[], up: [] as number[], bareOpen: [] as number[] };
+  const d1: Record<string, number> = {};
+  const memory = { before: rss(relay, bare), rows: [] as MemoryRow[] };
+
+  for (const target of STAGES) {
+    const from = relayLinks.length;
+    const before = await readCounters(relay.origin);
+    const tick = progress(`links (stage of ${target})`, target - from);
+    for (let i = from; i < Math.min(target, TIMED_LINKS); i++) {
+      relayLinks.push(await timedLink(relay, person, devices[i]!, samples));
+      const start = performance.now();
+      const link = await ScriptedDevice.bare(bare.origin, `idle-${i}`);
+      samples.bareOpen.push(link.times.open - start);
+      bareLinks.push(link);
+      tick();
+    }
+    const rest = Math.max(0, target - relayLinks.length);
+    const offset = relayLinks.length;
+    const more = await inBatches(
+      rest,
+      PARALLEL,
+      async (i) => {
+        const device = devices[offset + i]!;
+        const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
+        await within(linked.initialized, UP_WITHIN_MS, "an initialize request");
+        return [linked, await ScriptedDevice.bare(bare.origin, `idle-${offset + i}`)] as const;
+      },
+      tick,
+    );
+    for (const [linked, bareLink] of more) relayLinks.push(linked), bareLinks.push(bareLink);
+    log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
+    await sleep(HIBERNATE_AFTER_MS);
+    for (const [key, count] of Object.entries(d1Between(before, await readCounters(relay.origin), (place) => LINK_PLACES.has(place)))) {
+      d1[key] = (d1[key] ?? 0) + count;
+    }
+    memory.rows.push({ links: target, ...rss(relay, bare) });
+  }
+
+  const idle = await idleCheck(relay, bare, { relay: relayLinks, bare: bareLinks });
+  const linked = relayLinks.length;
+  const total = Object.values(d1).reduce((a, b) => a + b, 0);
+  return {
+    setup: { relayOpen: spread(samples.open), relayInitialize: spread(samples.initialize), relayUp: spread(samples.up), bareOpen: spread(samples.bareOpen) },
+    d1PerLink: { links: linked, queries: total / linked, byStatement: Object.fromEntries(Object.entries(d1).map(([k, v]) => [k, v / linked])) },
+    memory,
+    idle,
+  };
+}
+
+/** What one side's idle objects did: woke on their own in the window, and were rebuilt by the probe frames. */
+export interface IdleSide {
+  links: number;
+  /** Links whose socket was still open at the probe (only they can send it). */
+  open: number;
+  wakesInWindow: number;
+  rebuiltOnProbe: number;
+  /** Wakes expected anyway during the probe's settling time, at the window's rate. */
+  backgroundDuringProbe: number;
+}
+
+/** A window of idleness (counting the objects' own wake-ups), then one frame from each linked device. */
+async function idleCheck(relay: Dev, bare: Dev, links: { relay: readonly ScriptedDevice[]; bare: readonly ScriptedDevice[] }): Promise<LinkStagesResult["idle"]> {
+  const read = () => Promise.all([readCounters(relay.origin), readCounters(bare.origin, "/counters")]);
+  const start = await read();
+  log(`  idle links: watching ${IDLE_WINDOW_MS / 1000} s for objects waking on their own`);
+  await sleep(IDLE_WINDOW_MS);
+  const end = await read();
+  const open = { relay: links.relay.filter((l) => l.open), bare: links.bare.filter((l) => l.open) };
+  for (const link of [...open.relay, ...open.bare]) link.sendUpdates(1);
+  await sleep(PROBE_SETTLE_MS);
+  const probed = await read();
+  const side = (i: 0 | 1, all: readonly ScriptedDevice[], live: readonly ScriptedDevice[]): IdleSide => {
+    const wakesInWindow = end[i].constructions - start[i].constructions;
+    return {
+      links: all.length,
+      open: live.length,
+      wakesInWindow,
+      rebuiltOnProbe: probed[i].constructions - end[i].constructions,
+      backgroundDuringProbe: (wakesInWindow * PROBE_SETTLE_MS) / IDLE_WINDOW_MS,
+    };
+  };
+  return { windowMs: IDLE_WINDOW_MS, relay: side(0, links.relay, open.relay), bare: side(1, links.bare, open.bare) };
+}

@@ -1,0 +1,17 @@
+/** Summaries of samples: nearest-rank percentiles and the median. */
+
+export function percentile(samples: readonly number[], p: number): number {
+  if (samples.length === 0) return Number.NaN;
+  const sorted = [...samples].sort((a, b) => a - b);
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))]!;
+}
+
+export const median = (samples: readonly number[]) => percentile(samples, 50);
+
+export interface Spread {
+  n: number;
+  p50: number;
+  p99: number;
+}
+
+export const spread = (samples: readonly number[]): Spread => ({ n: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99) });

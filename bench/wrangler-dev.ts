@@ -1,0 +1,187 @@
+/**
+ * Runs a Worker under `wrangler dev` for the benchmark: loopback, free ports, a fresh --persist-to directory
+ * (its D1 migrated first when asked), ready when a probe URL answers. Unlike the end-to-end tests' instance it can
+ * run another entry point or config (the instrumented Worker, the baseline) and finds the workerd process that runs
+ * the Worker, so its memory can be read.
+ */
+import { execFile, spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { createServer } from "node:net";
+import { tmpdir } from "node:os";
+import path from "node:path";
+import { promisify } from "node:util";
+import { experimental_readRawConfig } from "wrangler";
+import { childrenOf } from "./proc.js";
+
+/** The repository: the nearest directory up from here whose package.json is lembas-edge's (works bundled too). */
+export const ROOT = (() => {
+  for (let dir = import.meta.dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
+    const manifest = path.join(dir, "package.json");
+    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "lembas-edge") return dir;
+  }
+  throw new Error("the benchmark must run inside the lembas-edge repository");
+})();
+
+const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+const READY_WITHIN_MS = 180_000;
+const STOP_GRACE_MS = 5_000;
+/** CI=true keeps wrangler from asking anything; no metrics. */
+const WRANGLER_ENV = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+
+export interface DevOptions {
+  /** For progress lines and errors. */
+  label: string;
+  /** A wrangler config other than the repository's. */
+  config?: string;
+  /**
+   * Run this entry point with the repository's config, built once before starting: wrangler dev then watches only
+   * the built copy, so files others edit during the run cannot reload the Worker and cut its sockets.
+   */
+  snapshotOf?: string;
+  migrateD1?: boolean;
+  /** A path that answers 2xx/4xx once the Worker runs. */
+  probe: string;
+}
+
+export interface Dev {
+  origin: string;
+  /** The workerd process that runs the Worker (wrangler dev also runs a second workerd: its proxy in front). */
+  workerdPid(): number;
+  /** Whether wrangler reloaded the Worker since it was ready (a source file changed): open sockets were cut. */
+  reloaded(): boolean;
+  logs(): string;
+  stop(): Promise<void>;
+}
+
+export async function startDev(options: DevOptions): Promise<Dev> {
+  const work = await mkdtemp(path.join(tmpdir(), `lembas-edge-bench-${options.label}-`));
+  const persistTo = path.join(work, "state");
+  const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
+  const configArgs = config ? ["--config", config] : [];
+  if (options.migrateD1) {
+    await promisify(execFile)(process.execPath, [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo, ...configArgs], {
+      cwd: ROOT,
+      env: WRANGLER_ENV,
+      timeout: READY_WITHIN_MS,
+    });
+  }
+  const [port, inspectorPort] = [await freePort(), await freePort()];
+  const child = spawn(
+    process.execPath,
+    [
+      WRANGLER, "dev", ...configArgs, ...(options.snapshotOf ? ["--no-bundle"] : []),
+      "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort),
+      "--persist-to", persistTo, "--show-interactive-dev-session=false",
+    ],
+    // Its own process group, so stopping it stops workerd and any build it started.
+    { cwd: ROOT, env: WRANGLER_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
+  );
+  let output = "";
+  let readyAt = -1;
+  const collect = (chunk: Buffer) => (output += chunk.toString());
+  child.stdout!.on("data", collect);
+  child.stderr!.on("data", collect);
+  const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  const stop = async () => {
+    await stopGroup(child, exited);
+    await rm(work, { recursive: true, force: true });
+  };
+  const origin = `http://127.0.0.1:${port}`;
+  try {
+    await waitUntilAnswering(`${origin}${options.probe}`, exited);
+  } catch (error) {
+    await stop();
+    throw new Error(`${options.label}: ${(error as Error).message}; wrangler said:\n${output}`);
+  }
+  readyAt = output.length;
+  return {
+    origin,
+    workerdPid: () => workerOf(child.pid!, port, options.label),
+    reloaded: () => /reload/i.test(output.slice(readyAt)),
+    logs: () => output,
+    stop,
+  };
+}
+
+/**
+ * Bundles `script` for workerd (as wrangler does: esbuild, ES module, the workerd/worker/browser export conditions,
+ * cloudflare:* left to the runtime) into `work`, and writes a config beside it that runs that bundle with the
+ * repository's bindings: no build step, no static assets (the benchmark asks only the Worker's routes), the D1
+ * migrations where they are.
+ */
+async function snapshot(script: string, work: string): Promise<string> {
+  const bundle = path.join(work, "bundle", "worker.js");
+  await promisify(execFile)(
+    path.join(ROOT, "node_modules/.bin/esbuild"),
+    [script, "--bundle", "--format=esm", "--platform=neutral", "--conditions=workerd,worker,browser", "--main-fields=module,main", "--external:cloudflare:*", "--log-level=warning", `--outfile=${bundle}`],
+    { cwd: ROOT, timeout: READY_WITHIN_MS },
+  );
+  const { rawConfig } = experimental_readRawConfig({ config: path.join(ROOT, "wrangler.toml") });
+  const { build: _build, assets: _assets, ...rest } = rawConfig;
+  const built = {
+    ...rest,
+    main: bundle,
+    d1_databases: rest.d1_databases?.map((db: { migrations_dir?: string }) => ({ ...db, migrations_dir: path.join(ROOT, db.migrations_dir ?? "migrations") })),
+  };
+  const file = path.join(work, "wrangler.json");
+  await writeFile(file, JSON.stringify(built, null, 2));
+  return file;
+}
+
+/**
+ * wrangler dev runs two workerd processes: a proxy listening on the public port, and the runtime of the Worker
+ * itself (its entry socket on an ephemeral port). The Durable Objects live in the second.
+ */
+function workerOf(wranglerPid: number, publicPort: number, label: string): number {
+  const runtimes = descendants(wranglerPid).filter((p) => p.comm === "workerd" && !p.cmdline.includes(`entry=127.0.0.1:${publicPort}`));
+  if (runtimes.length !== 1) throw new Error(`${label}: expected one workerd running the Worker, found ${runtimes.length}`);
+  return runtimes[0]!.pid;
+}
+
+function descendants(pid: number): { pid: number; comm: string; cmdline: string }[] {
+  const found = [];
+  for (const child of childrenOf(pid)) found.push(child, ...descendants(child.pid));
+  return found;
+}
+
+async function waitUntilAnswering(url: string, exited: Promise<void>): Promise<void> {
+  let gone = false;
+  void exited.then(() => (gone = true));
+  const deadline = Date.now() + READY_WITHIN_MS;
+  while (Date.now() < deadline) {
+    if (gone) throw new Error("wrangler dev exited before the Worker answered");
+    const response = await fetch(url).catch(() => null);
+    if (response && response.status < 500) return;
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+  throw new Error(`the Worker did not answer ${url} within ${READY_WITHIN_MS / 1000} s`);
+}
+
+async function stopGroup(child: ChildProcess, exited: Promise<void>): Promise<void> {
+  if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
+  const signalGroup = (signal: NodeJS.Signals) => {
+    try {
+      process.kill(-child.pid!, signal);
+    } catch {
+      // The group is gone already.
+    }
+  };
+  signalGroup("SIGTERM");
+  const timer = setTimeout(() => signalGroup("SIGKILL"), STOP_GRACE_MS);
+  await exited;
+  clearTimeout(timer);
+  signalGroup("SIGKILL");
+}
+
+/** A port nobody listens on right now (never 8787, which `npm start` uses). */
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", () => {
+      const address = server.address();
+      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+    });
+  });
+}
