@@ -24,12 +24,15 @@ export interface IncomingRequest {
   params: Params;
 }
 
+const PING_EVERY_MS = 30_000;
+
 export class ClientSocket {
   private ws: WebSocket | null = null;
   private nextId = 1;
   private readonly pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void }>();
   private closedByUs = false;
   private retry = 0;
+  private keepAlive: ReturnType<typeof setInterval> | undefined;
   onNotification: (method: string, params: Params) => void = () => {};
   onRequest: (request: IncomingRequest) => void = () => {};
   onState: (state: "open" | "closed") => void = () => {};
@@ -43,10 +46,13 @@ export class ClientSocket {
     this.ws = ws;
     ws.onopen = () => {
       this.retry = 0;
+      // The instance closes sockets silent for two minutes; "ping" is answered without waking the device's object.
+      this.keepAlive = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send("ping"), PING_EVERY_MS);
       this.onState("open");
     };
     ws.onmessage = (event) => this.receive(String(event.data));
     ws.onclose = () => {
+      clearInterval(this.keepAlive);
       for (const p of this.pending.values()) p.reject(new Error("the connection to the instance closed"));
       this.pending.clear();
       this.onState("closed");
@@ -83,7 +89,13 @@ export class ClientSocket {
     this.ws.send(JSON.stringify(message));
   }
 
+  /** Tells the instance this page does not offer a method it asked for. */
+  refuse(id: string | number, method: string): void {
+    this.send({ jsonrpc: "2.0", id, error: { code: -32601, message: `this page does not offer ${method}` } });
+  }
+
   private receive(text: string): void {
+    if (text === "pong") return;
     let msg: { id?: string | number; method?: string; params?: Params; result?: Json; error?: RpcError };
     try {
       msg = JSON.parse(text);

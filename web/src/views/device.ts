@@ -128,7 +128,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
       socket.respond(request.id, result);
       el?.remove();
     });
-    if (!el) return;
+    if (!el) return socket.refuse(request.id, request.method);
     cardsEl.querySelector(`[data-tool-call-id="${CSS.escape(toolCallIdOf(request.params))}"]`)?.remove();
     cardsEl.append(el);
   };
