@@ -6,7 +6,7 @@
  * This class only wires events to modules:
  *   fetch            → the Worker forwards three requests here, identity in headers (identity.ts):
  *                      …/link (device socket; handshake.ts), …/client (client socket), …/rpc (http-rpc.ts)
- *   webSocketMessage → dispatch.ts (frames.ts reads and validates every frame first)
+ *   webSocketMessage → dispatch.ts (frames.ts reads and validates every frame first; flood.ts counts it)
  *   webSocketClose / webSocketError → dispatch.onSocketGone
  *   alarm            → every due deadline to the handler its kind registered (deadlines.ts)
  *   revoke()         → RPC from the devices API: closes the link (4401) and the client sockets (4404)
@@ -36,18 +36,20 @@
  * ways to send (sendToDevice, requestDevice, sendToClient, broadcast). Anything large a feature persists (a
  * prompt kept for re-sending) must be stored in chunks: SQLite values are limited to about 2 MB.
  *
- * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), handshake.ts (hello,
- * initialize, replacement, link up/down, D1 presence), store.ts (link state, counter), outbound.ts (outstanding
- * requests), forwarding.ts (the relay, $/cancel_request, time-outs), instance-methods.ts (instance/status,
- * initialize, instance/link), deadlines.ts (one alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
+ * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), flood.ts (a frame
+ * budget per socket), handshake.ts (hello, initialize, replacement, link up/down, D1 presence), store.ts (link
+ * state, counter), outbound.ts (outstanding requests), forwarding.ts (the relay, $/cancel_request, time-outs),
+ * instance-methods.ts (instance/status, initialize, instance/link), deadlines.ts (one alarm), heartbeat.ts
+ * (ping/pong, sweep), http-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import type { DeleteOutcome } from "../db/pending-deletes";
 import { CloseCode } from "../protocol/close-codes";
 import { DEADLINES_SCHEMA } from "./deadlines";
-import { onClientMessage, onDeviceMessage, onSocketGone } from "./dispatch";
+import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { buildRegistry, type LinkFeature } from "./feature";
+import { flood } from "./flood";
 import { forwarding } from "./forwarding";
 import { cards } from "./cards";
 import { chats } from "./chats";
@@ -71,7 +73,7 @@ const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_
 // turns before replay (a task start must open its turn before its own frame is buffered); replay before cards, so a
 // late joiner sees the transcript, then the open cards. Neither may follow a feature whose onClientAttached awaits
 // I/O: a live frame could then reach the new socket before its catch-up.
-const FEATURES: readonly LinkFeature[] = [core, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards, chats, pendingDeletes, terminals];
+const FEATURES: readonly LinkFeature[] = [core, flood, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards, chats, pendingDeletes, terminals];
 const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) =>
@@ -113,9 +115,8 @@ export class DeviceLink extends DurableObject<Env> {
     const attachment = attachmentOf(ws);
     if (!attachment) return;
     markSeen(ws, attachment);
-    const rt = this.#rt;
-    if (attachment.role === "device") return onDeviceMessage(rt, ws, attachment, message);
-    await onClientMessage(rt, { sid: attachment.sid, userId: attachment.uid }, ws, message);
+    if (attachment.role === "device") return onDeviceMessage(this.#rt, ws, attachment, message);
+    await onClientSocketMessage(this.#rt, ws, attachment, message);
   }
 
   override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {

@@ -3,10 +3,13 @@
  * agent→client requests to the feature that handles them (or -32601), notifications fanned out to every client
  * and to the features observing them. A client frame: answers to the feature whose id prefix they carry, the
  * instance's own methods to their feature, the spec's client→agent methods through the relay, anything else -32601.
- * A handler that throws answers its request with an error; it never takes the object down.
+ * A handler that throws answers its request with an error; it never takes the object down. Every socket frame is
+ * counted against its socket's budget first (flood.ts).
  */
+import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, rpcError, rpcResult, RpcError, type JsonRpcId, type RequestMessage } from "../protocol/jsonrpc";
 import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
+import { floodCloseReason, floodRefusal } from "./flood";
 import { readFrame, type Frame } from "./frames";
 import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, onFirstFrame } from "./handshake";
@@ -36,6 +39,11 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
   const link = rt.link();
   // A socket of a replaced or ended link: whatever it still says is not this link's.
   if (!link || link.linkId !== attachment.sid || link.state === "down") return;
+  const verdict = rt.flood.take(attachment.sid, "device");
+  if (verdict.over && verdict.close) {
+    closeSocket(ws, CloseCode.Flood, floodCloseReason("device"));
+    return endLink(rt, link, "flood");
+  }
   const frame = readFrame(data, "device");
   if (frame.kind === "refused") {
     sendJson(ws, frame.error);
@@ -65,9 +73,26 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
   }
 }
 
-/** A client frame; returns it as read, so an HTTP caller knows whether (and to which id) an answer is coming. */
-export async function onClientMessage(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, data: string | ArrayBuffer): Promise<Frame> {
+/** A client socket's frame: refused unhandled when over the socket's budget, and the socket closed if it goes on. */
+export async function onClientSocketMessage(rt: LinkRuntime, ws: WebSocket, attachment: Attachment, data: string | ArrayBuffer): Promise<void> {
+  // A socket the instance has closed (a flood) may still deliver frames it had queued: they are not handled.
+  if (ws.readyState !== WebSocket.OPEN) return;
   const frame = readFrame(data, "client");
+  const verdict = rt.flood.take(attachment.sid, "client");
+  if (!verdict.over) return void (await onClientFrame(rt, { sid: attachment.sid, userId: attachment.uid }, ws, frame));
+  sendJson(ws, floodRefusal(frame, verdict.retryAfterMs));
+  if (!verdict.close) return;
+  closeSocket(ws, CloseCode.Flood, floodCloseReason("client"));
+  await onSocketGone(rt, attachment, "closed");
+}
+
+/** A client frame read from an HTTP /rpc call; returns it as read, so the caller knows whether (and to which id) an
+ * answer is coming. */
+export function onClientMessage(rt: LinkRuntime, peer: ClientPeer, data: string | ArrayBuffer): Promise<Frame> {
+  return onClientFrame(rt, peer, null, readFrame(data, "client"));
+}
+
+async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, frame: Frame): Promise<Frame> {
   switch (frame.kind) {
     case "refused":
       rt.sendToClient(peer.sid, frame.error);

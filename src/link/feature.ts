@@ -71,7 +71,7 @@ export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: Re
 /** A deadline of this kind fell due (rt.deadlines.set(kind, key, due)). */
 export type DeadlineHandler = (rt: LinkRuntime, key: string) => void | Promise<void>;
 
-export type LinkDownReason = "closed" | "replaced" | "revoked" | "stale" | "handshake_timeout" | "handshake_failed" | "protocol_mismatch";
+export type LinkDownReason = "closed" | "replaced" | "revoked" | "stale" | "handshake_timeout" | "handshake_failed" | "protocol_mismatch" | "flood";
 
 export interface LinkFeature {
   name: string;

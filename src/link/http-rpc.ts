@@ -20,7 +20,7 @@ export async function handleRpc(rt: LinkRuntime, request: Request, userId: strin
   rt.httpWaiters.set(peer.sid, resolve);
   const timer = setTimeout(() => resolve(null), RPC_WAIT_MS);
   try {
-    const frame = await onClientMessage(rt, peer, null, await request.arrayBuffer());
+    const frame = await onClientMessage(rt, peer, await request.arrayBuffer());
     if (frame.kind === "notification" || frame.kind === "response") return new Response(null, { status: 202 });
     const id = frame.kind === "request" ? frame.message.id : null;
     return answer((await answered) ?? rpcError(id, ErrorCode.Timeout, `no answer from the device within ${RPC_WAIT_MS / 1000} s`));

@@ -2,12 +2,13 @@
  * What every handler works with: the object's storage (link state, outstanding requests, deadlines), its sockets,
  * and the ways to send — to the device, to one client, to every client. One runtime per object instance; nothing
  * here keeps state a handler needs after an eviction except the HTTP /rpc waiters, which live exactly as long as
- * the HTTP request that waits.
+ * the HTTP request that waits, and the sockets' flood buckets, which a hibernated (idle) socket may lose.
  */
 import type { Env } from "../env";
 import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Message } from "../protocol/jsonrpc";
 import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
+import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound } from "./outbound";
 import { closeSocket, sendJson, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
@@ -37,6 +38,8 @@ export class LinkRuntime {
   readonly deadlines: Deadlines;
   /** HTTP /rpc calls waiting for their answer, by their `http:…` peer id. */
   readonly httpWaiters = new Map<string, (message: Message) => void>();
+  /** Each socket's frame budget (flood.ts). */
+  readonly flood = new FloodGate();
 
   constructor(
     readonly ctx: DurableObjectState,

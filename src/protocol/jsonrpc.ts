@@ -46,6 +46,8 @@ export const ErrorCode = {
   Offline: -32001,
   /** The device did not answer within the method's time limit. */
   Timeout: -32002,
+  /** A socket sent frames faster than its budget (data.retryAfterMs); the frame was not handled. */
+  TooManyRequests: -32005,
   /** The request was cancelled with `$/cancel_request` (LSP's RequestCancelled). */
   RequestCancelled: -32800,
 } as const;
