@@ -13,4 +13,12 @@ export interface Env {
   PROVIDERS?: unknown;
   /** Seconds a card that is not patient waits for a client's answer before the instance answers it (default 300). */
   CARD_TIMEOUT_SECONDS?: string | number;
+  /** Seconds an HTTP /rpc call waits for the device's answer before it is answered -32002 (default 60). */
+  RPC_WAIT_SECONDS?: string | number;
+}
+
+/** A duration var given in seconds (text or number), in ms: the default when absent or not a positive number. */
+export function secondsVar(value: string | number | undefined, defaultSeconds: number): number {
+  const seconds = Number(value ?? defaultSeconds);
+  return (Number.isFinite(seconds) && seconds > 0 ? seconds : defaultSeconds) * 1000;
 }

@@ -87,6 +87,26 @@ describe("terminals belong to the socket that opened them", () => {
     expect(await stays.next()).toEqual(output("t-stays"));
   });
 
+  it("closes on the device a terminal whose socket left before the open was answered, even across an eviction", async () => {
+    const { user, device, link, client: stays } = await linkedDevice();
+    const leaves = await attachClient(user, device.deviceId);
+    leaves.send({ jsonrpc: "2.0", id: "open-late", method: OPEN, params: { cols: 80, rows: 24 } });
+    const late = await link.next();
+    leaves.send({ jsonrpc: "2.0", id: "open-failed", method: OPEN, params: { cols: 80, rows: 24 } });
+    const failed = await link.next();
+    leaves.close();
+    await leaves.closed;
+    await stays.call("status", "instance/status");
+    await evictDurableObject(linkStub(device.deviceId));
+    link.send({ jsonrpc: "2.0", id: failed.id, error: { code: -32603, message: "no pty" } });
+    link.send({ jsonrpc: "2.0", id: late.id, result: { terminalId: "t-late", cwd: "/w", cols: 80, rows: 24 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "_lembas/terminal/close", params: { terminalId: "t-late" } });
+    await link.silent();
+    await stays.silent();
+    // Neither counts toward the limit any more.
+    for (const t of ["s1", "s2", "s3", "s4"]) await openTerminal(stays, link, t);
+  });
+
   it("a close from the owner is forwarded and ends its ownership", async () => {
     const { link, client } = await linkedDevice();
     await openTerminal(client, link, "t1");

@@ -1,8 +1,10 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import type { Env } from "../src/env";
 import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
 import type { TestDevice } from "./helpers/fixtures";
 import { drain, linkedWithClients, statusOf } from "./helpers/linked";
+import { call, jsonOf } from "./helpers/requests";
 
 const prompt = (text: string, turnId?: string) => ({
   sessionId: "ses_1",
@@ -33,6 +35,30 @@ async function promptThenDrop(text: string) {
   const sent = await link.next();
   await dropLink(link, client);
   return { device, client, sent };
+}
+
+/**
+ * A prompt sent over HTTP /rpc by a caller that waits only `seconds` (RPC_WAIT_SECONDS, set on the objects' env and
+ * put back after); resolves to the HTTP answer.
+ */
+async function promptOverHttp(deviceId: string, apiAuth: string, seconds: number, turnId?: string) {
+  const setWait = (value: string | number | undefined) =>
+    runInDurableObject(linkStub(deviceId), (instance) => {
+      const env = (instance as unknown as { env: Env }).env;
+      const before = env.RPC_WAIT_SECONDS;
+      env.RPC_WAIT_SECONDS = value;
+      return before;
+    });
+  const before = await setWait(seconds);
+  try {
+    const res = await call("POST", `/api/devices/${deviceId}/rpc`, {
+      headers: { authorization: apiAuth },
+      body: { jsonrpc: "2.0", id: "http-1", method: "session/prompt", params: prompt("from a script", turnId) },
+    });
+    return await jsonOf<Wire>(res);
+  } finally {
+    await setWait(before);
+  }
 }
 
 describe("turns", () => {
@@ -168,5 +194,31 @@ describe("turns", () => {
     expect((await statusOf(client)).turns).toEqual([]);
     link.send({ jsonrpc: "2.0", id: sent.id, result: { stopReason: "end_turn" } });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
+  });
+
+  it("stops listing a prompt's turn when its HTTP caller stops waiting, on a device without turns", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1, WITHOUT_TURNS);
+    const [client] = clients as [Peer];
+    const answered = promptOverHttp(device.deviceId, user.apiAuth, 1);
+    const sent = await link.next();
+    expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_1" }]);
+    expect((await answered).error).toEqual({ code: -32002, message: "no answer from the device within 1 s" });
+    expect((await statusOf(client)).turns).toEqual([]);
+    // The device's late answer reaches nobody.
+    link.send({ jsonrpc: "2.0", id: sent.id, result: { stopReason: "end_turn" } });
+    await client.silent();
+  });
+
+  it("keeps listing a prompt's turn after its HTTP caller stops waiting while the device runs it, until its task end", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    const answered = promptOverHttp(device.deviceId, user.apiAuth, 1, "t-http");
+    await link.next();
+    expect((await answered).error).toMatchObject({ code: -32002 });
+    expect((await statusOf(client)).turns).toMatchObject([{ turnId: "t-http" }]);
+    const end = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-http" } } };
+    link.send(end);
+    expect(await client.next()).toEqual(end);
+    expect((await statusOf(client)).turns).toEqual([]);
   });
 });

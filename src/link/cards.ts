@@ -11,7 +11,7 @@
  * link gone (the device's request died with it) — and clients are told with settled. An ended card is remembered
  * for a while so a late answer learns why it was refused.
  */
-import type { Env } from "../env";
+import { secondsVar, type Env } from "../env";
 import { CARDS, isCardMethod, openCard, type CardMethod } from "../protocol/cards";
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
@@ -59,8 +59,7 @@ interface CardRow extends Record<string, SqlStorageValue> {
 
 /** The answer time of a card that is not patient: CARD_TIMEOUT_SECONDS, else the default. */
 export function cardTimeoutMs(env: Pick<Env, "CARD_TIMEOUT_SECONDS">): number {
-  const seconds = Number(env.CARD_TIMEOUT_SECONDS ?? DEFAULT_CARD_TIMEOUT_SECONDS);
-  return (Number.isFinite(seconds) && seconds > 0 ? seconds : DEFAULT_CARD_TIMEOUT_SECONDS) * 1000;
+  return secondsVar(env.CARD_TIMEOUT_SECONDS, DEFAULT_CARD_TIMEOUT_SECONDS);
 }
 
 const cardId = (toolCallId: string) => `${CARD_PREFIX}:${toolCallId}`;

@@ -47,14 +47,14 @@ export const chats: LinkFeature = {
   relayedAnswers: {
     "session/new": (rt, request, answer) => {
       const cwd = (request.memo as { [MEMO]?: { cwd?: unknown } } | null)?.[MEMO]?.cwd;
-      if (!("result" in answer) || typeof cwd !== "string") return;
+      if (!answer || !("result" in answer) || typeof cwd !== "string") return;
       const result = check(SessionNewResult, answer.result);
       const { deviceId, ownerId } = deviceOf(rt);
       if (!result.ok || !ownerId) return console.warn(`session/new answer made no chat: ${result.ok ? "no owner known" : result.error}`);
       inBackground(rt, "chats: session/new", () => chatFromSessionNew(rt.env.DB, deviceId, ownerId, cwd, result.value));
     },
     "_lembas/session/title": (rt, request, answer) => {
-      if (!("result" in answer) || request.sessionId === null) return;
+      if (!answer || !("result" in answer) || request.sessionId === null) return;
       const result = check(SessionTitleResult, answer.result);
       if (!result.ok) return;
       const sessionId = request.sessionId;

@@ -61,9 +61,11 @@ export type DeviceAnswerHandler = (rt: LinkRuntime, request: OutboundRequest, an
 
 /**
  * How a relayed client request ended — the device's answer, or the error it ended with (time-out, link loss,
- * cancel) — seen after the answer went to its client (chats: a session/new answer makes a chat).
+ * cancel) — seen after the answer went to its client (chats: a session/new answer makes a chat); or null: dropped,
+ * its client went away first (a socket closed, an HTTP /rpc caller stopped waiting). The device may still be
+ * working on a dropped request; its late answer reaches nobody (terminals: a late open is closed again).
  */
-export type RelayedAnswerObserver = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage) => void | Promise<void>;
+export type RelayedAnswerObserver = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage | null) => void | Promise<void>;
 
 /** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
 export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;

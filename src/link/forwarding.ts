@@ -5,7 +5,8 @@
  *
  * An outstanding request ends exactly once: answered by the device, cancelled by its client ($/cancel_request,
  * answered -32800), timed out (-32002), failed when its link goes down (-32001, data.reason "link_down") unless a
- * feature keeps it, or dropped quietly when its client goes away.
+ * feature keeps it, or dropped when its client goes away — then nobody is answered, but the features observing its
+ * method still learn that it ended (answer null).
  */
 import { missingCapability } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
@@ -53,6 +54,11 @@ async function settle(rt: LinkRuntime, request: OutboundRequest, answer: Respons
     return handler(rt, request, answer);
   }
   if (request.originId !== null) rt.sendToClient(request.origin, { ...answer, id: request.originId });
+  await observeEnd(rt, request, answer);
+}
+
+/** Tells the features observing a relayed request's method how it ended (null: dropped). */
+async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage | null): Promise<void> {
   for (const observe of rt.registry.relayedAnswers.get(request.method) ?? []) {
     try {
       await observe(rt, request, answer);
@@ -117,9 +123,15 @@ export async function forward(rt: LinkRuntime, peer: ClientPeer, message: Reques
   if (sent === null) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
 }
 
-/** Drops a gone client's outstanding requests; the device's late answers then find nobody and are discarded. */
-export function dropRequestsOf(rt: LinkRuntime, sid: string): void {
-  for (const request of rt.outbound.takeAllOf(sid)) rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
+/**
+ * Drops a gone client's outstanding requests; the device's late answers then find nobody and are discarded. Each
+ * one's observers learn it was dropped (turns: a prompt nobody waits for; terminals: an open nobody will own).
+ */
+export async function dropRequestsOf(rt: LinkRuntime, sid: string): Promise<void> {
+  for (const request of rt.outbound.takeAllOf(sid)) {
+    rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
+    await observeEnd(rt, request, null);
+  }
 }
 
 export const forwarding: LinkFeature = {

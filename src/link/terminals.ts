@@ -4,19 +4,25 @@
  * SQLite; its output and exit go to that socket only; input, resize and close are taken from that socket only
  * (any other gets -32602, under id null for these notifications, and nothing reaches the device). When the socket
  * goes its terminals are closed on the device; when the link goes they are all forgotten (they closed with it).
+ * An open whose socket went before the device answered is kept as the instance's own request (ORPHANED_OPEN): the
+ * terminal its answer opens is closed on the device at once, as nobody could ever use it.
  * At most MAX_TERMINALS per link, opens in flight included: a further open is refused before the device sees it.
  */
 import { check } from "../protocol/issues";
-import { ErrorCode, rpcNotification, RpcError, type NotificationMessage } from "../protocol/jsonrpc";
+import { ErrorCode, rpcNotification, RpcError, type NotificationMessage, type ResponseMessage } from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
 import type { z } from "zod";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
+import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
+import { REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
 import { socketById } from "./sockets";
 
 export const MAX_TERMINALS = 4;
 const OPEN = "_lembas/terminal/open";
 const CLOSE = "_lembas/terminal/close";
+/** The purpose of an open whose socket went before its answer. */
+const ORPHANED_OPEN = "terminals/orphaned-open";
 
 const SCHEMA = [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`];
 
@@ -24,6 +30,22 @@ const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
   rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ?? null;
 
 const forget = (rt: LinkRuntime, terminalId: string) => void rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
+
+/** The terminal an open's answer says the device opened, or null (an error, or a result not understood). */
+function openedTerminal(answer: ResponseMessage): string | null {
+  if (!("result" in answer)) return null;
+  const result = check(TerminalOpenResult, answer.result);
+  if (!result.ok) console.warn(`${OPEN} answer not understood: ${result.error}`);
+  return result.ok ? result.value.terminalId : null;
+}
+
+/** An open dropped with its socket, still on the live link: its answer now comes to ORPHANED_OPEN, in the same
+ * time the relay gave it (and it still counts toward MAX_TERMINALS until then). */
+function adoptOrphanedOpen(rt: LinkRuntime, request: OutboundRequest): void {
+  if (rt.upLink()?.linkId !== request.linkId) return;
+  rt.outbound.add({ ...request, origin: INSTANCE_ORIGIN, originId: null, purpose: ORPHANED_OPEN, keep: false, memo: null });
+  rt.deadlines.set(REQUEST_DEADLINE, String(request.id), Date.now() + DEFAULT_ANSWER_WITHIN_MS);
+}
 
 /** Input, resize and close pass only from the terminal's own socket; close also ends its ownership. */
 const fromOwner: BeforeForward = (rt, call) => {
@@ -68,13 +90,17 @@ export const terminals: LinkFeature = {
   },
   relayedAnswers: {
     [OPEN]: (rt, request, answer) => {
-      if (!("result" in answer)) return;
-      const result = check(TerminalOpenResult, answer.result);
-      if (!result.ok) return console.warn(`${OPEN} answer not understood: ${result.error}`);
-      const { terminalId } = result.value;
+      if (answer === null) return adoptOrphanedOpen(rt, request);
+      const terminalId = openedTerminal(answer);
       // A terminal of a link that has since gone closed with it.
-      if (rt.upLink()?.linkId !== request.linkId) return;
+      if (terminalId === null || rt.upLink()?.linkId !== request.linkId) return;
       rt.sql.exec("INSERT OR REPLACE INTO terminals (terminal_id, owner) VALUES (?, ?)", terminalId, request.origin);
+    },
+  },
+  deviceAnswers: {
+    [ORPHANED_OPEN]: (rt, _request, answer) => {
+      const terminalId = openedTerminal(answer);
+      if (terminalId !== null) rt.sendToDevice(rpcNotification(CLOSE, { terminalId }));
     },
   },
   deviceNotifications: {

@@ -98,10 +98,6 @@ export class TurnStore {
     return this.#rows("turn_id = ?", turnId);
   }
 
-  byOrigin(origin: string): Turn[] {
-    return this.#rows("origin = ?", origin);
-  }
-
   byDeviceRequest(id: number): Turn | null {
     return this.#rows("device_request_id = ?", id)[0] ?? null;
   }

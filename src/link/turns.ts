@@ -106,11 +106,17 @@ export const turns: LinkFeature = {
     },
   },
   relayedAnswers: {
-    "session/prompt": (rt, request) => {
+    "session/prompt": (rt, request, answer) => {
       const store = new TurnStore(rt.sql);
       const id = turnOf(request.memo);
       const turn = id === null ? null : store.get(id);
-      if (turn) endTurn(rt, store, turn);
+      if (!turn) return;
+      if (answer) return endTurn(rt, store, turn);
+      // Dropped: its client left, or stopped waiting (HTTP /rpc). A kept prompt still goes out on the next link, as
+      // the instance's; one on the live link is answered to nobody, so with turns its task end is the only end left
+      // to see, and without them nothing will end it.
+      store.forgetOrigin(turn.id);
+      if (turn.linkId === rt.upLink()?.linkId && !(hasTurns(rt) && turn.running)) endTurn(rt, store, turn);
     },
   },
   deviceAnswers: {
@@ -138,15 +144,6 @@ export const turns: LinkFeature = {
         }
       },
     },
-  },
-  onClientDetached: (rt, sid) => {
-    const store = new TurnStore(rt.sql);
-    const live = rt.upLink()?.linkId;
-    for (const turn of store.byOrigin(sid)) {
-      store.forgetOrigin(turn.id);
-      // A prompt on the live link is now answered to nobody: its task end (turns) is the only end left to see.
-      if (turn.linkId === live && !(hasTurns(rt) && turn.running)) endTurn(rt, store, turn);
-    }
   },
   onLinkDown: (rt) => {
     const store = new TurnStore(rt.sql);
