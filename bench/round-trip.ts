@@ -1,13 +1,15 @@
 /**
  * Request round trip, client → device → client: one request at a time on one client socket, answered at once by
- * the scripted device. The relay and the bare echo are measured in alternating blocks, so a noisy neighbour on the
- * shared cores hits both alike.
+ * the scripted device, started at most every MIN_INTERVAL_MS — under a client socket's flood budget (50 frames a
+ * second, src/link/flood.ts), as a person's script would be. The relay and the bare echo are measured in
+ * alternating blocks, paced alike, so a noisy neighbour on the shared cores hits both alike.
  */
 import { SESSION_ID, type Client } from "./peers.js";
-import { log } from "./progress.js";
+import { log, sleep } from "./progress.js";
 import { spread, type Spread } from "./stats.js";
 
 export const ROUND_TRIP_METHOD = "_lembas/session/status";
+export const MIN_INTERVAL_MS = 25;
 
 export interface RoundTripPlan {
   warmup: number;
@@ -19,7 +21,9 @@ async function timed(client: Client, count: number, into: number[] | null): Prom
   for (let i = 0; i < count; i++) {
     const start = performance.now();
     await client.request(ROUND_TRIP_METHOD, { sessionId: SESSION_ID });
-    into?.push(performance.now() - start);
+    const took = performance.now() - start;
+    into?.push(took);
+    if (took < MIN_INTERVAL_MS) await sleep(MIN_INTERVAL_MS - took);
   }
 }
 
