@@ -26,6 +26,18 @@ async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
   await sweep(deviceId);
 }
 
+/** Moves every question the sweep asked `ago` ms into the past, as if the grace had run out. */
+async function ageProbes(deviceId: string, ago: number): Promise<void> {
+  await runInDurableObject(linkStub(deviceId), (_instance, state) => {
+    for (const ws of state.getWebSockets()) {
+      const attachment = ws.deserializeAttachment() as Attachment;
+      if (attachment.probed !== undefined) ws.serializeAttachment({ ...attachment, probed: Date.now() - ago });
+    }
+  });
+}
+
+const PROBE = { jsonrpc: "2.0", id: "probe", method: "$/ping" };
+
 describe("keep-alive and the sweep", () => {
   it("answers ping with pong without the object", async () => {
     const user = await createUser();
@@ -34,15 +46,35 @@ describe("keep-alive and the sweep", () => {
     await client.ping();
   });
 
-  it("closes sockets silent past the window with 4410: the link goes down and the device offline", async () => {
+  it("asks a silent socket first, and closes it with 4410 only if it stays silent: the link goes down and the device offline", async () => {
     const { device, link, client } = await linkedDevice();
     await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    expect(await link.next()).toEqual(PROBE);
+    expect(await client.next()).toEqual(PROBE);
+    // Within the grace the sweep waits for an answer.
+    await sweep(device.deviceId);
+    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    await ageProbes(device.deviceId, 60_000);
+    await sweep(device.deviceId);
     expect((await link.closed).code).toBe(4410);
     const closed = await client.closed;
     expect(closed.code).toBe(4410);
     expect(closed.reason).toContain("ping");
     const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first<{ online: number }>();
     expect(row!.online).toBe(0);
+  });
+
+  it("keeps a quiet device that answers the question, as any JSON-RPC peer does", async () => {
+    const { device, link, client } = await linkedDevice();
+    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    expect(await link.next()).toEqual(PROBE);
+    link.send({ jsonrpc: "2.0", id: "probe", error: { code: -32601, message: "Method not found" } });
+    await client.ping();
+    await ageProbes(device.deviceId, 60_000);
+    await sweep(device.deviceId);
+    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    await link.silent();
   });
 
   it("keeps a socket that pinged recently, even with no other frame", async () => {
@@ -59,10 +91,16 @@ describe("keep-alive and the sweep", () => {
   });
 
   it("keeps a socket that sent a frame since, without pings", async () => {
-    const { device, client } = await linkedDevice();
+    const { device, link, client } = await linkedDevice();
     await makeSilent(device.deviceId, 10 * 60_000);
     await client.call(1, "instance/status");
     await sweep(device.deviceId);
+    expect(await link.next()).toEqual(PROBE);
+    await ageProbes(device.deviceId, 60_000);
+    await sweep(device.deviceId);
     expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down" });
+    // The client, which spoke, was never asked: all it heard was the link going down.
+    expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "down", reason: "stale" } });
+    await client.silent();
   });
 });

@@ -1,8 +1,12 @@
 /**
- * Keep-alive and the sweep. Peers send the text frame "ping" at least every PING_EVERY_MS; the runtime answers
- * "pong" itself (setWebSocketAutoResponse) without waking the object, and records when. A socket whose last ping
- * and last frame are both older than STALE_AFTER_MS is closed (4410) by a sweep the deadline alarm runs every
- * SWEEP_EVERY_MS while any socket is attached — webSocketClose may never come for a peer that vanished.
+ * Keep-alive and the sweep. Peers should send the text frame "ping" at least every PING_EVERY_MS; the runtime
+ * answers "pong" itself (setWebSocketAutoResponse) without waking the object, and records when. The deadline alarm
+ * sweeps every SWEEP_EVERY_MS while any socket is attached, because webSocketClose may never come for a peer that
+ * vanished. A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the
+ * spec asks no keep-alive of a device, and a quiet device is not a dead one — but asked a JSON-RPC request every
+ * peer answers (an unknown method gets -32601); any frame back counts as alive. Only a socket still silent
+ * PROBE_GRACE_MS after that question is closed (4410). Sending also makes a half-open connection fail, so the
+ * runtime may report the close itself first.
  */
 import { CloseCode } from "../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
@@ -13,7 +17,10 @@ import { attachmentOf, closeSocket } from "./sockets";
 export const PING_EVERY_MS = 30_000;
 export const STALE_AFTER_MS = 120_000;
 export const SWEEP_EVERY_MS = 60_000;
+export const PROBE_GRACE_MS = 30_000;
 const SWEEP = "sweep";
+/** The liveness question; its answer needs no routing — reading any frame marks the socket seen. */
+const PROBE = JSON.stringify({ jsonrpc: "2.0", id: "probe", method: "$/ping" });
 
 /** The keep-alive pair, set when the object starts. */
 export const keepAlive = () => new WebSocketRequestResponsePair("ping", "pong");
@@ -32,8 +39,16 @@ export const heartbeat: LinkFeature = {
         const attachment = attachmentOf(ws);
         if (!attachment) continue;
         const pinged = rt.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
-        if (now - Math.max(attachment.seen, pinged) <= STALE_AFTER_MS) continue;
-        closeSocket(ws, CloseCode.Stale, `silent for over ${STALE_AFTER_MS / 1000} s; send "ping" every ${PING_EVERY_MS / 1000} s`);
+        const heard = Math.max(attachment.seen, pinged);
+        if (now - heard <= STALE_AFTER_MS) continue;
+        const { probed } = attachment;
+        if (probed === undefined || probed <= heard) {
+          ws.send(PROBE);
+          ws.serializeAttachment({ ...attachment, probed: now });
+          continue;
+        }
+        if (now - probed < PROBE_GRACE_MS) continue;
+        closeSocket(ws, CloseCode.Stale, `silent for over ${STALE_AFTER_MS / 1000} s and no answer when asked; send "ping" every ${PING_EVERY_MS / 1000} s`);
         await onSocketGone(rt, attachment, "stale");
       }
       if (rt.ctx.getWebSockets().length > 0) ensureSweep(rt);

@@ -15,6 +15,8 @@ export interface Attachment {
   at: number;
   /** When its last frame was read (ms), refreshed at most every SEEN_EVERY_MS so a busy socket costs nothing extra. */
   seen: number;
+  /** When the sweep last asked this silent socket whether it is still there (ms); see heartbeat.ts. */
+  probed?: number;
 }
 
 const SEEN_EVERY_MS = 15_000;
