@@ -7,6 +7,7 @@ import { readJson } from "./body";
 import { HttpError, json } from "./respond";
 import { authenticatePerson, readCookie, SESSION_COOKIE } from "./auth";
 import { personWriting } from "./guards";
+import { closeCredentialSockets } from "./devices";
 import { assertSameOrigin } from "./origin";
 import { clearedSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
@@ -57,7 +58,10 @@ export const logout: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   if (person.via === "session") {
     const sessionId = parseToken(readCookie(request, SESSION_COOKIE) ?? "")?.id;
-    if (sessionId) await deleteSession(env.DB, sessionId, person.userId);
+    if (sessionId) {
+      await deleteSession(env.DB, sessionId, person.userId);
+      await closeCredentialSockets(env, person.userId, person.credential);
+    }
   }
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSessionCookie(request) } });
 };

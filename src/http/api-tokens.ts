@@ -7,6 +7,7 @@ import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { issueToken } from "../crypto/tokens";
 import { deleteApiToken, insertApiToken, listApiTokens } from "../db/api-tokens";
+import { closeCredentialSockets } from "./devices";
 
 const createBody = z.object({ name: z.string().trim().min(1).max(100) });
 
@@ -26,6 +27,8 @@ export const listTokens: Handler = async (request, env) => {
 
 export const deleteToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  if (!(await deleteApiToken(env.DB, request.params.id!, person.userId))) throw new HttpError(404, "no such API token");
+  const id = request.params.id!;
+  if (!(await deleteApiToken(env.DB, id, person.userId))) throw new HttpError(404, "no such API token");
+  await closeCredentialSockets(env, person.userId, `lba_${id}`);
   return new Response(null, { status: 204 });
 };

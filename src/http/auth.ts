@@ -14,6 +14,8 @@ export const SESSION_COOKIE = "lembas_session";
 export interface Person {
   userId: string;
   via: "session" | "api";
+  /** `<kind>_<id>` of the session or API token used: what a sign-out or a token's deletion ends. */
+  credential: string;
 }
 
 export interface DeviceCaller {
@@ -61,13 +63,13 @@ export async function authenticatePerson(request: Request, env: Env): Promise<Pe
   const token = bearer(request);
   if (token) {
     const found = await checkToken(env, token, ["lba"]);
-    if (found) return { userId: found.userId, via: "api" };
+    if (found) return { userId: found.userId, via: "api", credential: `${found.kind}_${found.id}` };
     throw unauthorized(parseToken(token)?.kind === "lbd" ? "a device token cannot be used here; sign in or use an API token" : "the API token is not valid (revoked or mistyped)");
   }
   const cookie = readCookie(request, SESSION_COOKIE);
   if (cookie) {
     const found = await checkToken(env, cookie, ["lbs"]);
-    if (found) return { userId: found.userId, via: "session" };
+    if (found) return { userId: found.userId, via: "session", credential: `${found.kind}_${found.id}` };
     throw unauthorized("the sign-in session has expired or was ended; sign in again");
   }
   throw unauthorized("sign in, or send Authorization: Bearer <API token>");

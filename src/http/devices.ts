@@ -1,6 +1,7 @@
 /** A person's devices: listed with what their last link said, renamed, revoked. */
 import { z } from "zod";
 import type { Env } from "../env";
+import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
@@ -13,13 +14,24 @@ const noSuchDevice = () => new HttpError(404, "no such device");
 
 const renameBody = z.object({ name: z.string().trim().min(1).max(100) });
 
+/** Tells each device's object something at once; one object that could not be told must not stop the others. */
+async function tellEach(env: Env, deviceIds: string[], what: string, call: (link: DurableObjectStub<DeviceLink>) => Promise<void>): Promise<void> {
+  const results = await Promise.allSettled(deviceIds.map((id) => call(env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(id)))));
+  for (const r of results) if (r.status === "rejected") console.error(`${what} failed`, r.reason);
+}
+
 /**
  * Closes each device's live link (and the browser sockets on it) at once. Called after the rows are gone, so the
- * tokens already fail and no new link can open; one link that could not be told must not stop the others.
+ * tokens already fail and no new link can open.
  */
-export async function closeDeviceLinks(env: Env, deviceIds: string[]): Promise<void> {
-  const results = await Promise.allSettled(deviceIds.map((id) => env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(id)).revoke()));
-  for (const r of results) if (r.status === "rejected") console.error("closing a revoked device's link failed", r.reason);
+export function closeDeviceLinks(env: Env, deviceIds: string[]): Promise<void> {
+  return tellEach(env, deviceIds, "closing a revoked device's link", (link) => link.revoke());
+}
+
+/** Closes the person's client sockets opened with a credential that just ended (sign-out, deleted API token). */
+export async function closeCredentialSockets(env: Env, userId: string, credential: string): Promise<void> {
+  const devices = await listDevices(env.DB, userId);
+  await tellEach(env, devices.map((d) => d.id), "closing an ended credential's sockets", (link) => link.endCredential(credential));
 }
 
 export const listOwnDevices: Handler = async (request, env) => {

@@ -30,7 +30,7 @@ async function ownersDevice(request: Parameters<Handler>[0], env: Env): Promise<
   const person = await authenticatePerson(request, env);
   const deviceId = request.params.deviceId ?? "";
   if ((await deviceOwner(env.DB, deviceId)) !== person.userId) throw new HttpError(404, "no such device");
-  return { userId: person.userId, deviceId };
+  return { userId: person.userId, deviceId, credential: person.credential };
 }
 
 export const deviceLink: Handler = async (request, env) => {

@@ -62,7 +62,7 @@ import { OUTBOUND_SCHEMA } from "./outbound";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
-import { acceptSocket, attachmentOf, closeSocket, markSeen } from "./sockets";
+import { acceptSocket, attachmentOf, closeSocket, credentialTag, markSeen } from "./sockets";
 import { STORE_SCHEMA } from "./store";
 import { terminals } from "./terminals";
 import { turns } from "./turns";
@@ -102,7 +102,7 @@ export class DeviceLink extends DurableObject<Env> {
       return new Response(null, { status: 101, webSocket: peer });
     }
     if (path.endsWith("/client")) {
-      const { peer, attachment } = acceptSocket(this.ctx, "client", identity.userId);
+      const { peer, attachment } = acceptSocket(this.ctx, "client", identity.userId, identity.credential);
       rt.links.setMeta("device_id", identity.deviceId);
       ensureSweep(rt);
       await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
@@ -152,6 +152,15 @@ export class DeviceLink extends DurableObject<Env> {
       const attachment = attachmentOf(ws);
       closeSocket(ws, CloseCode.DeviceGone, "device revoked");
       if (attachment) await onSocketGone(rt, attachment, "revoked");
+    }
+  }
+
+  /** A sign-in ended or an API token was deleted: the client sockets opened with it close at once (4403). */
+  async endCredential(credential: string): Promise<void> {
+    for (const ws of this.ctx.getWebSockets(credentialTag(credential))) {
+      const attachment = attachmentOf(ws);
+      closeSocket(ws, CloseCode.CredentialEnded, "signed out, or the API token was deleted");
+      if (attachment) await onSocketGone(this.#rt, attachment, "revoked");
     }
   }
 

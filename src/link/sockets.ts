@@ -23,13 +23,16 @@ const SEEN_EVERY_MS = 15_000;
 
 export const sidTag = (sid: string) => `sid:${sid}`;
 
+/** A client socket is also tagged with the credential it was opened with, to close it when that ends. */
+export const credentialTag = (credential: string) => `cred:${credential}`;
+
 /** Accepts the server end of a new pair for hibernation; the client end goes back in the 101 response. */
-export function acceptSocket(ctx: DurableObjectState, role: Role, uid: string): { peer: WebSocket; attachment: Attachment } {
+export function acceptSocket(ctx: DurableObjectState, role: Role, uid: string, credential?: string): { peer: WebSocket; attachment: Attachment } {
   const pair = new WebSocketPair();
   const server = pair[1];
   const now = Date.now();
   const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
-  ctx.acceptWebSocket(server, [role, sidTag(attachment.sid)]);
+  ctx.acceptWebSocket(server, [role, sidTag(attachment.sid), ...(credential ? [credentialTag(credential)] : [])]);
   server.serializeAttachment(attachment);
   return { peer: pair[0], attachment };
 }

@@ -4,6 +4,8 @@ export const CloseCode = {
   ProtocolMismatch: 4400,
   /** The device was revoked: its token no longer works. */
   Revoked: 4401,
+  /** (client sockets) The sign-in or API token the socket was opened with ended: signed out or deleted. */
+  CredentialEnded: 4403,
   /** The device is gone (revoked or deleted) — said to browser sockets attached to it. */
   DeviceGone: 4404,
   /** The device answered initialize with an error or with something that is not an initialize result. */
