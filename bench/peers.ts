@@ -84,6 +84,9 @@ export class ScriptedDevice {
   readonly times: LinkTimes;
   readonly initialized: Promise<void>;
   private readonly socket: WebSocket;
+  /** Ids of session/prompt requests held open (a running turn) until endTurns(). */
+  private readonly heldPrompts: string[] = [];
+  private promptArrived: () => void = () => {};
 
   private constructor(socket: WebSocket, start: number, handshake: boolean, host: string) {
     this.socket = socket;
@@ -100,6 +103,11 @@ export class ScriptedDevice {
         this.times.initialize = performance.now();
         socket.send(`{"jsonrpc":"2.0","id":${id},"result":${INITIALIZE_RESULT}}`);
         initialized();
+        return;
+      }
+      if (message.method === "session/prompt") {
+        this.heldPrompts.push(id);
+        this.promptArrived();
         return;
       }
       socket.send(`{"jsonrpc":"2.0","id":${id},"result":${STATUS_RESULT}}`);
@@ -125,6 +133,16 @@ export class ScriptedDevice {
     const start = performance.now();
     const socket = await openSocket(`${wsOrigin(origin)}/b/${room}`);
     return new ScriptedDevice(socket, start, false, room);
+  }
+
+  /** Resolves when the next session/prompt reaches the device (it is then held: a running turn). */
+  nextPrompt(): Promise<void> {
+    return new Promise((resolve) => (this.promptArrived = resolve));
+  }
+
+  /** Answers every held prompt: their turns end. */
+  endTurns(): void {
+    for (const id of this.heldPrompts.splice(0)) this.socket.send(`{"jsonrpc":"2.0","id":${id},"result":{"stopReason":"end_turn"}}`);
   }
 
   /** Sends `count` session/update notifications as fast as the socket takes them. */

@@ -9,7 +9,10 @@ import type { Spread } from "./stats.js";
 export interface BenchResult {
   roundTrip: { method: string; warmup: number; relay: Spread; bare: Spread };
   fanOut: FanOutRow[];
-  links: LinkStagesResult;
+  /** The same with a prompt outstanding (the late-joiner buffer at work). */
+  fanOutDuringTurn: FanOutRow[];
+  /** Null in the quick mode (BENCH_QUICK=1). */
+  links: LinkStagesResult | null;
   /** wrangler reloaded a Worker during the run (a source file changed): figures after that are not trustworthy. */
   disturbed: boolean;
 }
@@ -23,16 +26,32 @@ const ratio = (value: number) => `${value.toFixed(2)}×`;
 const verdict = (ok: boolean) => (ok ? "meets target" : "MISSES target");
 
 export function table(result: BenchResult): string {
-  const { roundTrip: rt, fanOut, links } = result;
+  const { roundTrip: rt, fanOut, fanOutDuringTurn, links } = result;
   const rows: [string, string, string, string][] = [];
   const p50Ratio = rt.relay.p50 / rt.bare.p50;
   rows.push([`round trip p50 (${rt.relay.n} requests, ${rt.method})`, ms(rt.relay.p50), ms(rt.bare.p50), `${ratio(p50Ratio)} — ${verdict(p50Ratio <= TARGETS.roundTrip)} (≤ ${TARGETS.roundTrip}×)`]);
   const p99Ratio = rt.relay.p99 / rt.bare.p99;
   rows.push([`round trip p99`, ms(rt.relay.p99), ms(rt.bare.p99), `${ratio(p99Ratio)} — ${verdict(p99Ratio <= TARGETS.roundTrip)}`]);
-  for (const row of fanOut) {
-    const r = row.relay / row.bare;
-    rows.push([`fan-out to ${row.clients} (${row.notifications} notifications)`, `${Math.round(row.relay)} msg/s`, `${Math.round(row.bare)} msg/s`, `${ratio(r)} — ${verdict(r >= TARGETS.fanOut)} (≥ ${TARGETS.fanOut}×)`]);
-  }
+  const fanOutRows = (label: string, list: readonly FanOutRow[]) => {
+    for (const row of list) {
+      const r = row.relay / row.bare;
+      rows.push([`${label} to ${row.clients} (${row.notifications} notifications)`, `${Math.round(row.relay)} msg/s`, `${Math.round(row.bare)} msg/s`, `${ratio(r)} — ${verdict(r >= TARGETS.fanOut)} (≥ ${TARGETS.fanOut}×)`]);
+    }
+  };
+  fanOutRows("fan-out", fanOut);
+  fanOutRows("fan-out during a turn", fanOutDuringTurn);
+  if (links) linkRows(rows, links);
+
+  const header: [string, string, string, string] = ["measure", "relay (real Worker)", "baseline (bare DO)", "ratio / target"];
+  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
+  const line = (cells: readonly string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
+  const lines = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)];
+  if (result.disturbed) lines.push("", "WARNING: wrangler reloaded a Worker during the run (a source file changed); these figures are not trustworthy.");
+  return lines.join("\n");
+}
+
+/** Link set-up, D1, memory and idle-object rows (the full run only). */
+function linkRows(rows: [string, string, string, string][], links: LinkStagesResult): void {
   const s = links.setup;
   rows.push([`link set-up p50 (${s.relayUp.n} links): upgrade → open`, ms(s.relayOpen.p50), ms(s.bareOpen.p50), ratio(s.relayOpen.p50 / s.bareOpen.p50)]);
   rows.push([`link set-up p50: upgrade → initialize request`, ms(s.relayInitialize.p50), "—", ""]);
@@ -55,13 +74,6 @@ export function table(result: BenchResult): string {
   rows.push([`idle objects waking on their own in ${window}`, `${idleRelay.wakesInWindow} of ${idleRelay.links}`, `${idleBare.wakesInWindow} of ${idleBare.links}`, ""]);
   const held = (side: IdleSide) => Math.max(0, Math.round(side.open - Math.max(0, side.rebuiltOnProbe - side.backgroundDuringProbe)));
   rows.push([`idle links with their object in memory at a probe`, `${held(idleRelay)} of ${idleRelay.open} open`, `${held(idleBare)} of ${idleBare.open} open`, `${verdict(held(idleRelay) === 0)} (none)`]);
-
-  const header: [string, string, string, string] = ["measure", "relay (real Worker)", "baseline (bare DO)", "ratio / target"];
-  const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
-  const line = (cells: readonly string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
-  const lines = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)];
-  if (result.disturbed) lines.push("", "WARNING: wrangler reloaded a Worker during the run (a source file changed); these figures are not trustworthy.");
-  return lines.join("\n");
 }
 
 export async function writeResults(root: string, result: BenchResult): Promise<string> {
