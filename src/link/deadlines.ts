@@ -1,7 +1,12 @@
 /**
- * One alarm for every deadline of the object. Deadlines are rows (kind, key, due); after each change the alarm is
- * set to the earliest one. When it fires, every due row is removed and handed to the handler its kind registered
- * (handshake timeouts, request timeouts, the heartbeat sweep, and whatever features add).
+ * One alarm for every deadline of the object. Deadlines are rows (kind, key, due); the alarm rings no later than the
+ * earliest one. When it rings, every due row is removed and handed to the handler its kind registered (handshake
+ * timeouts, request timeouts, the heartbeat sweep, and whatever features add).
+ *
+ * setAlarm is a storage write that the next output waits for, so the alarm is moved only when a new deadline falls
+ * before the time it is armed for — remembered in memory, and after an eviction taken to be the earliest row, which
+ * it never rings later than. A cleared deadline leaves the alarm where it is: if it rings with nothing due, it is
+ * just armed again for the earliest row (one early wake, instead of a write on every clear).
  */
 export const DEADLINES_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS deadlines (kind TEXT NOT NULL, key TEXT NOT NULL, due INTEGER NOT NULL, PRIMARY KEY (kind, key))`,
@@ -13,6 +18,9 @@ export interface DueDeadline {
 }
 
 export class Deadlines {
+  /** The time the alarm is armed for (null: none), as this instance knows it; undefined until first needed. */
+  #armed: number | null | undefined;
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly storage: DurableObjectStorage,
@@ -20,31 +28,52 @@ export class Deadlines {
 
   /** Sets (or moves) a deadline. */
   set(kind: string, key: string, due: number): void {
+    const armed = this.#armedFor();
     this.sql.exec("INSERT OR REPLACE INTO deadlines (kind, key, due) VALUES (?, ?, ?)", kind, key, due);
-    this.rearm();
+    this.#ringBy(armed, due);
   }
 
   /** Sets a deadline unless one of that kind and key is already set. */
   ensure(kind: string, key: string, due: number): void {
-    this.sql.exec("INSERT OR IGNORE INTO deadlines (kind, key, due) VALUES (?, ?, ?)", kind, key, due);
-    this.rearm();
+    const armed = this.#armedFor();
+    const added = this.sql.exec("INSERT OR IGNORE INTO deadlines (kind, key, due) VALUES (?, ?, ?) RETURNING due", kind, key, due).toArray().length > 0;
+    if (added) this.#ringBy(armed, due);
   }
 
   clear(kind: string, key: string): void {
     this.sql.exec("DELETE FROM deadlines WHERE kind = ? AND key = ?", kind, key);
-    this.rearm();
   }
 
-  /** Removes and returns every deadline due by `now`, earliest first. */
+  /** The alarm rang (the runtime has consumed it): removes and returns every deadline due by `now`, earliest first. */
   takeDue(now: number): DueDeadline[] {
+    this.#armed = null;
     const due = this.sql.exec<{ kind: string; key: string; due: number }>("DELETE FROM deadlines WHERE due <= ? RETURNING kind, key, due", now).toArray();
     return due.sort((a, b) => a.due - b.due).map(({ kind, key }) => ({ kind, key }));
   }
 
-  /** Points the alarm at the earliest deadline, or removes it when there is none. */
+  /** Points the alarm at the earliest deadline, or removes it when there is none (after the alarm rang). */
   rearm(): void {
-    const next = this.sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM deadlines").one().due;
+    const next = this.#earliest();
+    if (next === this.#armed) return;
+    this.#armed = next;
     // Storage writes are ordered and confirmed before any output leaves the object; no need to await them here.
     void (next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next));
+  }
+
+  #earliest(): number | null {
+    return this.sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM deadlines").one().due;
+  }
+
+  /** What the alarm is armed for; after an eviction, the earliest row (every change kept the alarm at or before it). */
+  #armedFor(): number | null {
+    if (this.#armed === undefined) this.#armed = this.#earliest();
+    return this.#armed;
+  }
+
+  /** Makes the alarm ring by `due` if it is not armed for that or earlier already. */
+  #ringBy(armed: number | null, due: number): void {
+    if (armed !== null && armed <= due) return;
+    this.#armed = due;
+    void this.storage.setAlarm(due);
   }
 }
