@@ -1,0 +1,47 @@
+/**
+ * A person and their devices, made through the instance's real HTTP API as a browser and LLeMbas CLI would: the
+ * first account, a sign-in (cookie), an API token, and a device token through the device login — authorize, the
+ * person's approval with the cookie from the instance's own Origin, then the token.
+ */
+export interface Person {
+  /** `lembas_session=…`, sent with the instance's own Origin. */
+  cookie: string;
+  /** `Bearer lba_…`, for scripts. */
+  apiAuth: string;
+}
+
+export interface LoggedInDevice {
+  deviceId: string;
+  /** `lbd_…` */
+  token: string;
+}
+
+async function post<T>(origin: string, route: string, body: unknown, headers: Record<string, string>, want: number): Promise<{ body: T; response: Response }> {
+  const response = await fetch(`${origin}${route}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...headers },
+    body: JSON.stringify(body),
+  });
+  const text = await response.text();
+  if (response.status !== want) throw new Error(`POST ${route}: HTTP ${response.status} ${text} (expected ${want})`);
+  return { body: JSON.parse(text) as T, response };
+}
+
+/** The instance's first account (an admin), signed in, with an API token. */
+export async function firstPerson(origin: string): Promise<Person> {
+  const credentials = { email: "owner@example.org", password: "a long enough password" };
+  await post(origin, "/api/auth/setup", credentials, {}, 201);
+  const login = await post(origin, "/api/auth/login", credentials, {}, 200);
+  const cookie = /lembas_session=[^;]+/.exec(login.response.headers.get("set-cookie") ?? "")?.[0];
+  if (!cookie) throw new Error("the login set no session cookie");
+  const token = await post<{ token: string }>(origin, "/api/tokens", { name: "e2e script" }, { cookie, origin }, 201);
+  return { cookie, apiAuth: `Bearer ${token.body.token}` };
+}
+
+/** A device through the whole device login, approved by the signed-in person. */
+export async function loginDevice(origin: string, person: Person, host: string): Promise<LoggedInDevice> {
+  const code = await post<{ device_code: string; user_code: string }>(origin, "/api/devices/authorize", { host, platform: "linux" }, {}, 200);
+  await post(origin, "/api/devices/approve", { user_code: code.body.user_code }, { cookie: person.cookie, origin }, 200);
+  const token = await post<{ access_token: string; device_id: string }>(origin, "/api/devices/token", { device_code: code.body.device_code }, {}, 200);
+  return { deviceId: token.body.device_id, token: token.body.access_token };
+}
