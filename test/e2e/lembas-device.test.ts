@@ -104,10 +104,10 @@ async function until<T>(what: string, probe: () => T | Promise<T>, done: (value:
 }
 
 /** The person's chats of the device, by cookie or by API token. */
-async function chats(auth: Record<string, string>): Promise<any[]> {
+async function chats(auth: Record<string, string>): Promise<Record<string, unknown>[]> {
   const response = await fetch(`${instance.origin}/api/chats?device=${deviceId}`, { headers: auth });
   expect(response.status).toBe(200);
-  return (await response.json()) as any[];
+  return (await response.json()) as Record<string, unknown>[];
 }
 
 describe("a protocol 2 device on the ACP SDK, driven from two client sockets", () => {
@@ -133,7 +133,7 @@ describe("a protocol 2 device on the ACP SDK, driven from two client sockets", (
         agentInfo: { name: "LLeMbas CLI" },
       });
     }
-    const devices = (await (await fetch(`${instance.origin}/api/devices`, { headers: { authorization: person.apiAuth } })).json()) as any[];
+    const devices = (await (await fetch(`${instance.origin}/api/devices`, { headers: { authorization: person.apiAuth } })).json()) as Record<string, unknown>[];
     expect(devices).toEqual([expect.objectContaining({ id: deviceId, online: true, protocol: 2, host: "e2e-laptop", capabilities: CAPABILITIES })]);
   });
 
