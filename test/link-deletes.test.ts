@@ -5,7 +5,7 @@ import type { SessionAnnounce } from "../src/protocol/lembas";
 import { chatsOf, pendingRows, until } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
 import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "./helpers/link";
-import { drain, fireDeadlines } from "./helpers/linked";
+import { drain, fireRequestDeadlines } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 
 const DELETE = "_lembas/session/delete";
@@ -79,7 +79,7 @@ describe("deleting a chat while the device is linked", () => {
     await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_slow"));
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_slow" } });
     const id = await expectDelete(link, "ses_slow");
-    await fireDeadlines(device.deviceId, "request");
+    await fireRequestDeadlines(device.deviceId);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id } });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { deleted: false, pending: true, reason: "no answer" } });
     expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_slow", refusals: 0, last_error: "no answer" }]);

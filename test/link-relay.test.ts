@@ -1,8 +1,9 @@
-import { evictDurableObject, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
+import { fireRequestDeadlines } from "./helpers/linked";
 
 
 /** The device answers the next request it gets with this result, and returns that request. */
@@ -85,9 +86,7 @@ describe("relay: forwarding and answers", () => {
     const { device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
     const forwarded = await link.next();
-    const stub = linkStub(device.deviceId);
-    await runInDurableObject(stub, (_i, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'request'"));
-    await runDurableObjectAlarm(stub);
+    await fireRequestDeadlines(device.deviceId);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
     const answer = await client.next();
     expect(answer).toMatchObject({ id: 9, error: { code: -32002 } });

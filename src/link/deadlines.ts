@@ -1,6 +1,7 @@
 /**
- * One alarm for every deadline of the object. Deadlines are rows (kind, key, due); the alarm rings no later than the
- * earliest one. When it rings, every due row is removed and handed to the handler its kind registered (handshake
+ * One alarm for every deadline of the object. Deadlines are rows (kind, key, due) — in the deadlines table, or a
+ * `due` column of a table that keeps its own (outbound.ts: a request's answer time lives in its row, so a request
+ * writes one row, not two); the alarm rings no later than the earliest one. When it rings, every due row is removed and handed to the handler its kind registered (handshake
  * timeouts, request timeouts, the heartbeat sweep, and whatever features add).
  *
  * setAlarm is a storage write that the next output waits for, so the alarm is moved only when a new deadline falls
@@ -17,14 +18,28 @@ export interface DueDeadline {
   key: string;
 }
 
+/** A table whose rows carry their own deadline of one kind in a nullable `due` column; the handler removes the row. */
+export interface DueColumn {
+  kind: string;
+  table: string;
+  /** The column whose value (as text) is the deadline's key. */
+  key: string;
+}
+
 export class Deadlines {
   /** The time the alarm is armed for (null: none), as this instance knows it; undefined until first needed. */
   #armed: number | null | undefined;
 
+  readonly #earliestSql: string;
+
   constructor(
     private readonly sql: SqlStorage,
     private readonly storage: DurableObjectStorage,
-  ) {}
+    private readonly columns: readonly DueColumn[] = [],
+  ) {
+    const mins = ["SELECT MIN(due) AS due FROM deadlines", ...columns.map((c) => `SELECT MIN(due) AS due FROM ${c.table}`)];
+    this.#earliestSql = `SELECT MIN(due) AS due FROM (${mins.join(" UNION ALL ")})`;
+  }
 
   /** Sets (or moves) a deadline. */
   set(kind: string, key: string, due: number): void {
@@ -40,6 +55,11 @@ export class Deadlines {
     if (added) this.#ringBy(armed, due);
   }
 
+  /** A row of a DueColumn table is about to get a deadline at `due`: call before writing it. */
+  expect(due: number): void {
+    this.#ringBy(this.#armedFor(), due);
+  }
+
   clear(kind: string, key: string): void {
     this.sql.exec("DELETE FROM deadlines WHERE kind = ? AND key = ?", kind, key);
   }
@@ -48,6 +68,11 @@ export class Deadlines {
   takeDue(now: number): DueDeadline[] {
     this.#armed = null;
     const due = this.sql.exec<{ kind: string; key: string; due: number }>("DELETE FROM deadlines WHERE due <= ? RETURNING kind, key, due", now).toArray();
+    for (const { kind, table, key } of this.columns) {
+      for (const row of this.sql.exec<{ key: SqlStorageValue; due: number }>(`SELECT ${key} AS key, due FROM ${table} WHERE due <= ?`, now)) {
+        due.push({ kind, key: String(row.key), due: row.due });
+      }
+    }
     return due.sort((a, b) => a.due - b.due).map(({ kind, key }) => ({ kind, key }));
   }
 
@@ -61,7 +86,7 @@ export class Deadlines {
   }
 
   #earliest(): number | null {
-    return this.sql.exec<{ due: number | null }>("SELECT MIN(due) AS due FROM deadlines").one().due;
+    return this.sql.exec<{ due: number | null }>(this.#earliestSql).one().due;
   }
 
   /** What the alarm is armed for; after an eviction, the earliest row (every change kept the alarm at or before it). */

@@ -47,7 +47,6 @@ export function clientMethod(method: string): ClientMethod | undefined {
 
 /** Delivers the end of an outstanding request to whoever is waiting for it. */
 async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
-  rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
   if (request.origin === INSTANCE_ORIGIN) {
     const handler = request.purpose === null ? undefined : rt.registry.deviceAnswers.get(request.purpose);
     if (!handler) return console.error(`no handler for answers of purpose ${request.purpose}`);
@@ -129,7 +128,6 @@ export async function forward(rt: LinkRuntime, peer: ClientPeer, message: Reques
  */
 export async function dropRequestsOf(rt: LinkRuntime, sid: string): Promise<void> {
   for (const request of rt.outbound.takeAllOf(sid)) {
-    rt.deadlines.clear(REQUEST_DEADLINE, String(request.id));
     await observeEnd(rt, request, null);
   }
 }

@@ -1,8 +1,9 @@
 /**
  * Requests the instance has sent the device and not yet seen answered. Each gets a fresh id from the persisted
- * counter (so two clients' ids never collide, and an id is never reused after an eviction) and a row saying where
- * the answer goes: back to a client socket (or an HTTP /rpc call) under that client's own id, or to the feature
- * that sent it (origin "instance", by purpose).
+ * reservation (store.ts: two clients' ids never collide, and an id is never reused after an eviction) and a row
+ * saying where the answer goes: back to a client socket (or an HTTP /rpc call) under that client's own id, or to the
+ * feature that sent it (origin "instance", by purpose). The row also holds the answer's deadline (`due`), which the
+ * deadline alarm reads from here (deadlines.ts) — one row written per request, removed with its answer.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
 
@@ -17,7 +18,8 @@ export const OUTBOUND_SCHEMA = [
      purpose TEXT,
      keep INTEGER NOT NULL DEFAULT 0,
      memo TEXT,
-     created_at INTEGER NOT NULL)`,
+     created_at INTEGER NOT NULL,
+     due INTEGER)`,
   `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin, origin_id)`,
   `CREATE INDEX IF NOT EXISTS outbound_link ON outbound (link_id)`,
 ];
@@ -41,6 +43,8 @@ export interface OutboundRequest {
   keep: boolean;
   /** A small JSON value a feature kept with the request for when its answer comes (e.g. session/new's cwd). */
   memo: unknown;
+  /** When it times out (ms; the deadline kind REQUEST_DEADLINE, keyed by id), or null: no time limit. */
+  due: number | null;
 }
 
 interface Row extends Record<string, SqlStorageValue> {
@@ -53,6 +57,7 @@ interface Row extends Record<string, SqlStorageValue> {
   purpose: string | null;
   keep: number;
   memo: string | null;
+  due: number | null;
 }
 
 const toRequest = (row: Row): OutboundRequest => ({
@@ -65,14 +70,26 @@ const toRequest = (row: Row): OutboundRequest => ({
   purpose: row.purpose,
   keep: row.keep === 1,
   memo: row.memo === null ? null : (JSON.parse(row.memo) as unknown),
+  due: row.due,
 });
 
-export class Outbound {
-  constructor(private readonly sql: SqlStorage) {}
+/** The outbound rows' deadlines, for the one alarm (deadlines.ts). */
+export const OUTBOUND_DEADLINES = { table: "outbound", key: "id" } as const;
 
+export class Outbound {
+  constructor(private readonly sql: SqlStorage) {
+    // Tables made before answer deadlines moved into this row get the column once.
+    try {
+      sql.exec("SELECT due FROM outbound LIMIT 0");
+    } catch {
+      sql.exec("ALTER TABLE outbound ADD COLUMN due INTEGER");
+    }
+  }
+
+  /** Records a request; its deadline (due) must already be known to the alarm (LinkRuntime.track). */
   add(request: OutboundRequest): void {
     this.sql.exec(
-      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at, due) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       request.id,
       request.linkId,
       request.origin,
@@ -83,6 +100,7 @@ export class Outbound {
       request.keep ? 1 : 0,
       request.memo == null ? null : JSON.stringify(request.memo),
       Date.now(),
+      request.due,
     );
   }
 

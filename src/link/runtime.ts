@@ -9,11 +9,11 @@ import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Messag
 import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
 import { FloodGate } from "./flood";
-import { INSTANCE_ORIGIN, Outbound } from "./outbound";
+import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { closeSocket, sendJson, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
 
-/** The deadline kind of a request's answer time; its key is the device-side id. */
+/** The deadline kind of a request's answer time (its outbound row's `due`); its key is the device-side id. */
 export const REQUEST_DEADLINE = "request";
 
 export interface SendRequest {
@@ -50,7 +50,7 @@ export class LinkRuntime {
     for (const statement of registry.schema) this.sql.exec(statement);
     this.links = new LinkStore(this.sql);
     this.outbound = new Outbound(this.sql);
-    this.deadlines = new Deadlines(this.sql, ctx.storage);
+    this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);
   }
 
   /** The current link, whatever its state, or the last one (state "down"). */
@@ -101,7 +101,7 @@ export class LinkRuntime {
     const ws = this.deviceSocket();
     if (!link || !ws) return null;
     const id = this.links.nextRequestId();
-    this.outbound.add({
+    this.track({
       id,
       linkId: link.linkId,
       origin: request.origin,
@@ -111,10 +111,16 @@ export class LinkRuntime {
       purpose: request.purpose ?? null,
       keep: request.keep ?? false,
       memo: request.memo ?? null,
+      due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
     });
-    if (request.answerWithinMs != null) this.deadlines.set(REQUEST_DEADLINE, String(id), Date.now() + request.answerWithinMs);
     sendJson(ws, rpcRequest(id, request.method, request.params));
     return id;
+  }
+
+  /** Records an outstanding request, its deadline (if any) known to the alarm; taking its row ends the deadline. */
+  track(request: OutboundRequest): void {
+    if (request.due !== null) this.deadlines.expect(request.due);
+    this.outbound.add(request);
   }
 
   /** A request of the instance's own, answered to the feature that registered `purpose` in deviceAnswers. */

@@ -1,6 +1,6 @@
 /**
  * The link's state in the object's SQLite: the current (or last) link — its handshake progress, hello and
- * initialize result — and a few facts about the object (which device it is, its owner, the request-id counter).
+ * initialize result — and a few facts about the object (which device it is, its owner, the request ids reserved).
  * The handshake lives here, not in memory, so it completes even if the object is evicted halfway.
  */
 import type { Hello } from "../protocol/lembas";
@@ -40,11 +40,17 @@ interface LinkRow extends Record<string, SqlStorageValue> {
   down_at: number | null;
 }
 
+/** Request ids reserved per counter write. */
+const ID_BLOCK = 1000;
+
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
 /** Reads go through a cached copy; every write goes through here, so the cache is never stale. */
 export class LinkStore {
   #cached: LinkRecord | null | undefined;
+  /** The last request id handed out, and the highest one reserved in storage. */
+  #nextId = 0;
+  #reservedTo = 0;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -99,11 +105,23 @@ export class LinkStore {
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, value);
   }
 
-  /** The next id for a request the instance sends the device; persisted, so ids never repeat across evictions. */
+  /**
+   * The next id for a request the instance sends the device. Ids are reserved in blocks of ID_BLOCK, persisted, and
+   * handed out from memory, so a request costs no counter write; after an eviction the rest of the block is skipped
+   * — ids never repeat, they only leave gaps.
+   */
   nextRequestId(): number {
-    const row = this.sql
-      .exec<{ v: string }>("INSERT INTO meta (k, v) VALUES ('next_request_id', '1') ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + 1 RETURNING v")
-      .one();
-    return Number(row.v);
+    if (this.#nextId >= this.#reservedTo) {
+      const row = this.sql
+        .exec<{ v: string }>(
+          "INSERT INTO meta (k, v) VALUES ('next_request_id', ?) ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + ? RETURNING v",
+          String(ID_BLOCK),
+          ID_BLOCK,
+        )
+        .one();
+      this.#reservedTo = Number(row.v);
+      this.#nextId = this.#reservedTo - ID_BLOCK;
+    }
+    return ++this.#nextId;
   }
 }

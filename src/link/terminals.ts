@@ -15,7 +15,7 @@ import type { z } from "zod";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
 import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
-import { REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
+import type { LinkRuntime } from "./runtime";
 import { socketById } from "./sockets";
 
 export const MAX_TERMINALS = 4;
@@ -43,8 +43,7 @@ function openedTerminal(answer: ResponseMessage): string | null {
  * time the relay gave it (and it still counts toward MAX_TERMINALS until then). */
 function adoptOrphanedOpen(rt: LinkRuntime, request: OutboundRequest): void {
   if (rt.upLink()?.linkId !== request.linkId) return;
-  rt.outbound.add({ ...request, origin: INSTANCE_ORIGIN, originId: null, purpose: ORPHANED_OPEN, keep: false, memo: null });
-  rt.deadlines.set(REQUEST_DEADLINE, String(request.id), Date.now() + DEFAULT_ANSWER_WITHIN_MS);
+  rt.track({ ...request, origin: INSTANCE_ORIGIN, originId: null, purpose: ORPHANED_OPEN, keep: false, memo: null, due: Date.now() + DEFAULT_ANSWER_WITHIN_MS });
 }
 
 /** Input, resize and close pass only from the terminal's own socket; close also ends its ownership. */

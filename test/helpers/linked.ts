@@ -31,6 +31,13 @@ export async function fireDeadlines(deviceId: string, kind: string): Promise<voi
   await runDurableObjectAlarm(stub);
 }
 
+/** Makes every relayed request's answer time (kept in its outbound row) run out, then runs the object's alarm. */
+export async function fireRequestDeadlines(deviceId: string): Promise<void> {
+  const stub = linkStub(deviceId);
+  await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("UPDATE outbound SET due = 0 WHERE due IS NOT NULL"));
+  await runDurableObjectAlarm(stub);
+}
+
 /** Every message a peer receives within `ms` (for races, where the order between sockets is not fixed). */
 export async function drain(peer: Peer, ms = 300): Promise<Wire[]> {
   const messages: Wire[] = [];
