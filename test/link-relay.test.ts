@@ -139,6 +139,15 @@ describe("relay: fan-out and the device's requests", () => {
     }
   });
 
+  it("passes on only the JSON-RPC members of a notification: a member the envelope does not know is not fanned out", async () => {
+    const { link, client } = await linkedDevice();
+    const update = { jsonrpc: "2.0", method: "session/update", params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } } };
+    link.send({ ...update, trace: "device-internal" });
+    link.send(JSON.stringify(update, null, 2));
+    expect(await client.next()).toEqual(update);
+    expect(await client.next()).toEqual(update);
+  });
+
   it("answers an agent→client request no feature handles (fs/read_text_file) with -32601, without bothering clients", async () => {
     const { link, client } = await linkedDevice();
     link.send({ jsonrpc: "2.0", id: 0, method: "fs/read_text_file", params: { sessionId: "ses_1", path: "/etc/passwd" } });

@@ -61,7 +61,8 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
       return onDeviceRequest(rt, frame.message);
     case "notification": {
       const handlers = rt.registry.deviceNotifications.get(frame.message.method) ?? [];
-      if (handlers.every((h) => h.fanOut)) rt.broadcast(frame.message);
+      // No feature rewrites it: every client gets the device's own text (checked, and nothing dropped from it).
+      if (handlers.every((h) => h.fanOut)) rt.broadcastText(frame.verbatim ?? JSON.stringify(frame.message));
       for (const h of handlers) {
         try {
           await h.handle(rt, frame.message);

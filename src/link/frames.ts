@@ -20,7 +20,11 @@ export const FRAME_LIMITS = {
 /** Client methods allowed up to maxFrameBytes. */
 const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
 
-export type Frame = Classified | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
+/**
+ * A frame read. `verbatim` is its own text when the envelope dropped nothing from it (no member beyond jsonrpc, id,
+ * method, params, result, error), so it can be passed on as it came instead of serialised again; else null.
+ */
+export type Frame = (Classified & { verbatim: string | null }) | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
 
@@ -62,5 +66,6 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
       ),
     };
   }
-  return frame;
+  const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
+  return { ...frame, verbatim: kept ? text : null };
 }

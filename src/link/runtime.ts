@@ -145,7 +145,11 @@ export class LinkRuntime {
 
   /** Sends to every client socket, serialising once. */
   broadcast(message: unknown): void {
-    const text = JSON.stringify(message);
+    this.broadcastText(JSON.stringify(message));
+  }
+
+  /** Sends one JSON-RPC message's text to every client socket as it is. */
+  broadcastText(text: string): void {
     for (const ws of this.clientSockets()) {
       try {
         ws.send(text);
