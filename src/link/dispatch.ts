@@ -61,11 +61,12 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
       return onDeviceRequest(rt, frame.message);
     case "notification": {
       const handlers = rt.registry.deviceNotifications.get(frame.message.method) ?? [];
-      // No feature rewrites it: every client gets the device's own text (checked, and nothing dropped from it).
-      if (handlers.every((h) => h.fanOut)) rt.broadcastText(frame.verbatim ?? JSON.stringify(frame.message));
+      // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
+      const text = frame.verbatim ?? JSON.stringify(frame.message);
+      if (handlers.every((h) => h.fanOut)) rt.broadcastText(text);
       for (const h of handlers) {
         try {
-          await h.handle(rt, frame.message);
+          await h.handle(rt, frame.message, text);
         } catch (err) {
           console.error(`handling ${frame.message.method} failed`, err);
         }

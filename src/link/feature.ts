@@ -52,7 +52,8 @@ export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) =>
  */
 export interface DeviceNotificationHandler {
   fanOut: boolean;
-  handle: (rt: LinkRuntime, message: NotificationMessage) => void | Promise<void>;
+  /** `text`: the message as it is (or would be) fanned out. */
+  handle: (rt: LinkRuntime, message: NotificationMessage, text: string) => void | Promise<void>;
 }
 
 /** The device's answer to a request the instance sent for a feature (rt.requestDevice with this purpose). Link

@@ -21,58 +21,76 @@ export const INSTANCE_REPLAY = "instance/replay";
 const REPLAY_SCHEMA = [
   `CREATE TABLE IF NOT EXISTS replay (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, bytes INTEGER NOT NULL, frame TEXT NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS replay_session ON replay (session_id, seq)`,
-  `CREATE TABLE IF NOT EXISTS replay_sessions (session_id TEXT PRIMARY KEY, frames INTEGER NOT NULL, bytes INTEGER NOT NULL, dropped INTEGER NOT NULL)`,
+  // Written only when a frame is dropped; a buffer's size is counted from its rows (and kept in memory meanwhile).
+  `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY, dropped INTEGER NOT NULL)`,
+  // Where the counts used to be written with every frame.
+  `DROP TABLE IF EXISTS replay_sessions`,
 ];
 
-interface BufferRow extends Record<string, SqlStorageValue> {
-  session_id: string;
+interface Size {
   frames: number;
   bytes: number;
-  dropped: number;
+}
+
+/**
+ * Each buffer's size, by session, for this object instance (keyed by its storage): read from the rows once, then
+ * kept up to date here, so keeping a frame writes its row and nothing else.
+ */
+const sizes = new WeakMap<SqlStorage, Map<string, Size>>();
+
+function sizeOf(sql: SqlStorage, sessionId: string): Size {
+  let bySession = sizes.get(sql);
+  if (!bySession) sizes.set(sql, (bySession = new Map()));
+  let size = bySession.get(sessionId);
+  if (!size) {
+    size = sql.exec<{ frames: number; bytes: number }>("SELECT COUNT(*) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay WHERE session_id = ?", sessionId).one();
+    bySession.set(sessionId, size);
+  }
+  return size;
+}
+
+function countDropped(sql: SqlStorage, sessionId: string, dropped: number): void {
+  sql.exec(
+    "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
+    sessionId,
+    dropped,
+  );
 }
 
 /** Forgets a session's buffered frames (its turn ended). */
 export function clearReplay(sql: SqlStorage, sessionId: string): void {
   sql.exec("DELETE FROM replay WHERE session_id = ?", sessionId);
-  sql.exec("DELETE FROM replay_sessions WHERE session_id = ?", sessionId);
+  sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
+  sizes.get(sql)?.delete(sessionId);
 }
 
 /** Keeps one frame of a session, then drops the oldest until the buffer is within its bounds. */
 function append(sql: SqlStorage, sessionId: string, frame: string): void {
   const bytes = frameBytes(frame);
-  const fits = bytes <= REPLAY_LIMITS.frameBytes;
-  sql.exec(
-    `INSERT INTO replay_sessions (session_id, frames, bytes, dropped) VALUES (?, ?, ?, ?)
-     ON CONFLICT (session_id) DO UPDATE SET frames = frames + excluded.frames, bytes = bytes + excluded.bytes, dropped = dropped + excluded.dropped`,
-    sessionId,
-    fits ? 1 : 0,
-    fits ? bytes : 0,
-    fits ? 0 : 1,
-  );
-  if (!fits) return;
+  if (bytes > REPLAY_LIMITS.frameBytes) return countDropped(sql, sessionId, 1);
+  const size = sizeOf(sql, sessionId);
   sql.exec("INSERT INTO replay (session_id, bytes, frame) VALUES (?, ?, ?)", sessionId, bytes, frame);
-  let buffer = sql.exec<BufferRow>("SELECT * FROM replay_sessions WHERE session_id = ?", sessionId).one();
-  while (buffer.frames > REPLAY_LIMITS.frames || buffer.bytes > REPLAY_LIMITS.bytes) {
+  size.frames += 1;
+  size.bytes += bytes;
+  let dropped = 0;
+  while (size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes) {
     const oldest = sql
       .exec<{ bytes: number }>("DELETE FROM replay WHERE seq = (SELECT MIN(seq) FROM replay WHERE session_id = ?) RETURNING bytes", sessionId)
       .one();
-    buffer = sql
-      .exec<BufferRow>(
-        "UPDATE replay_sessions SET frames = frames - 1, bytes = bytes - ?, dropped = dropped + 1 WHERE session_id = ? RETURNING *",
-        oldest.bytes,
-        sessionId,
-      )
-      .one();
+    size.frames -= 1;
+    size.bytes -= oldest.bytes;
+    dropped += 1;
   }
+  if (dropped > 0) countDropped(sql, sessionId, dropped);
 }
 
 /** Keeps a session's notification while one of its turns runs. */
 const buffered: DeviceNotificationHandler = {
   fanOut: true,
-  handle: (rt, message) => {
+  handle: (rt, message, text) => {
     const sessionId = (message.params as { sessionId?: unknown } | undefined)?.sessionId;
     if (typeof sessionId !== "string" || !new TurnStore(rt.sql).isRunning(sessionId)) return;
-    append(rt.sql, sessionId, JSON.stringify(message));
+    append(rt.sql, sessionId, text);
   },
 };
 
@@ -82,7 +100,13 @@ function catchUp(rt: LinkRuntime, sid: string): void {
   if (!ws) return;
   const turns = new TurnStore(rt.sql).running();
   try {
-    for (const buffer of rt.sql.exec<BufferRow>("SELECT * FROM replay_sessions ORDER BY session_id").toArray()) {
+    const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(
+      `SELECT session_id, SUM(frames) AS frames, SUM(dropped) AS dropped FROM (
+         SELECT session_id, COUNT(*) AS frames, 0 AS dropped FROM replay GROUP BY session_id
+         UNION ALL SELECT session_id, 0, dropped FROM replay_dropped)
+       GROUP BY session_id ORDER BY session_id`,
+    );
+    for (const buffer of buffers.toArray()) {
       const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
       if (turnIds.length === 0) continue;
       ws.send(JSON.stringify(rpcNotification(INSTANCE_REPLAY, { sessionId: buffer.session_id, turnIds, frames: buffer.frames, dropped: buffer.dropped })));
