@@ -1,8 +1,10 @@
-/** One device: its chats, a live transcript, the composer, and the cards it asks. */
+/** One device: its chats, a live transcript, the composer, the cards it asks, and a terminal on it. */
 import { chats, devices, type Chat } from "../api.js";
 import { ClientSocket, RpcFailure, type Params } from "../client-socket.js";
 import { renderCard, toolCallIdOf } from "../cards.js";
+import { Composer } from "../composer.js";
 import { h, replace } from "../dom.js";
+import { TerminalPanel } from "../terminal.js";
 import { Transcript } from "../transcript.js";
 
 interface Status {
@@ -28,7 +30,11 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   const error = h("p", { class: "error", role: "alert" });
   const cwd = h("input", { name: "cwd", placeholder: "/absolute/path/to/project", required: true });
   // The composer waits for a session: a prompt typed before one exists would have nowhere to go.
-  const text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line)", rows: 3, disabled: true });
+  const composer = new Composer(socket, { session: () => current, capabilities: () => status.capabilities ?? [], send: () => void send() });
+  const text = composer.text;
+  const terminalSlot = h("div", { class: "terminal-slot" });
+  let terminal: TerminalPanel | null = null;
+  const terminalButton = h("button", { class: "secondary", hidden: true, onclick: () => void openTerminal() }, "Terminal");
 
   const show = (err: unknown) => (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
   const transcript = (sessionId: string) => {
@@ -44,6 +50,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     const fresh = !transcripts.has(sessionId);
     const t = transcript(sessionId);
     replace(pane, t.el);
+    void composer.load(sessionId);
     if (fresh && status.capabilities?.includes("sessions")) {
       try {
         const past = await socket.request<{ turns: HistoryTurn[] }>("_lembas/session/history", { sessionId });
@@ -86,21 +93,38 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     }
   };
 
-  text.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) {
-      e.preventDefault();
-      void send();
+  const openTerminal = async () => {
+    error.textContent = "";
+    terminalButton.disabled = true;
+    try {
+      terminal = await TerminalPanel.open(socket, cwd.value.trim(), (note) => {
+        terminal = null;
+        terminalButton.disabled = false;
+        replace(terminalSlot, h("p", { class: "muted" }, note));
+      });
+      replace(terminalSlot, terminal.el);
+      terminal.focus();
+    } catch (err) {
+      terminalButton.disabled = false;
+      show(err);
     }
-  });
+  };
+
+  const applyStatus = (s: Status) => {
+    status = s;
+    terminalButton.hidden = !s.capabilities?.includes("terminal");
+    if (current) void composer.load(current);
+  };
 
   socket.onState = async (state) => {
     if (state === "closed") {
+      terminal?.end("The connection to the instance closed; so did the terminal.");
       badge.textContent = "disconnected";
       badge.className = "badge";
       return;
     }
     try {
-      status = await socket.request<Status>("instance/status");
+      applyStatus(await socket.request<Status>("instance/status"));
       setLink(status.link);
       if (!cwd.value) cwd.value = status.hello?.limits?.roots?.[0] ?? "";
     } catch (err) {
@@ -114,9 +138,16 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   socket.onNotification = (method, params: Params) => {
     if (method === "instance/link") {
       setLink(params.link === "up" ? "up" : "down");
-      if (params.link === "up") void socket.request<Status>("instance/status").then((s) => (status = s));
+      if (params.link === "up") void socket.request<Status>("instance/status").then(applyStatus);
+      // Every terminal closes with the link.
+      else terminal?.end("The device's link went down; its terminal closed.");
     } else if (method === "session/update" && typeof params.sessionId === "string") {
       transcript(params.sessionId).apply(params);
+      composer.apply(params);
+    } else if (method === "_lembas/terminal/output" && terminal && params.terminalId === terminal.terminalId) {
+      terminal.output(String(params.data ?? ""));
+    } else if (method === "_lembas/terminal/exit" && terminal && params.terminalId === terminal.terminalId) {
+      terminal.exited(params.code);
     } else if (method === "_lembas/permission/settled") {
       cardsEl.querySelector(`[data-tool-call-id="${CSS.escape(String(params.toolCallId))}"]`)?.remove();
     } else if (method === "_lembas/session/announce" || method === "_lembas/session/deleted") {
@@ -142,7 +173,9 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
       h("main", {}, cardsEl, pane, error,
         h("div", { class: "composer" }, text,
           h("button", { onclick: () => void send() }, "Send"),
-          h("button", { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) }, "Cancel")))),
+          h("button", { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) }, "Cancel"),
+          terminalButton),
+        composer.list, terminalSlot)),
   );
   socket.connect();
   void refreshChats();

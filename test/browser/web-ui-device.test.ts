@@ -1,0 +1,223 @@
+/**
+ * The web UI's composer and terminal in a real browser (Debian's Chromium driven by playwright-core) against the
+ * real Worker, with a scripted protocol 2 device on the ACP SDK (capabilities files, commands, terminal): the `@`
+ * picker shows the device's file matches and inserts the chosen path escaped, `/` lists the commands the device
+ * announced, and a terminal opens, shows the device's output without its escape sequences, sends what is typed
+ * and closes — by the person, or when the device's shell ends. A device without those capabilities gets neither
+ * picker's questions nor a Terminal button.
+ */
+import { existsSync } from "node:fs";
+import * as acp from "@agentclientprotocol/sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { z } from "zod";
+import { tempDir } from "../bridge/helpers/run-bridge.js";
+import { firstPerson, loginDevice, type Person } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SESSION_ID = "ses_ui_1";
+const FILES = [
+  { path: "src/main.ts", kind: "file" },
+  { path: "src/my notes.md", kind: "file" },
+  { path: "docs/a#b.md", kind: "file" },
+] as const;
+const REVIEW = { name: "review", description: "Review the changes", input: { hint: "head | <branch>" }, _meta: { lembas: { kind: "builtin" } } };
+const COMPACT = { name: "compact", description: "Summarise the conversation so far", _meta: { lembas: { kind: "builtin" } } };
+const RELEASE_NOTES = { name: "release-notes", description: "Draft the release notes", _meta: { lembas: { kind: "skill" } } };
+
+let instance: Instance;
+let browser: Browser;
+let page: Page;
+let device: LembasDevice;
+let plain: LembasDevice | undefined;
+let person: Person;
+let root: string;
+
+/** What reached the device, in order. */
+const seen = {
+  searches: [] as unknown[],
+  commandsAsked: [] as unknown[],
+  prompts: [] as string[],
+  terminalOpens: [] as unknown[],
+  terminalInput: [] as { terminalId: string; data: string }[],
+  terminalCloses: [] as unknown[],
+};
+
+const base64 = (text: string) => Buffer.from(text).toString("base64");
+const commandsUpdate = (availableCommands: unknown[]) => ({ sessionId: SESSION_ID, update: { sessionUpdate: "available_commands_update", availableCommands } }) as acp.SessionNotification;
+
+function buildDevice(token: string): LembasDevice {
+  const built = new LembasDevice({ origin: instance.origin, token, capabilities: ["files", "commands", "terminal"], roots: [root], host: "ui-laptop" });
+  let terminals = 0;
+  built.app
+    .onRequest(acp.methods.agent.session.new, ({ client }) => {
+      // As the CLI does: the session's command set follows the answer.
+      setTimeout(() => void client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT])), 0);
+      return { sessionId: SESSION_ID };
+    })
+    .onRequest(acp.methods.agent.session.prompt, ({ params }) => {
+      seen.prompts.push(params.prompt.map((block) => (block.type === "text" ? block.text : "")).join(""));
+      return { stopReason: "end_turn" };
+    })
+    .onRequest("_lembas/files/search", z.looseObject({ query: z.string() }), ({ params }) => {
+      seen.searches.push(params);
+      return { root, files: FILES.filter((f) => f.path.includes(params.query)) };
+    })
+    .onRequest("_lembas/commands", z.looseObject({}), ({ params }) => {
+      seen.commandsAsked.push(params);
+      return { commands: [REVIEW, COMPACT] };
+    })
+    .onRequest("_lembas/terminal/open", z.looseObject({ cols: z.number(), rows: z.number() }), ({ params }) => {
+      seen.terminalOpens.push(params);
+      return { terminalId: `term_${++terminals}`, cwd: root, cols: params.cols, rows: params.rows };
+    })
+    .onNotification("_lembas/terminal/input", z.object({ terminalId: z.string(), data: z.string() }), ({ params }) => {
+      seen.terminalInput.push(params);
+    })
+    .onNotification("_lembas/terminal/close", z.looseObject({}), ({ params }) => {
+      seen.terminalCloses.push(params);
+    });
+  return built;
+}
+
+const names = () => page.locator(".suggestions li .name").allTextContents();
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
+  instance = await startInstance();
+  root = await tempDir("ui-device-root");
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+  });
+  page = await (await browser.newContext()).newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await device?.close();
+  await plain?.close();
+  await instance?.stop();
+});
+
+describe("the web UI with a device that lists files, commands and terminal", () => {
+  it("signs in, opens the linked device and starts a session", async () => {
+    person = await firstPerson(instance.origin);
+    const login = await loginDevice(instance.origin, person, "ui-laptop");
+    device = buildDevice(login.token);
+    await device.link();
+
+    await page.goto(instance.origin);
+    await page.getByLabel("Email").fill("owner@example.org");
+    await page.getByLabel("Password").fill("a long enough password");
+    await page.getByRole("button", { name: "Sign in" }).click();
+    await page.locator(".devices a").click();
+    await page.locator("#link-state.online").waitFor();
+    expect(await page.getByLabel("New session in").inputValue()).toBe(root); // the device's first root
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.locator("textarea[name=prompt]:enabled").waitFor();
+  });
+
+  it("searches the device's files after @, inserts the chosen path escaped, and sends it as typed", async () => {
+    const prompt = page.locator("textarea[name=prompt]");
+    await prompt.pressSequentially("Read @src");
+    await expect.poll(names).toEqual(["src/main.ts", "src/my notes.md"]);
+    expect(seen.searches).toContainEqual({ sessionId: SESSION_ID, query: "src", limit: 20 });
+    expect(seen.searches.length).toBeLessThan("@src".length); // debounced, not one search a keystroke
+
+    await prompt.press("ArrowDown");
+    expect(await page.locator('.suggestions li[aria-selected="true"] .name').textContent()).toBe("src/my notes.md");
+    await prompt.press("Enter");
+    expect(await prompt.inputValue()).toBe("Read @src/my\\ notes.md ");
+    expect(await page.locator(".suggestions").isHidden()).toBe(true);
+
+    await prompt.pressSequentially("and @a#");
+    await expect.poll(names).toEqual(["docs/a#b.md"]);
+    await page.locator(".suggestions li", { hasText: "docs/a#b.md" }).click();
+    expect(await prompt.inputValue()).toBe("Read @src/my\\ notes.md and @docs/a\\#b.md ");
+
+    await prompt.press("Enter");
+    await page.getByText("turn ended: end_turn").waitFor();
+    expect(seen.prompts).toEqual(["Read @src/my\\ notes.md and @docs/a\\#b.md"]);
+  });
+
+  it("lists the commands the device announced after / and inserts the chosen one", async () => {
+    expect(seen.commandsAsked).toContainEqual({ sessionId: SESSION_ID });
+    const prompt = page.locator("textarea[name=prompt]");
+    await prompt.pressSequentially("/");
+    await expect.poll(names).toEqual(["/review", "/compact"]);
+    await prompt.pressSequentially("re");
+    await expect.poll(names).toEqual(["/review"]);
+    expect(await page.locator(".suggestions li").textContent()).toBe("/review head | <branch> — Review the changes");
+    await prompt.press("Tab");
+    expect(await prompt.inputValue()).toBe("/review ");
+
+    // A skill made during a turn: the device announces the new set, and the picker offers it.
+    await device.client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT, RELEASE_NOTES]));
+    await prompt.fill("");
+    await prompt.pressSequentially("/re");
+    await expect.poll(names).toEqual(["/review", "/release-notes"]);
+    await page.locator(".suggestions li", { hasText: "/release-notes" }).click();
+    expect(await prompt.inputValue()).toBe("/release-notes ");
+    await prompt.fill("");
+  });
+
+  it("opens a terminal that shows the device's output without escape sequences, sends what is typed, and closes", async () => {
+    await page.getByRole("button", { name: "Terminal" }).click();
+    const panel = page.locator('.terminal[data-terminal-id="term_1"]');
+    await panel.waitFor();
+    expect(seen.terminalOpens).toEqual([{ cwd: root, cols: 100, rows: 30 }]);
+
+    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("\x1b]0;ui-laptop\x07\x1b[32mgreen\x1b[0m and plain\r\n") });
+    // An escape cut between two frames is still taken out whole.
+    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("\x1b[1") });
+    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("mbold\x1b[0m $ ") });
+    await expect.poll(() => panel.locator(".terminal-output").textContent()).toBe("green and plain\nbold $ ");
+
+    const line = panel.getByLabel("Terminal input");
+    await line.fill("ls -la");
+    await line.press("Enter");
+    await line.press("Control+c");
+    await expect.poll(() => seen.terminalInput).toEqual([
+      { terminalId: "term_1", data: base64("ls -la\r") },
+      { terminalId: "term_1", data: base64("\x03") },
+    ]);
+    expect(await line.inputValue()).toBe("");
+
+    await panel.getByRole("button", { name: "Close" }).click();
+    await expect.poll(() => seen.terminalCloses).toEqual([{ terminalId: "term_1" }]);
+    expect(await panel.count()).toBe(0);
+    await page.getByText("Terminal closed.").waitFor();
+  });
+
+  it("closes a terminal whose shell ended on the device", async () => {
+    await page.getByRole("button", { name: "Terminal" }).click();
+    const panel = page.locator('.terminal[data-terminal-id="term_2"]');
+    await panel.waitFor();
+    await device.client.notify("_lembas/terminal/exit", { terminalId: "term_2", code: 0 });
+    await page.getByText("The terminal's shell ended (exit code 0).").waitFor();
+    expect(await panel.count()).toBe(0);
+    expect(seen.terminalCloses).toHaveLength(1); // the device's own exit needs no close
+  });
+
+  it("offers no file search and no terminal for a device that did not list them", async () => {
+    const login = await loginDevice(instance.origin, person, "plain-box");
+    plain = new LembasDevice({ origin: instance.origin, token: login.token, capabilities: [], roots: [root], host: "plain-box" });
+    plain.app.onRequest(acp.methods.agent.session.new, () => ({ sessionId: "ses_plain_1" }));
+    await plain.link();
+
+    // A page of its own (same sign-in): the first device's view is not in the way while this one loads.
+    const other = await page.context().newPage();
+    await other.goto(`${instance.origin}/#/devices/${encodeURIComponent(login.deviceId)}`);
+    await other.locator("#link-state.online").waitFor();
+    await other.getByRole("button", { name: "Start" }).click();
+    const prompt = other.locator("textarea[name=prompt]:enabled");
+    await prompt.pressSequentially("Read @src");
+    // Past the search's delay: a search would have been refused by the instance, and the refusal shown.
+    await other.waitForTimeout(500);
+    expect(await other.locator(".suggestions").isHidden()).toBe(true);
+    expect(await other.getByRole("button", { name: "Terminal" }).isHidden()).toBe(true);
+  });
+});

@@ -1,0 +1,193 @@
+/**
+ * The prompt box and its two pickers, as the TUI has them: `@` searches the device's files (capability files) and
+ * inserts `@path`, which the device expands when the prompt comes; `/` at the start lists the session's commands
+ * (from available_commands_update, or `_lembas/commands` with capability commands) and inserts `/name`.
+ */
+import { h, replace } from "./dom.js";
+import { RpcFailure, type ClientSocket, type Params } from "./client-socket.js";
+
+interface Command {
+  name: string;
+  description?: string;
+  input?: { hint?: string } | null;
+}
+interface FileMatch {
+  path: string;
+  kind: "file" | "dir";
+}
+interface Suggestion {
+  insert: string;
+  label: string;
+  hint?: string;
+  detail?: string;
+}
+
+export interface ComposerHost {
+  session(): string | null;
+  capabilities(): readonly string[];
+  send(): void;
+}
+
+const SEARCH_DELAY_MS = 150;
+const SEARCH_LIMIT = 20;
+/** The `@…` just before the caret, after a space or at the start (so an e-mail address is left alone). */
+const MENTION = /(?:^|\s)@((?:\\.|[^\s\\])*)$/;
+/** A command is only one at the very start of the prompt. */
+const COMMAND = /^\/(\S*)$/;
+
+/** How the TUI's picker writes a path and the device's expander reads it: a space or a `#` behind a backslash. */
+export const escapePath = (path: string) => path.replace(/[ #]/g, "\\$&");
+const unescapePath = (text: string) => text.replace(/\\(.)/g, "$1");
+
+export class Composer {
+  readonly text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line, @ for a file, / for a command)", rows: 3, disabled: true });
+  readonly list = h("ul", { class: "suggestions", role: "listbox", hidden: true });
+  private readonly commands = new Map<string, Command[]>();
+  private items: Suggestion[] = [];
+  private active = 0;
+  /** Where the text being completed starts; a choice replaces it up to the caret. */
+  private start = 0;
+  private timer: ReturnType<typeof setTimeout> | undefined;
+  /** Counts searches, so an answer to one the person has typed past is dropped. */
+  private asked = 0;
+
+  constructor(
+    private readonly socket: ClientSocket,
+    private readonly host: ComposerHost,
+  ) {
+    this.text.addEventListener("input", () => this.update());
+    this.text.addEventListener("keydown", (e) => this.key(e));
+    this.text.addEventListener("blur", () => this.close());
+  }
+
+  /** Takes a session's command set from its available_commands_update. */
+  apply(params: Params): void {
+    const update = params.update as { sessionUpdate?: string; availableCommands?: Command[] } | undefined;
+    if (update?.sessionUpdate !== "available_commands_update" || typeof params.sessionId !== "string") return;
+    this.setCommands(params.sessionId, update.availableCommands);
+  }
+
+  /** Asks for the command set of the session just selected, when the device offers that. */
+  async load(sessionId: string): Promise<void> {
+    if (!this.host.capabilities().includes("commands")) return;
+    try {
+      const res = await this.socket.request<{ commands?: Command[] }>("_lembas/commands", { sessionId });
+      this.setCommands(sessionId, res.commands);
+    } catch {
+      // Without the list the picker stays empty; a typed /name still reaches the device, which expands it.
+    }
+  }
+
+  private setCommands(sessionId: string, commands: Command[] | undefined): void {
+    this.commands.set(sessionId, (commands ?? []).filter((c) => typeof c?.name === "string"));
+  }
+
+  private update(): void {
+    const before = this.text.value.slice(0, this.text.selectionStart);
+    const session = this.host.session();
+    const command = COMMAND.exec(before);
+    if (command && session) {
+      this.start = 0;
+      return this.show(this.commandsMatching(session, command[1]!));
+    }
+    const mention = MENTION.exec(before);
+    if (mention && session && this.host.capabilities().includes("files")) {
+      this.start = before.length - mention[1]!.length - 1;
+      return this.search(session, unescapePath(mention[1]!));
+    }
+    this.close();
+  }
+
+  private commandsMatching(sessionId: string, typed: string): Suggestion[] {
+    const prefix = typed.toLowerCase();
+    return (this.commands.get(sessionId) ?? [])
+      .filter((c) => c.name.toLowerCase().startsWith(prefix))
+      .map((c) => ({ insert: `/${c.name} `, label: `/${c.name}`, hint: c.input?.hint, detail: c.description }));
+  }
+
+  private search(sessionId: string, query: string): void {
+    clearTimeout(this.timer);
+    const ask = ++this.asked;
+    this.timer = setTimeout(async () => {
+      try {
+        const res = await this.socket.request<{ files: FileMatch[] }>("_lembas/files/search", { sessionId, query, limit: SEARCH_LIMIT });
+        if (ask !== this.asked) return;
+        this.show(
+          res.files.map((f) => {
+            // A folder is written @dir/, which the device expands to a listing.
+            const path = f.kind === "dir" && !f.path.endsWith("/") ? `${f.path}/` : f.path;
+            return { insert: `@${escapePath(path)} `, label: path };
+          }),
+        );
+      } catch (err) {
+        if (ask !== this.asked) return;
+        this.close();
+        this.list.append(h("li", { class: "error" }, `file search failed: ${err instanceof RpcFailure || err instanceof Error ? err.message : String(err)}`));
+        this.list.hidden = false;
+      }
+    }, SEARCH_DELAY_MS);
+  }
+
+  private show(items: Suggestion[]): void {
+    this.items = items;
+    this.active = 0;
+    if (items.length === 0) return this.close();
+    replace(
+      this.list,
+      ...items.map((s, i) =>
+        h(
+          "li",
+          // mousedown, not click: the prompt box keeps the focus (and its caret) while a match is chosen.
+          { role: "option", onmousedown: (e: Event) => (e.preventDefault(), this.choose(i)) },
+          h("span", { class: "name" }, s.label),
+          s.hint ? h("span", { class: "hint" }, ` ${s.hint}`) : null,
+          s.detail ? h("span", { class: "muted" }, ` — ${s.detail}`) : null,
+        ),
+      ),
+    );
+    this.highlight();
+    this.list.hidden = false;
+  }
+
+  private highlight(): void {
+    [...this.list.children].forEach((li, i) => li.setAttribute("aria-selected", String(i === this.active)));
+  }
+
+  private choose(index: number): void {
+    const choice = this.items[index];
+    if (!choice) return;
+    const value = this.text.value;
+    this.text.value = value.slice(0, this.start) + choice.insert + value.slice(this.text.selectionStart);
+    const caret = this.start + choice.insert.length;
+    this.text.setSelectionRange(caret, caret);
+    this.close();
+  }
+
+  private close(): void {
+    clearTimeout(this.timer);
+    this.asked++;
+    this.items = [];
+    this.list.hidden = true;
+    replace(this.list);
+  }
+
+  private key(e: KeyboardEvent): void {
+    if (e.isComposing) return;
+    const open = this.items.length > 0;
+    if (open && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
+      const step = e.key === "ArrowDown" ? 1 : -1;
+      this.active = (this.active + step + this.items.length) % this.items.length;
+      this.highlight();
+    } else if (open && (e.key === "Enter" || e.key === "Tab") && !e.shiftKey) {
+      this.choose(this.active);
+    } else if (open && e.key === "Escape") {
+      this.close();
+    } else if (e.key === "Enter" && !e.shiftKey) {
+      this.close();
+      this.host.send();
+    } else {
+      return;
+    }
+    e.preventDefault();
+  }
+}
