@@ -1,5 +1,6 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { STALE_AFTER_MS } from "../src/link/heartbeat";
 import type { Attachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub } from "./helpers/link";
@@ -36,6 +37,8 @@ async function ageProbes(deviceId: string, ago: number): Promise<void> {
   });
 }
 
+/** Silent for longer than the sweep tolerates. */
+const LONG_SILENT_MS = STALE_AFTER_MS + 60_000;
 const PROBE = { jsonrpc: "2.0", id: "probe", method: "$/ping" };
 
 describe("keep-alive and the sweep", () => {
@@ -48,13 +51,13 @@ describe("keep-alive and the sweep", () => {
 
   it("asks a silent socket first, and closes it with 4410 only if it stays silent: the link goes down and the device offline", async () => {
     const { device, link, client } = await linkedDevice();
-    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     expect(await link.next()).toEqual(PROBE);
     expect(await client.next()).toEqual(PROBE);
     // Within the grace the sweep waits for an answer.
     await sweep(device.deviceId);
     expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
-    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
     expect((await link.closed).code).toBe(4410);
@@ -67,7 +70,7 @@ describe("keep-alive and the sweep", () => {
 
   it("keeps a quiet device that answers the question, as any JSON-RPC peer does", async () => {
     const { device, link, client } = await linkedDevice();
-    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     expect(await link.next()).toEqual(PROBE);
     link.send({ jsonrpc: "2.0", id: "probe", error: { code: -32601, message: "Method not found" } });
     await client.ping();
@@ -81,7 +84,7 @@ describe("keep-alive and the sweep", () => {
     const { device, link, client } = await linkedDevice();
     await link.ping();
     await client.ping();
-    await sweepAsIfSilent(device.deviceId, 10 * 60_000);
+    await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
     // The sweep is armed again while sockets are attached.
     const due = await runInDurableObject(linkStub(device.deviceId), (_i, state) =>
@@ -92,7 +95,7 @@ describe("keep-alive and the sweep", () => {
 
   it("keeps a socket that sent a frame since, without pings", async () => {
     const { device, link, client } = await linkedDevice();
-    await makeSilent(device.deviceId, 10 * 60_000);
+    await makeSilent(device.deviceId, LONG_SILENT_MS);
     await client.call(1, "instance/status");
     await sweep(device.deviceId);
     expect(await link.next()).toEqual(PROBE);

@@ -2,10 +2,13 @@
  * Keep-alive and the sweep. Peers should send the text frame "ping" at least every PING_EVERY_MS; the runtime
  * answers "pong" itself (setWebSocketAutoResponse) without waking the object, and records when. The deadline alarm
  * sweeps every SWEEP_EVERY_MS while any socket is attached, because webSocketClose may never come for a peer that
- * vanished. A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the
+ * vanished. Each sweep wakes an idle (hibernated) object — a construction, a billed request and rows written — so it
+ * comes every 10 minutes, not every minute: a vanished peer is found within about 20 minutes, and an idle link's
+ * object wakes six times an hour. A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the
  * spec asks no keep-alive of a device, and a quiet device is not a dead one — but asked a JSON-RPC request every
  * peer answers (an unknown method gets -32601); any frame back counts as alive. Only a socket still silent
- * PROBE_GRACE_MS after that question is closed (4410). Sending also makes a half-open connection fail, so the
+ * PROBE_GRACE_MS after that question is closed (4410): a sweep that asked comes back after the grace, not the
+ * full interval. Sending also makes a half-open connection fail, so the
  * runtime may report the close itself first.
  */
 import { CloseCode } from "../protocol/close-codes";
@@ -15,8 +18,8 @@ import type { LinkRuntime } from "./runtime";
 import { attachmentOf, closeSocket } from "./sockets";
 
 export const PING_EVERY_MS = 30_000;
-export const STALE_AFTER_MS = 120_000;
-export const SWEEP_EVERY_MS = 60_000;
+export const STALE_AFTER_MS = 10 * 60_000;
+export const SWEEP_EVERY_MS = 10 * 60_000;
 export const PROBE_GRACE_MS = 30_000;
 const SWEEP = "sweep";
 /** The liveness question; its answer needs no routing — reading any frame marks the socket seen. */
@@ -35,6 +38,7 @@ export const heartbeat: LinkFeature = {
   deadlines: {
     [SWEEP]: async (rt) => {
       const now = Date.now();
+      let asked = false;
       for (const ws of rt.ctx.getWebSockets()) {
         const attachment = attachmentOf(ws);
         if (!attachment) continue;
@@ -45,13 +49,15 @@ export const heartbeat: LinkFeature = {
         if (probed === undefined || probed <= heard) {
           ws.send(PROBE);
           ws.serializeAttachment({ ...attachment, probed: now });
+          asked = true;
           continue;
         }
         if (now - probed < PROBE_GRACE_MS) continue;
         closeSocket(ws, CloseCode.Stale, `silent for over ${STALE_AFTER_MS / 1000} s and no answer when asked; send "ping" every ${PING_EVERY_MS / 1000} s`);
         await onSocketGone(rt, attachment, "stale");
       }
-      if (rt.ctx.getWebSockets().length > 0) ensureSweep(rt);
+      if (asked) rt.deadlines.set(SWEEP, "sockets", now + PROBE_GRACE_MS);
+      else if (rt.ctx.getWebSockets().length > 0) ensureSweep(rt);
     },
   },
 };
