@@ -1,6 +1,6 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { REPLAY_LIMITS } from "../src/link/replay";
+import { REPLAY_LIMITS, REPLAY_WRITE_WITHIN_MS } from "../src/link/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
 import { linkedWithClients } from "./helpers/linked";
 
@@ -65,6 +65,20 @@ describe("late joiners", () => {
     expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 } });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
     expect(await late.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
+  });
+
+  it("catch up on frames that were followed by nothing else, after an eviction (the buffer is written on its own soon after)", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await startTurn(link, a, "t-quiet");
+    const frames = [update("one"), update("two")];
+    await deviceSends(link, a, frames);
+    await new Promise((resolve) => setTimeout(resolve, REPLAY_WRITE_WITHIN_MS + 200));
+    await evictDurableObject(linkStub(device.deviceId));
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 } });
+    for (const frame of frames) expect(await late.next()).toEqual(frame);
   });
 
   it(`keep at most the last ${REPLAY_LIMITS.frames} frames of a session, and say how many were dropped`, async () => {

@@ -54,6 +54,7 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
     return;
   }
   if (link.state === "hello") return onFirstFrame(rt, link, frame);
+  if (frame.kind !== "notification") rt.writeHeld();
   switch (frame.kind) {
     case "response":
       return routeDeviceAnswer(rt, frame.message);
@@ -95,6 +96,7 @@ export function onClientMessage(rt: LinkRuntime, peer: ClientPeer, data: string 
 }
 
 async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, frame: Frame): Promise<Frame> {
+  rt.writeHeld();
   switch (frame.kind) {
     case "refused":
       rt.sendToClient(peer.sid, frame.error);

@@ -6,6 +6,13 @@
  * { sessionId, turnIds, frames, dropped } — dropped > 0 says the oldest frames are missing — then those frames, then
  * the live ones: attaching runs in one event, so no live frame falls between the buffer and the live stream, and
  * none comes twice. The buffer goes when the session's last running turn ends.
+ *
+ * Writing. Every event that writes must commit before the frames sent after it leave the object, so a row per
+ * streamed notification held each next notification back by a commit (about half the fan-out rate during a turn).
+ * Kept frames are therefore written together: at most REPLAY_WRITE_WITHIN_MS after the first of them, or sooner,
+ * before the next frame that is not a streamed notification (a card, an answer, a client's call: dispatch.ts) or a
+ * socket's catch-up. They were already sent to every attached client; what waits in memory is only the late
+ * joiners' copy of the last few milliseconds, which an object loses only if it dies within them.
  */
 import { rpcNotification } from "../protocol/jsonrpc";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
@@ -27,61 +34,109 @@ const REPLAY_SCHEMA = [
   `DROP TABLE IF EXISTS replay_sessions`,
 ];
 
+/** How long a kept frame may wait in memory for others to be written with it. */
+export const REPLAY_WRITE_WITHIN_MS = 25;
+
 interface Size {
   frames: number;
   bytes: number;
 }
 
-/**
- * Each buffer's size, by session, for this object instance (keyed by its storage): read from the rows once, then
- * kept up to date here, so keeping a frame writes its row and nothing else.
- */
-const sizes = new WeakMap<SqlStorage, Map<string, Size>>();
-
-function sizeOf(sql: SqlStorage, sessionId: string): Size {
-  let bySession = sizes.get(sql);
-  if (!bySession) sizes.set(sql, (bySession = new Map()));
-  let size = bySession.get(sessionId);
-  if (!size) {
-    size = sql.exec<{ frames: number; bytes: number }>("SELECT COUNT(*) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay WHERE session_id = ?", sessionId).one();
-    bySession.set(sessionId, size);
-  }
-  return size;
+interface Held {
+  sessionId: string;
+  bytes: number;
+  frame: string;
 }
 
-function countDropped(sql: SqlStorage, sessionId: string, dropped: number): void {
-  sql.exec(
-    "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
-    sessionId,
-    dropped,
-  );
+/** One object instance's buffers: their sizes (rows and held frames; read from the rows once), what is not written yet. */
+class Buffers {
+  readonly #sizes = new Map<string, Size>();
+  #held: Held[] = [];
+  readonly #dropped = new Map<string, number>();
+  #timer: ReturnType<typeof setTimeout> | null = null;
+
+  constructor(private readonly sql: SqlStorage) {}
+
+  /** Keeps one frame of a session (written soon; see the top of this file). */
+  keep(rt: LinkRuntime, sessionId: string, frame: string): void {
+    const bytes = frameBytes(frame);
+    if (bytes > REPLAY_LIMITS.frameBytes) {
+      this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + 1);
+    } else {
+      this.#held.push({ sessionId, bytes, frame });
+      const size = this.#size(sessionId);
+      size.frames += 1;
+      size.bytes += bytes;
+    }
+    if (this.#timer !== null) return;
+    this.#timer = setTimeout(() => this.write(), REPLAY_WRITE_WITHIN_MS);
+    rt.holdWrites(() => this.write());
+  }
+
+  /** Writes the held frames, drops the oldest of every buffer over its bounds, and counts what was dropped. */
+  write(): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = null;
+    const held = this.#held;
+    this.#held = [];
+    for (const { sessionId, bytes, frame } of held) {
+      this.sql.exec("INSERT INTO replay (session_id, bytes, frame) VALUES (?, ?, ?)", sessionId, bytes, frame);
+    }
+    for (const sessionId of new Set(held.map((h) => h.sessionId))) this.#trim(sessionId);
+    for (const [sessionId, dropped] of this.#dropped) {
+      this.sql.exec(
+        "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
+        sessionId,
+        dropped,
+      );
+    }
+    this.#dropped.clear();
+  }
+
+  /** Forgets a session's buffer (its turn ended), written or not. */
+  forget(sessionId: string): void {
+    this.#held = this.#held.filter((h) => h.sessionId !== sessionId);
+    this.#dropped.delete(sessionId);
+    this.#sizes.delete(sessionId);
+    this.sql.exec("DELETE FROM replay WHERE session_id = ?", sessionId);
+    this.sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
+  }
+
+  #size(sessionId: string): Size {
+    let size = this.#sizes.get(sessionId);
+    if (!size) {
+      size = this.sql
+        .exec<{ frames: number; bytes: number }>("SELECT COUNT(*) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay WHERE session_id = ?", sessionId)
+        .one();
+      this.#sizes.set(sessionId, size);
+    }
+    return size;
+  }
+
+  #trim(sessionId: string): void {
+    const size = this.#size(sessionId);
+    while (size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes) {
+      const oldest = this.sql
+        .exec<{ bytes: number }>("DELETE FROM replay WHERE seq = (SELECT MIN(seq) FROM replay WHERE session_id = ?) RETURNING bytes", sessionId)
+        .one();
+      size.frames -= 1;
+      size.bytes -= oldest.bytes;
+      this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + 1);
+    }
+  }
+}
+
+/** The buffers of each object instance, by its storage. */
+const instances = new WeakMap<SqlStorage, Buffers>();
+function buffersOf(sql: SqlStorage): Buffers {
+  let buffers = instances.get(sql);
+  if (!buffers) instances.set(sql, (buffers = new Buffers(sql)));
+  return buffers;
 }
 
 /** Forgets a session's buffered frames (its turn ended). */
 export function clearReplay(sql: SqlStorage, sessionId: string): void {
-  sql.exec("DELETE FROM replay WHERE session_id = ?", sessionId);
-  sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
-  sizes.get(sql)?.delete(sessionId);
-}
-
-/** Keeps one frame of a session, then drops the oldest until the buffer is within its bounds. */
-function append(sql: SqlStorage, sessionId: string, frame: string): void {
-  const bytes = frameBytes(frame);
-  if (bytes > REPLAY_LIMITS.frameBytes) return countDropped(sql, sessionId, 1);
-  const size = sizeOf(sql, sessionId);
-  sql.exec("INSERT INTO replay (session_id, bytes, frame) VALUES (?, ?, ?)", sessionId, bytes, frame);
-  size.frames += 1;
-  size.bytes += bytes;
-  let dropped = 0;
-  while (size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes) {
-    const oldest = sql
-      .exec<{ bytes: number }>("DELETE FROM replay WHERE seq = (SELECT MIN(seq) FROM replay WHERE session_id = ?) RETURNING bytes", sessionId)
-      .one();
-    size.frames -= 1;
-    size.bytes -= oldest.bytes;
-    dropped += 1;
-  }
-  if (dropped > 0) countDropped(sql, sessionId, dropped);
+  buffersOf(sql).forget(sessionId);
 }
 
 /** Keeps a session's notification while one of its turns runs. */
@@ -90,7 +145,7 @@ const buffered: DeviceNotificationHandler = {
   handle: (rt, message, text) => {
     const sessionId = (message.params as { sessionId?: unknown } | undefined)?.sessionId;
     if (typeof sessionId !== "string" || !new TurnStore(rt.sql).isRunning(sessionId)) return;
-    append(rt.sql, sessionId, text);
+    buffersOf(rt.sql).keep(rt, sessionId, text);
   },
 };
 
@@ -98,6 +153,7 @@ const buffered: DeviceNotificationHandler = {
 function catchUp(rt: LinkRuntime, sid: string): void {
   const ws = socketById(rt.ctx, sid);
   if (!ws) return;
+  buffersOf(rt.sql).write();
   const turns = new TurnStore(rt.sql).running();
   try {
     const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(

@@ -40,6 +40,8 @@ export class LinkRuntime {
   readonly httpWaiters = new Map<string, (message: Message) => void>();
   /** Each socket's frame budget (flood.ts). */
   readonly flood = new FloodGate();
+  /** Writes a feature holds back for a moment to batch them (replay.ts); see writeHeld. */
+  readonly #heldWrites: (() => void)[] = [];
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -157,6 +159,16 @@ export class LinkRuntime {
         // A closing socket misses it; its close event follows.
       }
     }
+  }
+
+  /** Holds a write back until writeHeld (the feature also does it itself, on a short timer). */
+  holdWrites(write: () => void): void {
+    this.#heldWrites.push(write);
+  }
+
+  /** Does the held writes now: before any frame that is not a streamed notification, so its own commit carries them. */
+  writeHeld(): void {
+    for (const write of this.#heldWrites.splice(0)) write();
   }
 
   /** Answers a client's request with an error. */
