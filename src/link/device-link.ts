@@ -38,9 +38,9 @@
  *
  * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), flood.ts (a frame
  * budget per socket), handshake.ts (hello, initialize, replacement, link up/down, D1 presence), store.ts (link
- * state, counter), outbound.ts (outstanding requests), forwarding.ts (the relay, $/cancel_request, time-outs),
- * instance-methods.ts (instance/status, initialize, instance/link), deadlines.ts (one alarm), heartbeat.ts
- * (ping/pong, sweep), http-rpc.ts.
+ * state, request ids), outbound.ts (outstanding requests and their answer deadlines), forwarding.ts (the relay,
+ * $/cancel_request, time-outs), instance-methods.ts (instance/status, initialize, instance/link), deadlines.ts (one
+ * alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
