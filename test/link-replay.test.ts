@@ -1,6 +1,6 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { REPLAY_LIMITS, REPLAY_WRITE_WITHIN_MS } from "../src/link/replay";
+import { REPLAY_LIMITS, REPLAY_ROW_BYTES, REPLAY_WRITE_WITHIN_MS } from "../src/link/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
 import { linkedWithClients } from "./helpers/linked";
 
@@ -80,6 +80,31 @@ describe("late joiners", () => {
     expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 } });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
   });
+
+  it("catch up after an eviction on a burst stored as several rows within the size SQLite allows, line breaks and escapes included, in order", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await startTurn(link, a, "t-burst");
+    // Ten frames of about a fifth of a row each (counting 3 bytes a character), back to back: one write, three rows.
+    const frames = Array.from({ length: 10 }, (_, i) => update(`${i}:${"é".repeat(REPLAY_ROW_BYTES / 5 / 3)}`));
+    const odd = update("line\nbreak \u001e separator");
+    await deviceSends(link, a, frames);
+    link.send(JSON.stringify(odd, null, 2)); // the device's own text, line breaks and all
+    expect(await a.next()).toEqual(odd);
+    await new Promise((resolve) => setTimeout(resolve, REPLAY_WRITE_WITHIN_MS + 200));
+    // Local SQLite takes longer values than the platform's (about 2 MB), so the row size is checked here.
+    const stored = await runInDurableObject(linkStub(device.deviceId), (_instance, state) =>
+      state.storage.sql.exec<{ rows: number; largest: number }>("SELECT COUNT(*) AS rows, MAX(LENGTH(CAST(texts AS BLOB))) AS largest FROM replay_batches").one(),
+    );
+    expect(stored.rows).toBeGreaterThan(1);
+    expect(stored.largest).toBeLessThanOrEqual(REPLAY_ROW_BYTES);
+    await evictDurableObject(linkStub(device.deviceId));
+
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-burst"], frames: 11, dropped: 0 } });
+    for (const frame of [...frames, odd]) expect(await late.next(10_000)).toEqual(frame);
+    await late.silent();
+  }, 30_000);
 
   it(`keep at most the last ${REPLAY_LIMITS.frames} frames of a session, and say how many were dropped`, async () => {
     const { user, device, link, clients } = await linkedWithClients(1);

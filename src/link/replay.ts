@@ -13,6 +13,11 @@
  * before the next frame that is not a streamed notification (a card, an answer, a client's call: dispatch.ts) or a
  * socket's catch-up. They were already sent to every attached client; what waits in memory is only the late
  * joiners' copy of the last few milliseconds, which an object loses only if it dies within them.
+ *
+ * Storing. The frames of one session written together are one row (rows are billed, frames are not): their texts
+ * joined by U+001E, a character no JSON text holds unescaped, with their count and size. A row is kept under
+ * REPLAY_ROW_BYTES (SQLite takes a value of at most about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch
+ * makes several rows. Dropping the oldest frames deletes the oldest rows, or rewrites the one they end in.
  */
 import { rpcNotification } from "../protocol/jsonrpc";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
@@ -26,8 +31,10 @@ export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB
 export const INSTANCE_REPLAY = "instance/replay";
 
 const REPLAY_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS replay (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, bytes INTEGER NOT NULL, frame TEXT NOT NULL)`,
-  `CREATE INDEX IF NOT EXISTS replay_session ON replay (session_id, seq)`,
+  // No index: the table holds only running turns' bounded buffers, and rows are read in seq order.
+  `CREATE TABLE IF NOT EXISTS replay_batches (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, frames INTEGER NOT NULL, bytes INTEGER NOT NULL, texts TEXT NOT NULL)`,
+  // A row a frame, as they were written before (a turn running at deploy loses what it had kept).
+  `DROP TABLE IF EXISTS replay`,
   // Written only when a frame is dropped; a buffer's size is counted from its rows (and kept in memory meanwhile).
   `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY, dropped INTEGER NOT NULL)`,
   // Where the counts used to be written with every frame.
@@ -36,6 +43,9 @@ const REPLAY_SCHEMA = [
 
 /** How long a kept frame may wait in memory for others to be written with it. */
 export const REPLAY_WRITE_WITHIN_MS = 25;
+/** The most a row of frames may hold (a single frame may fill it alone: it is at most REPLAY_LIMITS.frameBytes). */
+export const REPLAY_ROW_BYTES = 1 * MiB;
+const SEPARATOR = "\u001e";
 
 interface Size {
   frames: number;
@@ -79,10 +89,18 @@ class Buffers {
     this.#timer = null;
     const held = this.#held;
     this.#held = [];
-    for (const { sessionId, bytes, frame } of held) {
-      this.sql.exec("INSERT INTO replay (session_id, bytes, frame) VALUES (?, ?, ?)", sessionId, bytes, frame);
+    for (const sessionId of new Set(held.map((h) => h.sessionId))) {
+      for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
+        this.sql.exec(
+          "INSERT INTO replay_batches (session_id, frames, bytes, texts) VALUES (?, ?, ?, ?)",
+          sessionId,
+          row.length,
+          row.reduce((sum, h) => sum + h.bytes, 0),
+          row.map((h) => h.frame).join(SEPARATOR),
+        );
+      }
+      this.#trim(sessionId);
     }
-    for (const sessionId of new Set(held.map((h) => h.sessionId))) this.#trim(sessionId);
     for (const [sessionId, dropped] of this.#dropped) {
       this.sql.exec(
         "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
@@ -98,7 +116,7 @@ class Buffers {
     this.#held = this.#held.filter((h) => h.sessionId !== sessionId);
     this.#dropped.delete(sessionId);
     this.#sizes.delete(sessionId);
-    this.sql.exec("DELETE FROM replay WHERE session_id = ?", sessionId);
+    this.sql.exec("DELETE FROM replay_batches WHERE session_id = ?", sessionId);
     this.sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
   }
 
@@ -106,24 +124,60 @@ class Buffers {
     let size = this.#sizes.get(sessionId);
     if (!size) {
       size = this.sql
-        .exec<{ frames: number; bytes: number }>("SELECT COUNT(*) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay WHERE session_id = ?", sessionId)
+        .exec<{ frames: number; bytes: number }>("SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay_batches WHERE session_id = ?", sessionId)
         .one();
       this.#sizes.set(sessionId, size);
     }
     return size;
   }
 
+  /** Drops the oldest frames of a session while it is over a bound: whole rows, then the first frames of one. */
   #trim(sessionId: string): void {
     const size = this.#size(sessionId);
-    while (size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes) {
+    const over = () => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes;
+    while (over()) {
       const oldest = this.sql
-        .exec<{ bytes: number }>("DELETE FROM replay WHERE seq = (SELECT MIN(seq) FROM replay WHERE session_id = ?) RETURNING bytes", sessionId)
+        .exec<{ seq: number; texts: string }>("SELECT seq, texts FROM replay_batches WHERE session_id = ? ORDER BY seq LIMIT 1", sessionId)
         .one();
-      size.frames -= 1;
-      size.bytes -= oldest.bytes;
-      this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + 1);
+      const texts = oldest.texts.split(SEPARATOR);
+      let gone = 0;
+      while (gone < texts.length && over()) {
+        size.frames -= 1;
+        size.bytes -= frameBytes(texts[gone] as string);
+        gone += 1;
+      }
+      this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + gone);
+      if (gone === texts.length) {
+        this.sql.exec("DELETE FROM replay_batches WHERE seq = ?", oldest.seq);
+      } else {
+        const kept = texts.slice(gone);
+        this.sql.exec(
+          "UPDATE replay_batches SET frames = ?, bytes = ?, texts = ? WHERE seq = ?",
+          kept.length,
+          kept.reduce((sum, text) => sum + frameBytes(text), 0),
+          kept.join(SEPARATOR),
+          oldest.seq,
+        );
+      }
     }
   }
+}
+
+/** A session's held frames, in order, cut into rows of at most REPLAY_ROW_BYTES (3 bytes a UTF-16 unit at most). */
+function rows(held: Held[]): Held[][] {
+  const out: Held[][] = [];
+  let units = 0;
+  for (const h of held) {
+    const row = out.at(-1);
+    if (row && (units + SEPARATOR.length + h.frame.length) * 3 <= REPLAY_ROW_BYTES) {
+      row.push(h);
+      units += SEPARATOR.length + h.frame.length;
+    } else {
+      out.push([h]);
+      units = h.frame.length;
+    }
+  }
+  return out;
 }
 
 /** The buffers of each object instance, by its storage. */
@@ -158,7 +212,7 @@ function catchUp(rt: LinkRuntime, sid: string): void {
   try {
     const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(
       `SELECT session_id, SUM(frames) AS frames, SUM(dropped) AS dropped FROM (
-         SELECT session_id, COUNT(*) AS frames, 0 AS dropped FROM replay GROUP BY session_id
+         SELECT session_id, SUM(frames) AS frames, 0 AS dropped FROM replay_batches GROUP BY session_id
          UNION ALL SELECT session_id, 0, dropped FROM replay_dropped)
        GROUP BY session_id ORDER BY session_id`,
     );
@@ -166,8 +220,8 @@ function catchUp(rt: LinkRuntime, sid: string): void {
       const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
       if (turnIds.length === 0) continue;
       ws.send(JSON.stringify(rpcNotification(INSTANCE_REPLAY, { sessionId: buffer.session_id, turnIds, frames: buffer.frames, dropped: buffer.dropped })));
-      for (const { frame } of rt.sql.exec<{ frame: string }>("SELECT frame FROM replay WHERE session_id = ? ORDER BY seq", buffer.session_id)) {
-        ws.send(frame);
+      for (const { texts } of rt.sql.exec<{ texts: string }>("SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq", buffer.session_id)) {
+        for (const frame of texts.split(SEPARATOR)) ws.send(frame);
       }
     }
   } catch {
