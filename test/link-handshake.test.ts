@@ -1,22 +1,14 @@
-import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
+import { env, evictDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { VERSION } from "../src/version";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
+import { fireDeadlines } from "./helpers/linked";
 
 const deviceRow = (id: string) =>
   env.DB.prepare("SELECT online, last_seen, protocol, host, platform, capabilities, agent_info FROM devices WHERE id = ?")
     .bind(id)
     .first<{ online: number; last_seen: number | null; protocol: number | null; host: string | null; platform: string | null; capabilities: string | null; agent_info: string | null }>();
-
-/** Makes every pending deadline of the object due, then runs its alarm. */
-async function fireDeadlines(deviceId: string, kind: string): Promise<void> {
-  const stub = linkStub(deviceId);
-  await runInDurableObject(stub, (_instance, state) => {
-    state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind);
-  });
-  await runDurableObjectAlarm(stub);
-}
 
 describe("link handshake", () => {
   it("answers a protocol 2 hello with initialize saying LLeMbas and protocol 2, then records the link", async () => {

@@ -1,9 +1,10 @@
-import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { STALE_AFTER_MS } from "../src/link/heartbeat";
 import type { Attachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub } from "./helpers/link";
+import { fireDeadlines } from "./helpers/linked";
 
 /** Makes every socket of the object look silent since `ago` ms. */
 async function makeSilent(deviceId: string, ago: number): Promise<void> {
@@ -16,11 +17,7 @@ async function makeSilent(deviceId: string, ago: number): Promise<void> {
 }
 
 /** Runs the sweep now. */
-async function sweep(deviceId: string): Promise<void> {
-  const stub = linkStub(deviceId);
-  await runInDurableObject(stub, (_instance, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'sweep'"));
-  await runDurableObjectAlarm(stub);
-}
+const sweep = (deviceId: string) => fireDeadlines(deviceId, "sweep");
 
 async function sweepAsIfSilent(deviceId: string, ago: number): Promise<void> {
   await makeSilent(deviceId, ago);
