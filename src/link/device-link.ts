@@ -45,6 +45,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import type { DeleteOutcome } from "../db/pending-deletes";
+import { json } from "../http/respond";
 import { CloseCode } from "../protocol/close-codes";
 import { DEADLINES_SCHEMA } from "./deadlines";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
@@ -76,8 +77,7 @@ const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_
 const FEATURES: readonly LinkFeature[] = [core, flood, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards, chats, pendingDeletes, terminals];
 const registry = buildRegistry(FEATURES);
 
-const detail = (text: string, status: number) =>
-  new Response(JSON.stringify({ detail: text }), { status, headers: { "content-type": "application/json; charset=utf-8" } });
+const detail = (text: string, status: number) => json({ detail: text }, status);
 
 export class DeviceLink extends DurableObject<Env> {
   readonly #rt: LinkRuntime;

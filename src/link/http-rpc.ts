@@ -5,6 +5,7 @@
  * of its own (`http:<id>`) while it waits.
  */
 import { secondsVar } from "../env";
+import { json } from "../http/respond";
 import { ErrorCode, rpcError, type Message } from "../protocol/jsonrpc";
 import { onClientMessage } from "./dispatch";
 import { dropRequestsOf } from "./forwarding";
@@ -12,8 +13,7 @@ import type { LinkRuntime } from "./runtime";
 
 export const DEFAULT_RPC_WAIT_SECONDS = 60;
 
-const answer = (message: Message) =>
-  new Response(JSON.stringify(message), { status: 200, headers: { "content-type": "application/json; charset=utf-8", "cache-control": "no-store" } });
+const answer = (message: Message) => json(message);
 
 export async function handleRpc(rt: LinkRuntime, request: Request, userId: string): Promise<Response> {
   const peer = { sid: `http:${crypto.randomUUID()}`, userId };
