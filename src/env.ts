@@ -17,6 +17,9 @@ export interface Env {
   RPC_WAIT_SECONDS?: string | number;
 }
 
+/** The device's Durable Object: one per device, named by its id. */
+export const deviceLinkOf = (env: Env, deviceId: string) => env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId));
+
 /** A duration var given in seconds (text or number), in ms: the default when absent or not a positive number. */
 export function secondsVar(value: string | number | undefined, defaultSeconds: number): number {
   const seconds = Number(value ?? defaultSeconds);

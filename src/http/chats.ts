@@ -9,6 +9,7 @@ import { personWriting } from "./guards";
 import { HttpError, json } from "./respond";
 import { findChat, listChats, ownsDevice } from "../db/chats";
 import { check } from "../protocol/issues";
+import { deviceLinkOf } from "../env";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */
 const noSuchDevice = () => new HttpError(404, "no such device");
@@ -30,6 +31,6 @@ export const deleteOwnChat: Handler = async (request, env) => {
   const { deviceId, sessionId } = request.params as { deviceId: string; sessionId: string };
   if (!(await ownsDevice(env.DB, person.userId, deviceId))) throw noSuchDevice();
   if (!(await findChat(env.DB, person.userId, deviceId, sessionId))) throw new HttpError(404, "no such chat");
-  const outcome = await env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId)).deleteSession(sessionId, person.userId);
+  const outcome = await deviceLinkOf(env, deviceId).deleteSession(sessionId, person.userId);
   return json(outcome, outcome.status === "deleted" ? 200 : 202);
 };

@@ -1,6 +1,6 @@
 /** A person's devices: listed with what their last link said, renamed, revoked. */
 import { z } from "zod";
-import type { Env } from "../env";
+import { deviceLinkOf, type Env } from "../env";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
@@ -16,7 +16,7 @@ const renameBody = z.object({ name: z.string().trim().min(1).max(100) });
 
 /** Tells each device's object something at once; one object that could not be told must not stop the others. */
 async function tellEach(env: Env, deviceIds: string[], what: string, call: (link: DurableObjectStub<DeviceLink>) => Promise<void>): Promise<void> {
-  const results = await Promise.allSettled(deviceIds.map((id) => call(env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(id)))));
+  const results = await Promise.allSettled(deviceIds.map((id) => call(deviceLinkOf(env, id))));
   for (const r of results) if (r.status === "rejected") console.error(`${what} failed`, r.reason);
 }
 

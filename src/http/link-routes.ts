@@ -7,7 +7,7 @@
  *   GET  /api/devices/:deviceId/client  a client socket of the device's owner (WebSocket; cookie or API token)
  *   POST /api/devices/:deviceId/rpc     one JSON-RPC message over HTTP (cookie or API token)
  */
-import type { Env } from "../env";
+import { deviceLinkOf, type Env } from "../env";
 import { deviceOwner } from "../db/device-presence";
 import { withIdentity, type Identity } from "../link/identity";
 import { authenticateDevice, authenticatePerson } from "./auth";
@@ -22,7 +22,7 @@ function assertUpgrade(request: Request): void {
 }
 
 const toLink = (env: Env, request: Request, identity: Identity) =>
-  env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(identity.deviceId)).fetch(withIdentity(request, identity));
+  deviceLinkOf(env, identity.deviceId).fetch(withIdentity(request, identity));
 
 /** The device's person, or 404 for a device that does not exist or is someone else's (the same answer for both). */
 async function ownersDevice(request: Parameters<Handler>[0], env: Env): Promise<Identity> {

@@ -3,6 +3,7 @@
  * protocol as LLeMbas CLI does (hello, then answers initialize), and client sockets of a person.
  */
 import { env, SELF } from "cloudflare:test";
+import { deviceLinkOf } from "../../src/env";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
 export type WireId = string | number | null;
@@ -19,7 +20,7 @@ export interface Wire {
 export const ORIGIN = "http://localhost";
 
 /** A stub of the device's Durable Object, for eviction and alarms. */
-export const linkStub = (deviceId: string) => env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId));
+export const linkStub = (deviceId: string) => deviceLinkOf(env, deviceId);
 
 export async function upgrade(path: string, headers: Record<string, string>): Promise<Response> {
   return SELF.fetch(`${ORIGIN}${path}`, { headers: { upgrade: "websocket", ...headers } });
