@@ -15,7 +15,12 @@ export interface Device {
   token: string;
 }
 
-async function call<T>(origin: string, route: string, body: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: T; response: Response }> {
+async function call<T>(
+  origin: string,
+  route: string,
+  body: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: T; response: Response }> {
   const response = await fetch(`${origin}${route}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -42,14 +47,34 @@ export async function createPerson(origin: string): Promise<Person> {
 
 /** One device through the whole device login. */
 async function loginDevice(origin: string, person: Person, name: string): Promise<Device> {
-  const code = await call<{ device_code: string; user_code: string }>(origin, "/api/devices/authorize", { name, host: name, platform: "linux" });
+  const code = await call<{ device_code: string; user_code: string }>(origin, "/api/devices/authorize", {
+    name,
+    host: name,
+    platform: "linux",
+  });
   expectStatus("authorize", code, 200);
-  expectStatus("approve", await call(origin, "/api/devices/approve", { user_code: code.body.user_code }, { authorization: person.auth }), 200);
-  const token = await call<{ access_token: string; device_id: string }>(origin, "/api/devices/token", { device_code: code.body.device_code });
+  expectStatus(
+    "approve",
+    await call(origin, "/api/devices/approve", { user_code: code.body.user_code }, { authorization: person.auth }),
+    200,
+  );
+  const token = await call<{ access_token: string; device_id: string }>(origin, "/api/devices/token", {
+    device_code: code.body.device_code,
+  });
   expectStatus("device token", token, 200);
   return { id: token.body.device_id, token: token.body.access_token };
 }
 
-export async function createDevices(origin: string, person: Person, count: number, concurrency: number): Promise<Device[]> {
-  return inBatches(count, concurrency, (i) => loginDevice(origin, person, `bench-${i}`), progress(`device logins`, count));
+export async function createDevices(
+  origin: string,
+  person: Person,
+  count: number,
+  concurrency: number,
+): Promise<Device[]> {
+  return inBatches(
+    count,
+    concurrency,
+    (i) => loginDevice(origin, person, `bench-${i}`),
+    progress(`device logins`, count),
+  );
 }

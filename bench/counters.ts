@@ -14,7 +14,11 @@ export async function readCounters(origin: string, path = "/api/__bench/counters
 }
 
 /** What ran between two readings, per statement, keeping only the places `where` accepts. */
-export function d1Between(before: Counters, after: Counters, where: (place: string) => boolean): Record<string, number> {
+export function d1Between(
+  before: Counters,
+  after: Counters,
+  where: (place: string) => boolean,
+): Record<string, number> {
   const delta: Record<string, number> = {};
   for (const [key, count] of Object.entries(after.d1)) {
     const place = key.split(" | ")[0]!;

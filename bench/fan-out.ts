@@ -37,7 +37,11 @@ async function rate(side: FanOutSide, sockets: readonly WebSocket[], notificatio
 }
 
 /** `plan` maps a number of client sockets to the notifications sent at that size; sockets are added as sizes grow. */
-export async function measureFanOut(relay: FanOutSide, bare: FanOutSide, plan: readonly { clients: number; notifications: number }[]): Promise<FanOutRow[]> {
+export async function measureFanOut(
+  relay: FanOutSide,
+  bare: FanOutSide,
+  plan: readonly { clients: number; notifications: number }[],
+): Promise<FanOutRow[]> {
   const sockets = { relay: [] as WebSocket[], bare: [] as WebSocket[] };
   const rows: FanOutRow[] = [];
   for (const { clients, notifications } of plan) {
@@ -51,7 +55,9 @@ export async function measureFanOut(relay: FanOutSide, bare: FanOutSide, plan: r
     }
     await endTurn?.();
     rows.push({ clients, notifications, relay: median(rates.relay), bare: median(rates.bare) });
-    log(`  fan-out to ${clients}${relay.startTurn ? " during a turn" : ""}: relay ${Math.round(median(rates.relay))}/s, bare ${Math.round(median(rates.bare))}/s`);
+    log(
+      `  fan-out to ${clients}${relay.startTurn ? " during a turn" : ""}: relay ${Math.round(median(rates.relay))}/s, bare ${Math.round(median(rates.bare))}/s`,
+    );
   }
   for (const socket of [...sockets.relay, ...sockets.bare]) socket.terminate();
   return rows;

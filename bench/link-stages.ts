@@ -47,7 +47,12 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
 }
 
 /** One device linked while a client socket of its owner watches for `instance/link` up. */
-async function timedLink(relay: Dev, person: Person, device: Device, samples: { open: number[]; initialize: number[]; up: number[] }): Promise<ScriptedDevice> {
+async function timedLink(
+  relay: Dev,
+  person: Person,
+  device: Device,
+  samples: { open: number[]; initialize: number[]; up: number[] },
+): Promise<ScriptedDevice> {
   const watcher = await Client.attach(relay.origin, device.id, person.auth);
   const up = new Promise<number>((resolve) => {
     watcher.onNotification = (method, params) => {
@@ -63,9 +68,17 @@ async function timedLink(relay: Dev, person: Person, device: Device, samples: { 
   return linked;
 }
 
-const rss = (relay: Dev, bare: Dev) => ({ relayBytes: rssBytes(relay.workerdPid()), bareBytes: rssBytes(bare.workerdPid()) });
+const rss = (relay: Dev, bare: Dev) => ({
+  relayBytes: rssBytes(relay.workerdPid()),
+  bareBytes: rssBytes(bare.workerdPid()),
+});
 
-export async function measureLinkStages(relay: Dev, bare: Dev, person: Person, devices: readonly Device[]): Promise<LinkStagesResult> {
+export async function measureLinkStages(
+  relay: Dev,
+  bare: Dev,
+  person: Person,
+  devices: readonly Device[],
+): Promise<LinkStagesResult> {
   const relayLinks: ScriptedDevice[] = [];
   const bareLinks: ScriptedDevice[] = [];
   const samples = { open: [] as number[], initialize: [] as number[], up: [] as number[], bareOpen: [] as number[] };
@@ -100,7 +113,9 @@ export async function measureLinkStages(relay: Dev, bare: Dev, person: Person, d
     for (const [linked, bareLink] of more) relayLinks.push(linked), bareLinks.push(bareLink);
     log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
     await sleep(HIBERNATE_AFTER_MS);
-    for (const [key, count] of Object.entries(d1Between(before, await readCounters(relay.origin), (place) => LINK_PLACES.has(place)))) {
+    for (const [key, count] of Object.entries(
+      d1Between(before, await readCounters(relay.origin), (place) => LINK_PLACES.has(place)),
+    )) {
       d1[key] = (d1[key] ?? 0) + count;
     }
     memory.rows.push({ links: target, ...rss(relay, bare) });
@@ -110,8 +125,17 @@ export async function measureLinkStages(relay: Dev, bare: Dev, person: Person, d
   const linked = relayLinks.length;
   const total = Object.values(d1).reduce((a, b) => a + b, 0);
   return {
-    setup: { relayOpen: spread(samples.open), relayInitialize: spread(samples.initialize), relayUp: spread(samples.up), bareOpen: spread(samples.bareOpen) },
-    d1PerLink: { links: linked, queries: total / linked, byStatement: Object.fromEntries(Object.entries(d1).map(([k, v]) => [k, v / linked])) },
+    setup: {
+      relayOpen: spread(samples.open),
+      relayInitialize: spread(samples.initialize),
+      relayUp: spread(samples.up),
+      bareOpen: spread(samples.bareOpen),
+    },
+    d1PerLink: {
+      links: linked,
+      queries: total / linked,
+      byStatement: Object.fromEntries(Object.entries(d1).map(([k, v]) => [k, v / linked])),
+    },
     memory,
     idle,
   };
@@ -129,7 +153,11 @@ export interface IdleSide {
 }
 
 /** A window of idleness (counting the objects' own wake-ups), then one frame from each linked device. */
-async function idleCheck(relay: Dev, bare: Dev, links: { relay: readonly ScriptedDevice[]; bare: readonly ScriptedDevice[] }): Promise<LinkStagesResult["idle"]> {
+async function idleCheck(
+  relay: Dev,
+  bare: Dev,
+  links: { relay: readonly ScriptedDevice[]; bare: readonly ScriptedDevice[] },
+): Promise<LinkStagesResult["idle"]> {
   const read = () => Promise.all([readCounters(relay.origin), readCounters(bare.origin, "/counters")]);
   const start = await read();
   log(`  idle links: watching ${IDLE_WINDOW_MS / 1000} s for objects waking on their own`);

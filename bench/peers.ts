@@ -56,7 +56,13 @@ const hello = (host: string) =>
   JSON.stringify({
     jsonrpc: "2.0",
     method: "_lembas/hello",
-    params: { protocol: 2, version: "0.0.0-bench", harness_spec: "1.0.0", device: { host, platform: "linux" }, limits: LIMITS },
+    params: {
+      protocol: 2,
+      version: "0.0.0-bench",
+      harness_spec: "1.0.0",
+      device: { host, platform: "linux" },
+      limits: LIMITS,
+    },
   });
 const INITIALIZE_RESULT = JSON.stringify({
   protocolVersion: 1,
@@ -66,7 +72,14 @@ const INITIALIZE_RESULT = JSON.stringify({
   _meta: { lembas: { protocol: 2, harness_spec: "1.0.0", limits: LIMITS, connection: null, capabilities: ["status"] } },
 });
 /** The answer to any other request (shaped as _lembas/session/status's; session/set_mode's `{}` would do as well). */
-const STATUS_RESULT = JSON.stringify({ sessionId: SESSION_ID, exists: true, held: "here", busy: false, title: "bench", queued: [] });
+const STATUS_RESULT = JSON.stringify({
+  sessionId: SESSION_ID,
+  exists: true,
+  held: "here",
+  busy: false,
+  title: "bench",
+  queued: [],
+});
 
 /** When a device's link got where (ms since performance's origin). */
 export interface LinkTimes {
@@ -142,7 +155,8 @@ export class ScriptedDevice {
 
   /** Answers every held prompt: their turns end. */
   endTurns(): void {
-    for (const id of this.heldPrompts.splice(0)) this.socket.send(`{"jsonrpc":"2.0","id":${id},"result":{"stopReason":"end_turn"}}`);
+    for (const id of this.heldPrompts.splice(0))
+      this.socket.send(`{"jsonrpc":"2.0","id":${id},"result":{"stopReason":"end_turn"}}`);
   }
 
   /** Sends `count` session/update notifications as fast as the socket takes them. */
@@ -216,7 +230,12 @@ export class Client {
  * Resolves once every socket has received `count` frames containing `marker` (a substring check: no parsing on the
  * measuring side), or rejects after `withinMs`.
  */
-export function arrivals(sockets: readonly WebSocket[], marker: string, count: number, withinMs: number): Promise<number> {
+export function arrivals(
+  sockets: readonly WebSocket[],
+  marker: string,
+  count: number,
+  withinMs: number,
+): Promise<number> {
   return new Promise((resolve, reject) => {
     let pending = sockets.length;
     const listeners: [WebSocket, (data: WebSocket.RawData) => void][] = [];
@@ -226,7 +245,15 @@ export function arrivals(sockets: readonly WebSocket[], marker: string, count: n
       if (error) reject(error);
       else resolve(performance.now());
     };
-    const timer = setTimeout(() => done(new Error(`${pending} of ${sockets.length} sockets were still short of ${count} frames after ${withinMs / 1000} s`)), withinMs);
+    const timer = setTimeout(
+      () =>
+        done(
+          new Error(
+            `${pending} of ${sockets.length} sockets were still short of ${count} frames after ${withinMs / 1000} s`,
+          ),
+        ),
+      withinMs,
+    );
     for (const socket of sockets) {
       let seen = 0;
       const listener = (data: WebSocket.RawData) => {

@@ -11,7 +11,8 @@ export interface ProcessInfo {
 export function childrenOf(pid: number): ProcessInfo[] {
   const pids = new Set<number>();
   for (const task of readdirSync(`/proc/${pid}/task`)) {
-    for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean)) pids.add(Number(child));
+    for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, "utf8").split(" ").filter(Boolean))
+      pids.add(Number(child));
   }
   return [...pids].map((child) => ({
     pid: child,

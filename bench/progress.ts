@@ -2,7 +2,8 @@
 
 const started = performance.now();
 /** A progress line, stamped with the seconds since the run began. */
-export const log = (line: string) => process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
+export const log = (line: string) =>
+  process.stderr.write(`[${((performance.now() - started) / 1000).toFixed(0).padStart(3)} s] ${line}\n`);
 
 /** A counter that prints "<what>: n/total" about ten times over a run. */
 export function progress(what: string, total: number): () => void {
@@ -15,7 +16,12 @@ export function progress(what: string, total: number): () => void {
 }
 
 /** Runs task(0..count-1) with at most `concurrency` at a time; results in index order. */
-export async function inBatches<T>(count: number, concurrency: number, task: (i: number) => Promise<T>, onDone: () => void = () => {}): Promise<T[]> {
+export async function inBatches<T>(
+  count: number,
+  concurrency: number,
+  task: (i: number) => Promise<T>,
+  onDone: () => void = () => {},
+): Promise<T[]> {
   const results = new Array<T>(count);
   let next = 0;
   const worker = async () => {

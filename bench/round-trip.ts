@@ -27,7 +27,11 @@ async function timed(client: Client, count: number, into: number[] | null): Prom
   }
 }
 
-export async function measureRoundTrips(relay: Client, bare: Client, plan: RoundTripPlan): Promise<{ relay: Spread; bare: Spread }> {
+export async function measureRoundTrips(
+  relay: Client,
+  bare: Client,
+  plan: RoundTripPlan,
+): Promise<{ relay: Spread; bare: Spread }> {
   await timed(relay, plan.warmup, null);
   await timed(bare, plan.warmup, null);
   const samples = { relay: [] as number[], bare: [] as number[] };

@@ -38,7 +38,9 @@ async function bench(relay: Dev, bare: Dev) {
   const person = await createPerson(relay.origin);
   const [main, ...idle] = await createDevices(relay.origin, person, QUICK ? 1 : 1 + STAGES.at(-1)!, LOGIN_CONCURRENCY);
 
-  log(`round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.blocks * ROUND_TRIPS.perBlock} requests each after ${ROUND_TRIPS.warmup} to warm up`);
+  log(
+    `round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.blocks * ROUND_TRIPS.perBlock} requests each after ${ROUND_TRIPS.warmup} to warm up`,
+  );
   const device = await ScriptedDevice.link(relay.origin, main!.token, "bench-main");
   await device.initialized;
   const client = await Client.attach(relay.origin, main!.id, person.auth);
@@ -47,14 +49,21 @@ async function bench(relay: Dev, bare: Dev) {
   const roundTrip = await measureRoundTrips(client, bareClient, ROUND_TRIPS);
 
   log("fan-out: session/update notifications to 1, 10 and 100 client sockets");
-  const relaySide = { device, attach: () => openSocket(`${wsOrigin(relay.origin)}/api/devices/${main!.id}/client`, { authorization: person.auth }) };
+  const relaySide = {
+    device,
+    attach: () =>
+      openSocket(`${wsOrigin(relay.origin)}/api/devices/${main!.id}/client`, { authorization: person.auth }),
+  };
   const bareSide = { device: bareDevice, attach: () => openSocket(`${wsOrigin(bare.origin)}/a/main`) };
   const fanOut = await measureFanOut(relaySide, bareSide, FAN_OUT);
 
   log("fan-out during a turn: the same, with a prompt outstanding");
   const startTurn = async () => {
     const arrived = device.nextPrompt();
-    const answered = client.request("session/prompt", { sessionId: SESSION_ID, prompt: [{ type: "text", text: "bench" }] });
+    const answered = client.request("session/prompt", {
+      sessionId: SESSION_ID,
+      prompt: [{ type: "text", text: "bench" }],
+    });
     await arrived;
     return async () => {
       device.endTurns();
@@ -65,22 +74,43 @@ async function bench(relay: Dev, bare: Dev) {
   await Promise.all([client.close(), bareClient.close(), device.close(), bareDevice.close()]);
 
   const roundTripResult = { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip };
-  if (QUICK) return { roundTrip: roundTripResult, fanOut, fanOutDuringTurn, links: null, disturbed: relay.reloaded() || bare.reloaded() };
+  if (QUICK)
+    return {
+      roundTrip: roundTripResult,
+      fanOut,
+      fanOutDuringTurn,
+      links: null,
+      disturbed: relay.reloaded() || bare.reloaded(),
+    };
   log(`link set-up, D1 queries and memory: ${STAGES.join(", ")} idle links`);
   const links = await measureLinkStages(relay, bare, person, idle);
-  return { roundTrip: roundTripResult, fanOut, fanOutDuringTurn, links, disturbed: relay.reloaded() || bare.reloaded() };
+  return {
+    roundTrip: roundTripResult,
+    fanOut,
+    fanOutDuringTurn,
+    links,
+    disturbed: relay.reloaded() || bare.reloaded(),
+  };
 }
 
 async function main(): Promise<void> {
   let deadline: NodeJS.Timeout | undefined;
   const overtime = new Promise<never>((_resolve, reject) => {
-    deadline = setTimeout(() => reject(new Error(`the benchmark ran over ${RUN_WITHIN_MS / 60_000} minutes`)), RUN_WITHIN_MS);
+    deadline = setTimeout(
+      () => reject(new Error(`the benchmark ran over ${RUN_WITHIN_MS / 60_000} minutes`)),
+      RUN_WITHIN_MS,
+    );
   });
   // Raced against the measurements below; marked handled so an early time-out cannot end the process unstopped.
   overtime.catch(() => {});
   log("starting the real Worker and the baseline under wrangler dev");
   const started = await Promise.allSettled([
-    startDev({ label: "relay", snapshotOf: "bench/instrumented/worker.ts", migrateD1: true, probe: "/.well-known/lembas.json" }),
+    startDev({
+      label: "relay",
+      snapshotOf: "bench/instrumented/worker.ts",
+      migrateD1: true,
+      probe: "/.well-known/lembas.json",
+    }),
     startDev({ label: "baseline", config: path.join(ROOT, "bench/baseline/wrangler.toml"), probe: "/" }),
   ]);
   const [relay, bare] = started.map((s) => (s.status === "fulfilled" ? s.value : null));
@@ -90,8 +120,13 @@ async function main(): Promise<void> {
   }
   try {
     const result = await Promise.race([bench(relay, bare), overtime]).catch((error: unknown) => {
-      for (const [name, dev] of [["relay", relay], ["baseline", bare]] as const) {
-        log(`${name}'s wrangler dev${dev.reloaded() ? " (reloaded during the run)" : ""} said, last:\n${dev.logs().slice(-3000)}`);
+      for (const [name, dev] of [
+        ["relay", relay],
+        ["baseline", bare],
+      ] as const) {
+        log(
+          `${name}'s wrangler dev${dev.reloaded() ? " (reloaded during the run)" : ""} said, last:\n${dev.logs().slice(-3000)}`,
+        );
       }
       throw error;
     });

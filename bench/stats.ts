@@ -14,4 +14,8 @@ export interface Spread {
   p99: number;
 }
 
-export const spread = (samples: readonly number[]): Spread => ({ n: samples.length, p50: percentile(samples, 50), p99: percentile(samples, 99) });
+export const spread = (samples: readonly number[]): Spread => ({
+  n: samples.length,
+  p50: percentile(samples, 50),
+  p99: percentile(samples, 99),
+});

@@ -18,7 +18,11 @@ import { childrenOf } from "./proc.js";
 export const ROOT = (() => {
   for (let dir = import.meta.dirname; dir !== path.dirname(dir); dir = path.dirname(dir)) {
     const manifest = path.join(dir, "package.json");
-    if (existsSync(manifest) && (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "lembas-edge") return dir;
+    if (
+      existsSync(manifest) &&
+      (JSON.parse(readFileSync(manifest, "utf8")) as { name?: string }).name === "lembas-edge"
+    )
+      return dir;
   }
   throw new Error("the benchmark must run inside the lembas-edge repository");
 })();
@@ -60,19 +64,33 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
   const configArgs = config ? ["--config", config] : [];
   if (options.migrateD1) {
-    await promisify(execFile)(process.execPath, [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo, ...configArgs], {
-      cwd: ROOT,
-      env: WRANGLER_ENV,
-      timeout: READY_WITHIN_MS,
-    });
+    await promisify(execFile)(
+      process.execPath,
+      [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo, ...configArgs],
+      {
+        cwd: ROOT,
+        env: WRANGLER_ENV,
+        timeout: READY_WITHIN_MS,
+      },
+    );
   }
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const child = spawn(
     process.execPath,
     [
-      WRANGLER, "dev", ...configArgs, ...(options.snapshotOf ? ["--no-bundle"] : []),
-      "--ip", "127.0.0.1", "--port", String(port), "--inspector-port", String(inspectorPort),
-      "--persist-to", persistTo, "--show-interactive-dev-session=false",
+      WRANGLER,
+      "dev",
+      ...configArgs,
+      ...(options.snapshotOf ? ["--no-bundle"] : []),
+      "--ip",
+      "127.0.0.1",
+      "--port",
+      String(port),
+      "--inspector-port",
+      String(inspectorPort),
+      "--persist-to",
+      persistTo,
+      "--show-interactive-dev-session=false",
     ],
     // Its own process group, so stopping it stops workerd and any build it started.
     { cwd: ROOT, env: WRANGLER_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },
@@ -114,7 +132,17 @@ async function snapshot(script: string, work: string): Promise<string> {
   const bundle = path.join(work, "bundle", "worker.js");
   await promisify(execFile)(
     path.join(ROOT, "node_modules/.bin/esbuild"),
-    [script, "--bundle", "--format=esm", "--platform=neutral", "--conditions=workerd,worker,browser", "--main-fields=module,main", "--external:cloudflare:*", "--log-level=warning", `--outfile=${bundle}`],
+    [
+      script,
+      "--bundle",
+      "--format=esm",
+      "--platform=neutral",
+      "--conditions=workerd,worker,browser",
+      "--main-fields=module,main",
+      "--external:cloudflare:*",
+      "--log-level=warning",
+      `--outfile=${bundle}`,
+    ],
     { cwd: ROOT, timeout: READY_WITHIN_MS },
   );
   const { rawConfig } = experimental_readRawConfig({ config: path.join(ROOT, "wrangler.toml") });
@@ -122,7 +150,10 @@ async function snapshot(script: string, work: string): Promise<string> {
   const built = {
     ...rest,
     main: bundle,
-    d1_databases: rest.d1_databases?.map((db: { migrations_dir?: string }) => ({ ...db, migrations_dir: path.join(ROOT, db.migrations_dir ?? "migrations") })),
+    d1_databases: rest.d1_databases?.map((db: { migrations_dir?: string }) => ({
+      ...db,
+      migrations_dir: path.join(ROOT, db.migrations_dir ?? "migrations"),
+    })),
   };
   const file = path.join(work, "wrangler.json");
   await writeFile(file, JSON.stringify(built, null, 2));
@@ -134,8 +165,11 @@ async function snapshot(script: string, work: string): Promise<string> {
  * itself (its entry socket on an ephemeral port). The Durable Objects live in the second.
  */
 function workerOf(wranglerPid: number, publicPort: number, label: string): number {
-  const runtimes = descendants(wranglerPid).filter((p) => p.comm === "workerd" && !p.cmdline.includes(`entry=127.0.0.1:${publicPort}`));
-  if (runtimes.length !== 1) throw new Error(`${label}: expected one workerd running the Worker, found ${runtimes.length}`);
+  const runtimes = descendants(wranglerPid).filter(
+    (p) => p.comm === "workerd" && !p.cmdline.includes(`entry=127.0.0.1:${publicPort}`),
+  );
+  if (runtimes.length !== 1)
+    throw new Error(`${label}: expected one workerd running the Worker, found ${runtimes.length}`);
   return runtimes[0]!.pid;
 }
 
@@ -181,7 +215,9 @@ function freePort(): Promise<number> {
     server.once("error", reject);
     server.listen(0, "127.0.0.1", () => {
       const address = server.address();
-      server.close(() => (typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port"))));
+      server.close(() =>
+        typeof address === "object" && address ? resolve(address.port) : reject(new Error("no port")),
+      );
     });
   });
 }

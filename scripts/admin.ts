@@ -78,7 +78,11 @@ const requests: Record<string, () => [string, string, unknown?]> = {
   "delete-plan": () => ["DELETE", plan()],
   show: () => ["GET", account()],
   assign: () => ["PUT", `${account()}/plan`, { plan: need(1, "<plan|none>") === "none" ? null : args[1] }],
-  grant: () => ["POST", `${account()}/credits`, { credits: number(need(1, "<credits>"), "<credits>"), note: flags.note }],
+  grant: () => [
+    "POST",
+    `${account()}/credits`,
+    { credits: number(need(1, "<credits>"), "<credits>"), note: flags.note },
+  ],
   admin: () => ["PUT", `${account()}/admin`, { admin: onOff(args[1], "admin") }],
   personalization: () => ["PUT", `${account()}/personalization`, { available: onOff(args[1], "personalization") }],
 };
@@ -89,7 +93,10 @@ let response: Response;
 try {
   response = await fetch(`${base}${path}`, {
     method,
-    headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { "content-type": "application/json" }) },
+    headers: {
+      authorization: `Bearer ${token}`,
+      ...(body === undefined ? {} : { "content-type": "application/json" }),
+    },
     body: body === undefined ? undefined : JSON.stringify(body),
   });
 } catch (err) {

@@ -32,22 +32,46 @@ beforeAll(async () => {
   victim = await createUser();
   device = await createDevice(owner.userId, "owner's laptop");
   ownerTokenId = /^Bearer lba_(.{12})_/.exec(owner.apiAuth)![1]!;
-  userCode = (await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: { name: "new" } }))).user_code;
+  userCode = (
+    await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: { name: "new" } }))
+  ).user_code;
 });
 
 const ROUTES: Route[] = [
   { name: "GET /api/auth/me", path: () => "/api/auth/me", write: false },
   { name: "POST /api/auth/logout", path: () => "/api/auth/logout", write: true },
   { name: "GET /api/users", path: () => "/api/users", write: false, stranger: 403 },
-  { name: "POST /api/users", path: () => "/api/users", body: () => ({ email: "intruder@example.com", password: "long enough" }), write: true, stranger: 403 },
+  {
+    name: "POST /api/users",
+    path: () => "/api/users",
+    body: () => ({ email: "intruder@example.com", password: "long enough" }),
+    write: true,
+    stranger: 403,
+  },
   { name: "DELETE /api/users/:id", path: () => `/api/users/${victim.userId}`, write: true, stranger: 403 },
   { name: "GET /api/tokens", path: () => "/api/tokens", write: false },
   { name: "POST /api/tokens", path: () => "/api/tokens", body: () => ({ name: "intruder" }), write: true },
   { name: "DELETE /api/tokens/:id", path: () => `/api/tokens/${ownerTokenId}`, write: true, stranger: 404 },
-  { name: "POST /api/devices/approve", path: () => "/api/devices/approve", body: () => ({ user_code: userCode }), write: true },
-  { name: "POST /api/devices/deny", path: () => "/api/devices/deny", body: () => ({ user_code: userCode }), write: true },
+  {
+    name: "POST /api/devices/approve",
+    path: () => "/api/devices/approve",
+    body: () => ({ user_code: userCode }),
+    write: true,
+  },
+  {
+    name: "POST /api/devices/deny",
+    path: () => "/api/devices/deny",
+    body: () => ({ user_code: userCode }),
+    write: true,
+  },
   { name: "GET /api/devices", path: () => "/api/devices", write: false },
-  { name: "PATCH /api/devices/:id", path: () => `/api/devices/${device.deviceId}`, body: () => ({ name: "taken" }), write: true, stranger: 404 },
+  {
+    name: "PATCH /api/devices/:id",
+    path: () => `/api/devices/${device.deviceId}`,
+    body: () => ({ name: "taken" }),
+    write: true,
+    stranger: 404,
+  },
   { name: "DELETE /api/devices/:id", path: () => `/api/devices/${device.deviceId}`, write: true, stranger: 404 },
 ];
 
@@ -68,7 +92,11 @@ describe("auth matrix: accounts, tokens, device login, devices", () => {
 
     it(`${route.name}: refuses no credential, a device token, a revoked token, an ended session`, async () => {
       await expectRefused(await send({}), 401, `${label()} without a credential`);
-      const asDevice = await expectRefused(await send({ authorization: device.auth }), 401, `${label()} with a device token`);
+      const asDevice = await expectRefused(
+        await send({ authorization: device.auth }),
+        401,
+        `${label()} with a device token`,
+      );
       expect(asDevice).toMatch(/device token cannot be used here/);
       const gone = await createUser();
       await env.DB.prepare("DELETE FROM api_tokens WHERE user_id = ?").bind(gone.userId).run();
@@ -80,7 +108,11 @@ describe("auth matrix: accounts, tokens, device login, devices", () => {
 
     if (route.write) {
       it(`${route.name}: refuses the owner's own cookie from a foreign Origin`, async () => {
-        const detail = await expectRefused(await send({ cookie: owner.cookie, origin: "https://evil.example" }), 403, `${label()} from a foreign Origin`);
+        const detail = await expectRefused(
+          await send({ cookie: owner.cookie, origin: "https://evil.example" }),
+          403,
+          `${label()} from a foreign Origin`,
+        );
         expect(detail).toMatch(/evil\.example/);
       });
     }
@@ -88,7 +120,11 @@ describe("auth matrix: accounts, tokens, device login, devices", () => {
     if (route.stranger) {
       it(`${route.name}: refuses another person`, async () => {
         await expectRefused(await send({ cookie: stranger.cookie }), route.stranger!, `${label()} as another person`);
-        await expectRefused(await send({ authorization: stranger.apiAuth }), route.stranger!, `${label()} as another person's script`);
+        await expectRefused(
+          await send({ authorization: stranger.apiAuth }),
+          route.stranger!,
+          `${label()} as another person's script`,
+        );
       });
     }
   }
@@ -97,7 +133,9 @@ describe("auth matrix: accounts, tokens, device login, devices", () => {
     const me = await call("GET", "/api/auth/me", { headers: { cookie: owner.cookie } });
     expect(me.status).toBe(200);
     expect((await call("GET", "/api/auth/me", { headers: { authorization: owner.apiAuth } })).status).toBe(200);
-    expect(await env.DB.prepare("SELECT name FROM devices WHERE id = ?").bind(device.deviceId).first()).toEqual({ name: "owner's laptop" });
+    expect(await env.DB.prepare("SELECT name FROM devices WHERE id = ?").bind(device.deviceId).first()).toEqual({
+      name: "owner's laptop",
+    });
     expect(await env.DB.prepare("SELECT id FROM users WHERE id = ?").bind(victim.userId).first()).not.toBeNull();
     expect(await env.DB.prepare("SELECT id FROM users WHERE email = 'intruder@example.com'").first()).toBeNull();
     expect(await env.DB.prepare("SELECT id FROM api_tokens WHERE name = 'intruder'").first()).toBeNull();
@@ -106,7 +144,10 @@ describe("auth matrix: accounts, tokens, device login, devices", () => {
 
   it("the public endpoints refuse a foreign Origin where a browser would post", async () => {
     for (const path of ["/api/auth/setup", "/api/auth/login"]) {
-      const res = await call("POST", path, { body: { email: owner.email, password: owner.password }, headers: { origin: "https://evil.example" } });
+      const res = await call("POST", path, {
+        body: { email: owner.email, password: owner.password },
+        headers: { origin: "https://evil.example" },
+      });
       await expectRefused(res, 403, path);
     }
   });

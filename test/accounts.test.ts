@@ -24,13 +24,22 @@ describe("setup", () => {
     ]);
     expect([a.status, b.status].sort()).toEqual([201, 409]);
     const created = a.status === 201 ? a : b;
-    expect(await jsonOf(created)).toMatchObject({ email: expect.stringMatching(/^(first|second)@example.com$/), admin: true });
-    const users = await env.DB.prepare("SELECT email, admin, password_hash FROM users").all<{ email: string; admin: number; password_hash: string }>();
+    expect(await jsonOf(created)).toMatchObject({
+      email: expect.stringMatching(/^(first|second)@example.com$/),
+      admin: true,
+    });
+    const users = await env.DB.prepare("SELECT email, admin, password_hash FROM users").all<{
+      email: string;
+      admin: number;
+      password_hash: string;
+    }>();
     expect(users.results).toHaveLength(1);
     expect(users.results[0]!.admin).toBe(1);
     expect(users.results[0]!.password_hash).toMatch(/^pbkdf2-sha256\$100000\$/);
 
-    const again = await call("POST", "/api/auth/setup", { body: { email: "third@example.com", password: "third password" } });
+    const again = await call("POST", "/api/auth/setup", {
+      body: { email: "third@example.com", password: "third password" },
+    });
     expect(again.status).toBe(409);
     expect((await jsonOf(again)).detail).toMatch(/already set up/);
     expect(await countUsers()).toBe(1);
@@ -54,8 +63,13 @@ describe("sign-in", () => {
     expect(await jsonOf(res)).toEqual({ id: user.userId, email: "Reader@Example.com", admin: false });
     const setCookie = res.headers.get("set-cookie")!;
     expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=lbs_[A-Za-z0-9_-]{12}_[A-Za-z0-9_-]{32};`));
-    const attributes = setCookie.split(";").slice(1).map((a) => a.trim());
-    expect(attributes).toEqual(expect.arrayContaining(["HttpOnly", "SameSite=Lax", "Path=/", `Max-Age=${THIRTY_DAYS_S}`]));
+    const attributes = setCookie
+      .split(";")
+      .slice(1)
+      .map((a) => a.trim());
+    expect(attributes).toEqual(
+      expect.arrayContaining(["HttpOnly", "SameSite=Lax", "Path=/", `Max-Age=${THIRTY_DAYS_S}`]),
+    );
     expect(attributes).not.toContain("Secure"); // a loopback host is served over plain http
 
     const me = await call("GET", "/api/auth/me", { headers: { cookie: cookiePair(setCookie) } });
@@ -65,7 +79,9 @@ describe("sign-in", () => {
     // Only the hash of the secret is stored, with the expiry.
     const token = cookiePair(setCookie).split("=")[1]!;
     const [, id, secret] = /^lbs_(.{12})_(.{32})$/.exec(token)!;
-    const row = await env.DB.prepare("SELECT secret_hash, expires_at FROM sessions WHERE id = ?").bind(id).first<{ secret_hash: string; expires_at: number }>();
+    const row = await env.DB.prepare("SELECT secret_hash, expires_at FROM sessions WHERE id = ?")
+      .bind(id)
+      .first<{ secret_hash: string; expires_at: number }>();
     expect(row!.secret_hash).not.toContain(secret!);
     expect(row!.secret_hash).toMatch(/^[0-9a-f]{64}$/);
     expect(row!.expires_at - Date.now()).toBeGreaterThan(THIRTY_DAYS_S * 1000 - 60_000);
@@ -75,7 +91,12 @@ describe("sign-in", () => {
     const user = await createUser();
     const res = await signIn(user.email, user.password, "https://lembas.example");
     expect(res.status).toBe(200);
-    expect(res.headers.get("set-cookie")!.split(";").map((a) => a.trim())).toContain("Secure");
+    expect(
+      res.headers
+        .get("set-cookie")!
+        .split(";")
+        .map((a) => a.trim()),
+    ).toContain("Secure");
   });
 
   it("answers a wrong password and an unknown email alike", async () => {
@@ -92,7 +113,10 @@ describe("sign-in", () => {
 
   it("refuses a sign-in posted from another site", async () => {
     const user = await createUser();
-    const res = await call("POST", "/api/auth/login", { body: { email: user.email, password: user.password }, headers: { origin: "https://evil.example" } });
+    const res = await call("POST", "/api/auth/login", {
+      body: { email: user.email, password: user.password },
+      headers: { origin: "https://evil.example" },
+    });
     expect(res.status).toBe(403);
     expect((await jsonOf(res)).detail).toMatch(/evil\.example/);
   });
@@ -116,7 +140,9 @@ describe("sign-in", () => {
     const user = await createUser();
     const cookie = cookiePair((await signIn(user.email, user.password)).headers.get("set-cookie")!);
     const id = /lbs_(.{12})_/.exec(cookie)![1];
-    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, id).run();
+    await env.DB.prepare("UPDATE sessions SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, id)
+      .run();
     expect((await call("GET", "/api/auth/me", { headers: { cookie } })).status).toBe(401);
   });
 });
@@ -124,20 +150,31 @@ describe("sign-in", () => {
 describe("accounts, managed by admins", () => {
   it("an admin adds a person who can then sign in; a taken email is refused", async () => {
     const admin = await createUser({ admin: true });
-    const res = await call("POST", "/api/users", { body: { email: "new.person@example.com", password: "a good password" }, headers: { cookie: admin.cookie } });
+    const res = await call("POST", "/api/users", {
+      body: { email: "new.person@example.com", password: "a good password" },
+      headers: { cookie: admin.cookie },
+    });
     expect(res.status).toBe(201);
     const created = await jsonOf<{ id: string }>(res);
     expect(created).toMatchObject({ email: "new.person@example.com", admin: false });
     expect((await signIn("new.person@example.com", "a good password")).status).toBe(200);
 
-    const dup = await call("POST", "/api/users", { body: { email: "NEW.person@example.com", password: "another password" }, headers: { cookie: admin.cookie } });
+    const dup = await call("POST", "/api/users", {
+      body: { email: "NEW.person@example.com", password: "another password" },
+      headers: { cookie: admin.cookie },
+    });
     expect(dup.status).toBe(409);
     expect((await jsonOf(dup)).detail).toMatch(/already exists/);
 
     const list = await call("GET", "/api/users", { headers: { authorization: admin.apiAuth } });
     expect(list.status).toBe(200);
     const users = await jsonOf<Array<{ id: string; email: string; admin: boolean }>>(list);
-    expect(users).toContainEqual({ id: created.id, email: "new.person@example.com", admin: false, created_at: expect.any(Number) });
+    expect(users).toContainEqual({
+      id: created.id,
+      email: "new.person@example.com",
+      admin: false,
+      created_at: expect.any(Number),
+    });
     expect(users.find((u) => u.id === admin.userId)!.admin).toBe(true);
     expect(JSON.stringify(users)).not.toMatch(/pbkdf2/);
   });
@@ -164,7 +201,9 @@ describe("accounts, managed by admins", () => {
     const res = await call("DELETE", `/api/users/${person.userId}`, { headers: { authorization: admin.apiAuth } });
     expect(res.status).toBe(204);
     for (const table of ["devices", "api_tokens", "sessions"]) {
-      const n = await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE user_id = ?`).bind(person.userId).first<{ n: number }>();
+      const n = await env.DB.prepare(`SELECT COUNT(*) AS n FROM ${table} WHERE user_id = ?`)
+        .bind(person.userId)
+        .first<{ n: number }>();
       expect(n!.n, table).toBe(0);
     }
     expect((await call("GET", "/api/auth/me", { headers: { authorization: person.apiAuth } })).status).toBe(401);

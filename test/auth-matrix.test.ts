@@ -68,8 +68,18 @@ const ROWS: Row[] = [
   // Public by design: the CLI must find the instance, sign in and log a device in before it has any credential.
   { route: "GET /.well-known/lembas.json", takes: "none" },
   { route: "GET /api/v1/instance", takes: "none" },
-  { route: "POST /api/auth/setup", takes: "none", sameOrigin: true, body: () => ({ email: "second@example.com", password: "long enough" }) },
-  { route: "POST /api/auth/login", takes: "none", sameOrigin: true, body: () => ({ email: owner.email, password: owner.password }) },
+  {
+    route: "POST /api/auth/setup",
+    takes: "none",
+    sameOrigin: true,
+    body: () => ({ email: "second@example.com", password: "long enough" }),
+  },
+  {
+    route: "POST /api/auth/login",
+    takes: "none",
+    sameOrigin: true,
+    body: () => ({ email: owner.email, password: owner.password }),
+  },
   { route: "POST /api/devices/authorize", takes: "none", sameOrigin: false, body: () => ({ name: "new" }) },
   { route: "POST /api/devices/token", takes: "none", sameOrigin: false, body: () => ({ device_code: "lbc_unknown" }) },
   // A person's.
@@ -81,9 +91,21 @@ const ROWS: Row[] = [
   { route: "POST /api/devices/approve", takes: "person", body: () => ({ user_code: userCode }) },
   { route: "POST /api/devices/deny", takes: "person", body: () => ({ user_code: userCode }) },
   { route: "GET /api/devices", takes: "person", stranger: "own" },
-  { route: "PATCH /api/devices/:id", takes: "person", path: () => `/api/devices/${device.deviceId}`, body: () => ({ name: "taken" }), stranger: 404 },
+  {
+    route: "PATCH /api/devices/:id",
+    takes: "person",
+    path: () => `/api/devices/${device.deviceId}`,
+    body: () => ({ name: "taken" }),
+    stranger: 404,
+  },
   { route: "DELETE /api/devices/:id", takes: "person", path: () => `/api/devices/${device.deviceId}`, stranger: 404 },
-  { route: "GET /api/devices/:deviceId/client", takes: "person", path: () => `/api/devices/${device.deviceId}/client`, socket: true, stranger: 404 },
+  {
+    route: "GET /api/devices/:deviceId/client",
+    takes: "person",
+    path: () => `/api/devices/${device.deviceId}/client`,
+    socket: true,
+    stranger: 404,
+  },
   {
     route: "POST /api/devices/:deviceId/rpc",
     takes: "person",
@@ -93,18 +115,58 @@ const ROWS: Row[] = [
     reachesDevice: true,
   },
   { route: "GET /api/chats", takes: "person", path: () => `/api/chats?device=${device.deviceId}`, stranger: 404 },
-  { route: "DELETE /api/chats/:deviceId/:sessionId", takes: "person", path: () => `/api/chats/${device.deviceId}/${SESSION_ID}`, stranger: 404, reachesDevice: true },
+  {
+    route: "DELETE /api/chats/:deviceId/:sessionId",
+    takes: "person",
+    path: () => `/api/chats/${device.deviceId}/${SESSION_ID}`,
+    stranger: 404,
+    reachesDevice: true,
+  },
   // An admin's.
-  { route: "POST /api/users", takes: "admin", body: () => ({ email: "intruder@example.com", password: "long enough" }), stranger: 403 },
+  {
+    route: "POST /api/users",
+    takes: "admin",
+    body: () => ({ email: "intruder@example.com", password: "long enough" }),
+    stranger: 403,
+  },
   { route: "GET /api/users", takes: "admin", stranger: 403 },
   { route: "DELETE /api/users/:id", takes: "admin", path: () => `/api/users/${owner.userId}`, stranger: 403 },
   { route: "GET /api/admin/plans", takes: "admin", stranger: 403 },
-  { route: "PUT /api/admin/plans/:plan", takes: "admin", path: () => "/api/admin/plans/kept", body: () => ({ credits_per_month: 1 }), stranger: 403 },
+  {
+    route: "PUT /api/admin/plans/:plan",
+    takes: "admin",
+    path: () => "/api/admin/plans/kept",
+    body: () => ({ credits_per_month: 1 }),
+    stranger: 403,
+  },
   { route: "DELETE /api/admin/plans/:plan", takes: "admin", path: () => "/api/admin/plans/kept", stranger: 403 },
-  { route: "GET /api/admin/accounts/:account", takes: "admin", path: () => `/api/admin/accounts/${owner.userId}`, stranger: 403 },
-  { route: "PUT /api/admin/accounts/:account/plan", takes: "admin", path: () => `/api/admin/accounts/${owner.userId}/plan`, body: () => ({ plan: null }), stranger: 403 },
-  { route: "POST /api/admin/accounts/:account/credits", takes: "admin", path: () => `/api/admin/accounts/${owner.userId}/credits`, body: () => ({ credits: 5 }), stranger: 403 },
-  { route: "PUT /api/admin/accounts/:account/admin", takes: "admin", path: () => `/api/admin/accounts/${owner.userId}/admin`, body: () => ({ admin: false }), stranger: 403 },
+  {
+    route: "GET /api/admin/accounts/:account",
+    takes: "admin",
+    path: () => `/api/admin/accounts/${owner.userId}`,
+    stranger: 403,
+  },
+  {
+    route: "PUT /api/admin/accounts/:account/plan",
+    takes: "admin",
+    path: () => `/api/admin/accounts/${owner.userId}/plan`,
+    body: () => ({ plan: null }),
+    stranger: 403,
+  },
+  {
+    route: "POST /api/admin/accounts/:account/credits",
+    takes: "admin",
+    path: () => `/api/admin/accounts/${owner.userId}/credits`,
+    body: () => ({ credits: 5 }),
+    stranger: 403,
+  },
+  {
+    route: "PUT /api/admin/accounts/:account/admin",
+    takes: "admin",
+    path: () => `/api/admin/accounts/${owner.userId}/admin`,
+    body: () => ({ admin: false }),
+    stranger: 403,
+  },
   {
     route: "PUT /api/admin/accounts/:account/personalization",
     takes: "admin",
@@ -118,7 +180,11 @@ const ROWS: Row[] = [
   { route: "PUT /v1/me/personalization", takes: "device", body: () => ({ enabled: true }), apiToken: 403 },
   // The CLI API: a device, or a person's script.
   { route: "GET /v1/models", takes: "device or API token" },
-  { route: "POST /v1/chat/completions", takes: "device or API token", body: () => ({ model: "fake/chat", messages: [{ role: "user", content: "hi" }] }) },
+  {
+    route: "POST /v1/chat/completions",
+    takes: "device or API token",
+    body: () => ({ model: "fake/chat", messages: [{ role: "user", content: "hi" }] }),
+  },
   { route: "POST /v1/embeddings", takes: "device or API token", body: () => ({ model: "fake/embed", input: "hi" }) },
   { route: "GET /v1/usage", takes: "device or API token" },
 ];
@@ -129,7 +195,10 @@ const isPerson = (row: Row) => row.takes === "person" || row.takes === "admin";
 const guarded = ROWS.filter((row) => row.takes !== "none");
 
 function send(row: Row, headers: Creds): Promise<Response> {
-  return call(methodOf(row), pathOf(row), { body: row.body?.(), headers: row.socket ? { upgrade: "websocket", ...headers } : headers });
+  return call(methodOf(row), pathOf(row), {
+    body: row.body?.(),
+    headers: row.socket ? { upgrade: "websocket", ...headers } : headers,
+  });
 }
 
 // A browser sends its own Origin with a cookie on every write.
@@ -164,7 +233,20 @@ beforeAll(async () => {
     "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite%' AND name NOT LIKE '\\_cf%' ESCAPE '\\' AND name != 'd1_migrations' ORDER BY name",
   ).all<{ name: string }>();
   tables = results.map((t) => t.name);
-  expect(tables).toEqual(expect.arrayContaining(["users", "sessions", "api_tokens", "devices", "device_codes", "chats", "pending_deletes", "plans", "credits", "personalization"]));
+  expect(tables).toEqual(
+    expect.arrayContaining([
+      "users",
+      "sessions",
+      "api_tokens",
+      "devices",
+      "device_codes",
+      "chats",
+      "pending_deletes",
+      "plans",
+      "credits",
+      "personalization",
+    ]),
+  );
   owner = await createUser({ admin: true });
   stranger = await createUser();
   strangerDevice = await createDevice(stranger.userId, "stranger's laptop");
@@ -172,13 +254,28 @@ beforeAll(async () => {
   device = await createDevice(owner.userId, "owner's laptop");
   ownerTokenId = tokenId(owner);
   await chatFromAnnounce(env.DB, device.deviceId, owner.userId, {
-    sessionId: SESSION_ID, cwd: "/home/me/app", title: "Keep me", model: "fake/chat", instance: true, mode: "edit", effort: "off", busy: false, origin: "terminal",
+    sessionId: SESSION_ID,
+    cwd: "/home/me/app",
+    title: "Keep me",
+    model: "fake/chat",
+    instance: true,
+    mode: "edit",
+    effort: "off",
+    busy: false,
+    origin: "terminal",
   });
-  expect((await call("PUT", "/api/admin/plans/kept", { body: { credits_per_month: 100 }, headers: bearer(owner.apiAuth) })).status).toBe(200);
-  userCode = (await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: { name: "new" } }))).user_code;
+  expect(
+    (await call("PUT", "/api/admin/plans/kept", { body: { credits_per_month: 100 }, headers: bearer(owner.apiAuth) }))
+      .status,
+  ).toBe(200);
+  userCode = (
+    await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: { name: "new" } }))
+  ).user_code;
 
   // Credentials revoked the way a person revokes them.
-  const made = await jsonOf<{ id: string; token: string }>(await call("POST", "/api/tokens", { body: { name: "revoked" }, headers: bearer(owner.apiAuth) }));
+  const made = await jsonOf<{ id: string; token: string }>(
+    await call("POST", "/api/tokens", { body: { name: "revoked" }, headers: bearer(owner.apiAuth) }),
+  );
   expect((await call("DELETE", `/api/tokens/${made.id}`, { headers: bearer(owner.apiAuth) })).status).toBe(204);
   revokedApiAuth = `Bearer ${made.token}`;
   const login = await call("POST", "/api/auth/login", { body: { email: owner.email, password: owner.password } });
@@ -186,12 +283,17 @@ beforeAll(async () => {
   signedOutCookie = login.headers.get("set-cookie")!.split(";")[0]!;
   expect((await call("POST", "/api/auth/logout", { headers: cookieOf(signedOutCookie) })).status).toBe(204);
   revokedDevice = await createDevice(owner.userId, "old phone");
-  expect((await call("DELETE", `/api/devices/${revokedDevice.deviceId}`, { headers: bearer(owner.apiAuth) })).status).toBe(204);
+  expect(
+    (await call("DELETE", `/api/devices/${revokedDevice.deviceId}`, { headers: bearer(owner.apiAuth) })).status,
+  ).toBe(204);
 
   // The owner's device is linked, so a refused request that reached it would show.
   ({ peer: link } = await linkDevice(device));
   await waitUntilUp(await attachClient(owner, device.deviceId));
-  await until(() => env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first<number>("online"), (online) => online === 1);
+  await until(
+    () => env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first<number>("online"),
+    (online) => online === 1,
+  );
   await drain(link, 100);
 });
 
@@ -237,7 +339,8 @@ describe("another person's credential", () => {
 describe("a revoked credential", () => {
   const cases = guarded.flatMap((row) => {
     const revoked: { what: string; headers: () => Creds }[] = [];
-    if (isPerson(row) || row.takes === "device or API token") revoked.push({ what: "a deleted API token", headers: () => bearer(revokedApiAuth) });
+    if (isPerson(row) || row.takes === "device or API token")
+      revoked.push({ what: "a deleted API token", headers: () => bearer(revokedApiAuth) });
     if (isPerson(row)) revoked.push({ what: "a signed-out cookie", headers: () => cookieOf(signedOutCookie) });
     if (!isPerson(row)) revoked.push({ what: "a deleted device's token", headers: () => bearer(revokedDevice.auth) });
     return revoked.map((r) => ({ row, ...r }));
@@ -264,7 +367,9 @@ describe("the wrong kind of credential", () => {
 
 describe("a valid cookie from a foreign Origin", () => {
   // Every state-changing route and every WebSocket upgrade. Routes that take no cookie refuse it as no credential.
-  const cases = ROWS.filter((row) => (methodOf(row) !== "GET" || row.socket) && (row.takes !== "none" || row.sameOrigin)).map((row) => ({
+  const cases = ROWS.filter(
+    (row) => (methodOf(row) !== "GET" || row.socket) && (row.takes !== "none" || row.sameOrigin),
+  ).map((row) => ({
     row,
     status: isPerson(row) || row.takes === "none" ? 403 : 401,
   }));
@@ -281,11 +386,13 @@ describe("public routes refuse what they must", () => {
       name: "GET /.well-known/lembas.json and GET /api/v1/instance answer everyone alike: no credential tells them apart",
       check: async () => {
         for (const path of ["/.well-known/lembas.json", "/api/v1/instance"]) {
-          const answers = await Promise.all([none(), cookieOf(owner.cookie), bearer(owner.apiAuth), bearer(device.auth)].map(async (headers) => {
-            const res = await call("GET", path, { headers });
-            expect(res.status).toBe(200);
-            return res.text();
-          }));
+          const answers = await Promise.all(
+            [none(), cookieOf(owner.cookie), bearer(owner.apiAuth), bearer(device.auth)].map(async (headers) => {
+              const res = await call("GET", path, { headers });
+              expect(res.status).toBe(200);
+              return res.text();
+            }),
+          );
           expect(new Set(answers).size).toBe(1);
           for (const theirs of [owner.userId, owner.email, device.deviceId]) expect(answers[0]).not.toContain(theirs);
         }
@@ -309,14 +416,21 @@ describe("public routes refuse what they must", () => {
     {
       name: "POST /api/devices/authorize binds its code to nobody, whatever cookie comes along; a bad body → 400",
       check: async () => {
-        const made = await call("POST", "/api/devices/authorize", { body: { name: "drive-by" }, headers: { cookie: owner.cookie, origin: FOREIGN } });
+        const made = await call("POST", "/api/devices/authorize", {
+          body: { name: "drive-by" },
+          headers: { cookie: owner.cookie, origin: FOREIGN },
+        });
         expect(made.status).toBe(200);
         const { device_code } = await jsonOf<{ device_code: string }>(made);
         const poll = await call("POST", "/api/devices/token", { body: { device_code } });
         expect(await jsonOf(poll)).toMatchObject({ error: "authorization_pending" });
         const id = /^lbc_(.{12})_/.exec(device_code)![1]!;
-        expect(await env.DB.prepare("SELECT status, user_id, device_id FROM device_codes WHERE id = ?").bind(id).first()).toEqual({
-          status: "pending", user_id: null, device_id: null,
+        expect(
+          await env.DB.prepare("SELECT status, user_id, device_id FROM device_codes WHERE id = ?").bind(id).first(),
+        ).toEqual({
+          status: "pending",
+          user_id: null,
+          device_id: null,
         });
         await expectRefused({ ...row("POST /api/devices/authorize"), body: () => ({ name: 42 }) }, none(), 400);
       },
@@ -334,7 +448,11 @@ describe("public routes refuse what they must", () => {
 
   it("every public row has its checks here", () => {
     const publicRoutes = ROWS.filter((r) => r.takes === "none").map((r) => r.route);
-    for (const route of publicRoutes) expect(checks.some((c) => c.name.includes(route)), route).toBe(true);
+    for (const route of publicRoutes)
+      expect(
+        checks.some((c) => c.name.includes(route)),
+        route,
+      ).toBe(true);
   });
 
   it.each(checks)("$name", async ({ check }) => {
@@ -344,14 +462,24 @@ describe("public routes refuse what they must", () => {
 
 describe("after every refusal", () => {
   it("the first person's things are all there and their credentials still work", async () => {
-    const tokens = await jsonOf<{ id: string }[]>(await call("GET", "/api/tokens", { headers: cookieOf(owner.cookie) }));
+    const tokens = await jsonOf<{ id: string }[]>(
+      await call("GET", "/api/tokens", { headers: cookieOf(owner.cookie) }),
+    );
     expect(tokens.map((t) => t.id)).toContain(ownerTokenId);
-    const devices = await jsonOf<{ id: string; name: string; online: boolean }[]>(await call("GET", "/api/devices", { headers: bearer(owner.apiAuth) }));
-    expect(devices).toContainEqual(expect.objectContaining({ id: device.deviceId, name: "owner's laptop", online: true }));
-    const chats = await jsonOf<{ session_id: string; pending_delete: boolean }[]>(await call("GET", pathOf(row("GET /api/chats")), { headers: bearer(owner.apiAuth) }));
+    const devices = await jsonOf<{ id: string; name: string; online: boolean }[]>(
+      await call("GET", "/api/devices", { headers: bearer(owner.apiAuth) }),
+    );
+    expect(devices).toContainEqual(
+      expect.objectContaining({ id: device.deviceId, name: "owner's laptop", online: true }),
+    );
+    const chats = await jsonOf<{ session_id: string; pending_delete: boolean }[]>(
+      await call("GET", pathOf(row("GET /api/chats")), { headers: bearer(owner.apiAuth) }),
+    );
     expect(chats).toEqual([expect.objectContaining({ session_id: SESSION_ID, pending_delete: false })]);
     expect((await call("GET", "/v1/models", { headers: bearer(device.auth) })).status).toBe(200);
-    expect(await jsonOf(await call("GET", `/api/admin/accounts/${owner.userId}`, { headers: bearer(owner.apiAuth) }))).toMatchObject({ admin: true, plan: null });
+    expect(
+      await jsonOf(await call("GET", `/api/admin/accounts/${owner.userId}`, { headers: bearer(owner.apiAuth) })),
+    ).toMatchObject({ admin: true, plan: null });
   });
 });
 

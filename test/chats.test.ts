@@ -1,7 +1,22 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { chatFromAnnounce, chatFromSessionNew, deleteChat, findChat, listChats, markChatLeft, setChatTitle, type ChatInfo } from "../src/db/chats";
-import { clearPendingDelete, listPendingDeletes, MAX_REFUSALS, recordPendingDelete, recordRefusal } from "../src/db/pending-deletes";
+import {
+  chatFromAnnounce,
+  chatFromSessionNew,
+  deleteChat,
+  findChat,
+  listChats,
+  markChatLeft,
+  setChatTitle,
+  type ChatInfo,
+} from "../src/db/chats";
+import {
+  clearPendingDelete,
+  listPendingDeletes,
+  MAX_REFUSALS,
+  recordPendingDelete,
+  recordRefusal,
+} from "../src/db/pending-deletes";
 import type { SessionAnnounce } from "../src/protocol/lembas";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { call, jsonOf } from "./helpers/requests";
@@ -36,22 +51,47 @@ describe("chats in D1", () => {
       _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } },
     });
     expect(await findChat(db, userId, deviceId, "ses_web")).toMatchObject({
-      session_id: "ses_web", cwd: "/home/me/work", origin: "web", model: "deepseek/flash", mode: "edit", title: null, busy: false, pending_delete: false,
+      session_id: "ses_web",
+      cwd: "/home/me/work",
+      origin: "web",
+      model: "deepseek/flash",
+      mode: "edit",
+      title: null,
+      busy: false,
+      pending_delete: false,
     });
   });
 
   it("a plain ACP answer (no _meta) still makes a chat, its mode from modes", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromSessionNew(db, deviceId, userId, "/w", { sessionId: "ses_plain", modes: { currentModeId: "ask", availableModes: [] } });
-    expect(await findChat(db, userId, deviceId, "ses_plain")).toMatchObject({ model: null, mode: "ask", origin: "web" });
+    await chatFromSessionNew(db, deviceId, userId, "/w", {
+      sessionId: "ses_plain",
+      modes: { currentModeId: "ask", availableModes: [] },
+    });
+    expect(await findChat(db, userId, deviceId, "ses_plain")).toMatchObject({
+      model: null,
+      mode: "ask",
+      origin: "web",
+    });
   });
 
   it("an announce makes a terminal chat, and a later one updates it", async () => {
     const { deviceId, userId } = await owner();
     expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_t"))).toBe(true);
-    expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({ origin: "terminal", title: "Fix the build", busy: true, mode: "edit" });
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_t", { title: null, busy: false, mode: "plan" }))).toBe(true);
-    expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({ title: "Fix the build", busy: false, mode: "plan" });
+    expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({
+      origin: "terminal",
+      title: "Fix the build",
+      busy: true,
+      mode: "edit",
+    });
+    expect(
+      await chatFromAnnounce(db, deviceId, userId, announce("ses_t", { title: null, busy: false, mode: "plan" })),
+    ).toBe(true);
+    expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({
+      title: "Fix the build",
+      busy: false,
+      mode: "plan",
+    });
   });
 
   it("an announce never recreates a chat that is pending deletion", async () => {
@@ -59,7 +99,10 @@ describe("chats in D1", () => {
     await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"));
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
     expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone", { title: "renamed" }))).toBe(false);
-    expect(await findChat(db, userId, deviceId, "ses_gone")).toMatchObject({ title: "Fix the build", pending_delete: true });
+    expect(await findChat(db, userId, deviceId, "ses_gone")).toMatchObject({
+      title: "Fix the build",
+      pending_delete: true,
+    });
     expect(await clearPendingDelete(db, deviceId, "ses_gone")).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toBeNull();
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
@@ -79,11 +122,16 @@ describe("chats in D1", () => {
     const { deviceId, userId } = await owner();
     await chatFromAnnounce(db, deviceId, userId, announce("ses_left"));
     expect(await markChatLeft(db, deviceId, "ses_left", false)).toBe(true);
-    const row = await db.prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = ?").bind(deviceId, "ses_left").first();
+    const row = await db
+      .prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = ?")
+      .bind(deviceId, "ses_left")
+      .first();
     expect(row).toMatchObject({ available: 0, busy: 0 });
     expect(row?.left_at).toEqual(expect.any(Number));
     await chatFromAnnounce(db, deviceId, userId, announce("ses_left"));
-    expect(await db.prepare("SELECT left_at, available FROM chats WHERE session_id = ?").bind("ses_left").first()).toEqual({ left_at: null, available: 1 });
+    expect(
+      await db.prepare("SELECT left_at, available FROM chats WHERE session_id = ?").bind("ses_left").first(),
+    ).toEqual({ left_at: null, available: 1 });
   });
 
   it("deleteChat says whether there was one", async () => {
@@ -120,14 +168,25 @@ describe("pending deletes", () => {
     await chatFromAnnounce(db, deviceId, userId, announce("ses_stubborn"));
     await recordPendingDelete(db, deviceId, userId, "ses_stubborn", "offline");
     for (let i = 1; i < MAX_REFUSALS; i++) {
-      expect(await recordRefusal(db, deviceId, "ses_stubborn", `refused ${i}`)).toEqual({ refusals: i, givenUp: false });
+      expect(await recordRefusal(db, deviceId, "ses_stubborn", `refused ${i}`)).toEqual({
+        refusals: i,
+        givenUp: false,
+      });
     }
     expect(await findChat(db, userId, deviceId, "ses_stubborn")).toMatchObject({ pending_delete: true });
     expect(await recordRefusal(db, deviceId, "ses_stubborn", "refused 5")).toEqual({ refusals: 5, givenUp: true });
     expect(await recordRefusal(db, deviceId, "ses_stubborn", "again")).toBeNull();
     expect(await findChat(db, userId, deviceId, "ses_stubborn")).toBeNull();
-    const record = await db.prepare("SELECT * FROM pending_deletes WHERE device_id = ? AND session_id = ?").bind(deviceId, "ses_stubborn").first();
-    expect(record).toMatchObject({ state: "given_up", refusals: 5, last_error: "refused 5", given_up_at: expect.any(Number) });
+    const record = await db
+      .prepare("SELECT * FROM pending_deletes WHERE device_id = ? AND session_id = ?")
+      .bind(deviceId, "ses_stubborn")
+      .first();
+    expect(record).toMatchObject({
+      state: "given_up",
+      refusals: 5,
+      last_error: "refused 5",
+      given_up_at: expect.any(Number),
+    });
     expect(await listPendingDeletes(db, deviceId)).toEqual([]);
     // The person deleting it again starts afresh.
     await recordPendingDelete(db, deviceId, userId, "ses_stubborn", "offline");
@@ -156,18 +215,35 @@ describe("GET /api/chats", () => {
     await chatFromAnnounce(db, other.deviceId, me.userId, announce("ses_mid"));
     await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"));
     await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_new"));
-    await db.prepare("UPDATE chats SET updated_at = CASE session_id WHEN 'ses_old' THEN 1 WHEN 'ses_mid' THEN 2 ELSE 3 END WHERE user_id = ?").bind(me.userId).run();
+    await db
+      .prepare(
+        "UPDATE chats SET updated_at = CASE session_id WHEN 'ses_old' THEN 1 WHEN 'ses_mid' THEN 2 ELSE 3 END WHERE user_id = ?",
+      )
+      .bind(me.userId)
+      .run();
     await recordPendingDelete(db, me.deviceId, me.userId, "ses_old", "offline");
 
-    const all = await jsonOf<ChatInfo[]>(await call("GET", "/api/chats", { headers: { authorization: me.user.apiAuth } }));
+    const all = await jsonOf<ChatInfo[]>(
+      await call("GET", "/api/chats", { headers: { authorization: me.user.apiAuth } }),
+    );
     expect(all.map((c) => c.session_id)).toEqual(["ses_new", "ses_mid", "ses_old"]);
     expect(all[0]).toEqual({
-      device_id: me.deviceId, session_id: "ses_new", title: "Fix the build", cwd: "/home/me/work/app", origin: "terminal",
-      model: "deepseek/flash", mode: "edit", busy: true, updated_at: 3, pending_delete: false,
+      device_id: me.deviceId,
+      session_id: "ses_new",
+      title: "Fix the build",
+      cwd: "/home/me/work/app",
+      origin: "terminal",
+      model: "deepseek/flash",
+      mode: "edit",
+      busy: true,
+      updated_at: 3,
+      pending_delete: false,
     });
     expect(all[2]?.pending_delete).toBe(true);
 
-    const one = await jsonOf<ChatInfo[]>(await call("GET", `/api/chats?device=${me.deviceId}`, { headers: { cookie: me.user.cookie } }));
+    const one = await jsonOf<ChatInfo[]>(
+      await call("GET", `/api/chats?device=${me.deviceId}`, { headers: { cookie: me.user.cookie } }),
+    );
     expect(one.map((c) => c.session_id)).toEqual(["ses_new", "ses_old"]);
   });
 
@@ -195,7 +271,9 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
     const res = await call("DELETE", `/api/chats/${me.deviceId}/ses_bye`, { headers: { cookie: me.user.cookie } });
     expect(res.status).toBe(202);
     expect(await jsonOf(res)).toEqual({ status: "pending", reason: "offline" });
-    expect(await listPendingDeletes(db, me.deviceId)).toMatchObject([{ session_id: "ses_bye", user_id: me.userId, last_error: "offline", refusals: 0 }]);
+    expect(await listPendingDeletes(db, me.deviceId)).toMatchObject([
+      { session_id: "ses_bye", user_id: me.userId, last_error: "offline", refusals: 0 },
+    ]);
     const [chat] = await jsonOf<ChatInfo[]>(await call("GET", "/api/chats", { headers: { cookie: me.user.cookie } }));
     expect(chat).toMatchObject({ session_id: "ses_bye", pending_delete: true });
   });
@@ -205,7 +283,9 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
     const stranger = await owner();
     await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"));
     const auth = { authorization: me.user.apiAuth };
-    expect(await jsonOf(await call("DELETE", `/api/chats/${stranger.deviceId}/ses_theirs`, { headers: auth }))).toEqual({ detail: "no such device" });
+    expect(await jsonOf(await call("DELETE", `/api/chats/${stranger.deviceId}/ses_theirs`, { headers: auth }))).toEqual(
+      { detail: "no such device" },
+    );
     const missing = await call("DELETE", `/api/chats/${me.deviceId}/ses_missing`, { headers: auth });
     expect(missing.status).toBe(404);
     expect(await jsonOf(missing)).toEqual({ detail: "no such chat" });
@@ -217,7 +297,9 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
     const me = await owner();
     await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_keep"));
     expect((await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`)).status).toBe(401);
-    const foreign = await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`, { headers: { cookie: me.user.cookie, origin: "https://evil.example" } });
+    const foreign = await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`, {
+      headers: { cookie: me.user.cookie, origin: "https://evil.example" },
+    });
     expect(foreign.status).toBe(403);
     expect(await listPendingDeletes(db, me.deviceId)).toEqual([]);
   });

@@ -22,7 +22,9 @@ interface OAuthError {
 
 const GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 
-async function startLogin(body: Record<string, string> = { name: "laptop", host: "laptop.local", platform: "linux" }): Promise<Authorization> {
+async function startLogin(
+  body: Record<string, string> = { name: "laptop", host: "laptop.local", platform: "linux" },
+): Promise<Authorization> {
   const res = await call("POST", "/api/devices/authorize", { body });
   expect(res.status).toBe(200);
   return jsonOf<Authorization>(res);
@@ -35,7 +37,9 @@ const codeId = (deviceCode: string) => /^lbc_(.{12})_/.exec(deviceCode)![1]!;
 
 /** Lets the next poll count as on time, as if the device had waited its interval. */
 const waitInterval = (deviceCode: string) =>
-  env.DB.prepare("UPDATE device_codes SET last_polled_at = last_polled_at - interval_s * 1000 WHERE id = ?").bind(codeId(deviceCode)).run();
+  env.DB.prepare("UPDATE device_codes SET last_polled_at = last_polled_at - interval_s * 1000 WHERE id = ?")
+    .bind(codeId(deviceCode))
+    .run();
 
 async function expectOAuthError(res: Response, error: string): Promise<OAuthError> {
   expect(res.status).toBe(400);
@@ -44,7 +48,8 @@ async function expectOAuthError(res: Response, error: string): Promise<OAuthErro
   return body;
 }
 
-const approve = (user: TestUser, userCode: string) => call("POST", "/api/devices/approve", { body: { user_code: userCode }, headers: { cookie: user.cookie } });
+const approve = (user: TestUser, userCode: string) =>
+  call("POST", "/api/devices/approve", { body: { user_code: userCode }, headers: { cookie: user.cookie } });
 
 describe("device login (RFC 8628)", () => {
   it("authorize → pending → slow_down → approve → token once, and the token is a device's", async () => {
@@ -59,7 +64,9 @@ describe("device login (RFC 8628)", () => {
       interval: 5,
     });
     // Neither code is stored in the clear.
-    const row = await env.DB.prepare("SELECT * FROM device_codes WHERE id = ?").bind(codeId(auth.device_code)).first<Record<string, unknown>>();
+    const row = await env.DB.prepare("SELECT * FROM device_codes WHERE id = ?")
+      .bind(codeId(auth.device_code))
+      .first<Record<string, unknown>>();
     expect(JSON.stringify(row)).not.toContain(auth.user_code.replace("-", ""));
     expect(row!.user_code_hash).toBe(await sha256Hex(auth.user_code.replace("-", "")));
     expect(JSON.stringify(row)).not.toContain(auth.device_code.slice(17));
@@ -67,7 +74,9 @@ describe("device login (RFC 8628)", () => {
     await expectOAuthError(await poll(auth.device_code), "authorization_pending");
     const slow = await expectOAuthError(await poll(auth.device_code), "slow_down");
     expect(slow.detail).toMatch(/10 seconds/);
-    const interval = await env.DB.prepare("SELECT interval_s FROM device_codes WHERE id = ?").bind(codeId(auth.device_code)).first<{ interval_s: number }>();
+    const interval = await env.DB.prepare("SELECT interval_s FROM device_codes WHERE id = ?")
+      .bind(codeId(auth.device_code))
+      .first<{ interval_s: number }>();
     expect(interval!.interval_s).toBe(10);
     await waitInterval(auth.device_code);
     await expectOAuthError(await poll(auth.device_code), "authorization_pending");
@@ -77,14 +86,29 @@ describe("device login (RFC 8628)", () => {
     expect(approved.status).toBe(200);
     const { device_id, name } = await jsonOf<{ device_id: string; name: string }>(approved);
     expect(name).toBe("laptop");
-    const device = await env.DB.prepare("SELECT user_id, name, host, platform, secret_hash FROM devices WHERE id = ?").bind(device_id).first();
-    expect(device).toEqual({ user_id: user.userId, name: "laptop", host: "laptop.local", platform: "linux", secret_hash: "" });
+    const device = await env.DB.prepare("SELECT user_id, name, host, platform, secret_hash FROM devices WHERE id = ?")
+      .bind(device_id)
+      .first();
+    expect(device).toEqual({
+      user_id: user.userId,
+      name: "laptop",
+      host: "laptop.local",
+      platform: "linux",
+      secret_hash: "",
+    });
 
     const issued = await poll(auth.device_code);
     expect(issued.status).toBe(200);
     const tokenBody = await jsonOf<{ access_token: string; token_type: string; device_id: string }>(issued);
-    expect(tokenBody).toEqual({ access_token: expect.stringMatching(new RegExp(`^lbd_${device_id}_`)), token_type: "Bearer", device_id });
-    const caller = await authenticateDevice(new Request("http://localhost/x", { headers: { authorization: `Bearer ${tokenBody.access_token}` } }), env);
+    expect(tokenBody).toEqual({
+      access_token: expect.stringMatching(new RegExp(`^lbd_${device_id}_`)),
+      token_type: "Bearer",
+      device_id,
+    });
+    const caller = await authenticateDevice(
+      new Request("http://localhost/x", { headers: { authorization: `Bearer ${tokenBody.access_token}` } }),
+      env,
+    );
     expect(caller).toEqual({ userId: user.userId, deviceId: device_id });
 
     // Used once: a second poll gets nothing.
@@ -102,24 +126,36 @@ describe("device login (RFC 8628)", () => {
     await expectOAuthError(a.status === 200 ? b : a, "invalid_grant");
     const res = await call("GET", "/api/devices", { headers: { cookie: user.cookie } });
     expect(await jsonOf<Array<{ id: string }>>(res)).toEqual([expect.objectContaining({ id: winner.device_id })]);
-    await expect(authenticateDevice(new Request("http://localhost/x", { headers: { authorization: `Bearer ${winner.access_token}` } }), env)).resolves.toMatchObject({ deviceId: winner.device_id });
+    await expect(
+      authenticateDevice(
+        new Request("http://localhost/x", { headers: { authorization: `Bearer ${winner.access_token}` } }),
+        env,
+      ),
+    ).resolves.toMatchObject({ deviceId: winner.device_id });
   });
 
   it("a denied code answers access_denied and makes no device", async () => {
     const user = await createUser();
     const auth = await startLogin();
-    const denied = await call("POST", "/api/devices/deny", { body: { user_code: auth.user_code }, headers: { authorization: user.apiAuth } });
+    const denied = await call("POST", "/api/devices/deny", {
+      body: { user_code: auth.user_code },
+      headers: { authorization: user.apiAuth },
+    });
     expect(denied.status).toBe(200);
     await expectOAuthError(await poll(auth.device_code), "access_denied");
     expect((await approve(user, auth.user_code)).status).toBe(409);
-    const n = await env.DB.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?").bind(user.userId).first<{ n: number }>();
+    const n = await env.DB.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?")
+      .bind(user.userId)
+      .first<{ n: number }>();
     expect(n!.n).toBe(0);
   });
 
   it("an expired code answers expired_token, and can no longer be approved", async () => {
     const user = await createUser();
     const auth = await startLogin();
-    await env.DB.prepare("UPDATE device_codes SET expires_at = ? WHERE id = ?").bind(Date.now() - 1, codeId(auth.device_code)).run();
+    await env.DB.prepare("UPDATE device_codes SET expires_at = ? WHERE id = ?")
+      .bind(Date.now() - 1, codeId(auth.device_code))
+      .run();
     await expectOAuthError(await poll(auth.device_code), "expired_token");
     const res = await approve(user, auth.user_code);
     expect(res.status).toBe(410);
@@ -139,19 +175,29 @@ describe("device login (RFC 8628)", () => {
     const res = await call("POST", "/api/devices/authorize", { form: { client_id: "lembas-cli", name: "desk" } });
     expect(res.status).toBe(200);
     const auth = await jsonOf<Authorization>(res);
-    const pending = await call("POST", "/api/devices/token", { form: { grant_type: GRANT, device_code: auth.device_code } });
+    const pending = await call("POST", "/api/devices/token", {
+      form: { grant_type: GRANT, device_code: auth.device_code },
+    });
     await expectOAuthError(pending, "authorization_pending");
     expect((await approve(user, auth.user_code)).status).toBe(200);
     await waitInterval(auth.device_code);
-    const issued = await call("POST", "/api/devices/token", { form: { grant_type: GRANT, device_code: auth.device_code, client_id: "lembas-cli" } });
+    const issued = await call("POST", "/api/devices/token", {
+      form: { grant_type: GRANT, device_code: auth.device_code, client_id: "lembas-cli" },
+    });
     expect(issued.status).toBe(200);
     expect(await jsonOf(issued)).toMatchObject({ token_type: "Bearer", access_token: expect.stringMatching(/^lbd_/) });
   });
 
   it("refuses a bad token request in the RFC's terms", async () => {
     const auth = await startLogin();
-    await expectOAuthError(await call("POST", "/api/devices/token", { form: { grant_type: "password", device_code: auth.device_code } }), "unsupported_grant_type");
-    const missing = await expectOAuthError(await call("POST", "/api/devices/token", { form: { grant_type: GRANT } }), "invalid_request");
+    await expectOAuthError(
+      await call("POST", "/api/devices/token", { form: { grant_type: "password", device_code: auth.device_code } }),
+      "unsupported_grant_type",
+    );
+    const missing = await expectOAuthError(
+      await call("POST", "/api/devices/token", { form: { grant_type: GRANT } }),
+      "invalid_request",
+    );
     expect(missing.detail).toMatch(/device_code/);
     await expectOAuthError(await call("POST", "/api/devices/token", { raw: "{not json" }), "invalid_request");
   });

@@ -14,7 +14,11 @@ describe("devices", () => {
     await env.DB.prepare(
       "UPDATE devices SET online = 1, last_seen = 1700000000000, protocol = 2, host = 'laptop.local', platform = 'linux', capabilities = ?, agent_info = ? WHERE id = ?",
     )
-      .bind(JSON.stringify(["turns", "terminal"]), JSON.stringify({ name: "LLeMbas CLI", version: "1.0.0" }), mine.deviceId)
+      .bind(
+        JSON.stringify(["turns", "terminal"]),
+        JSON.stringify({ name: "LLeMbas CLI", version: "1.0.0" }),
+        mine.deviceId,
+      )
       .run();
     const res = await call("GET", "/api/devices", { headers: { cookie: user.cookie } });
     expect(res.status).toBe(200);
@@ -40,26 +44,50 @@ describe("devices", () => {
   it("a device that never linked is offline with nothing known", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
-    const [view] = await jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { authorization: user.apiAuth } }));
-    expect(view).toEqual({ id: device.deviceId, name: "laptop", online: false, last_seen: null, protocol: null, host: null, platform: null, capabilities: null, agent_info: null, created_at: expect.any(Number) });
+    const [view] = await jsonOf<DeviceView[]>(
+      await call("GET", "/api/devices", { headers: { authorization: user.apiAuth } }),
+    );
+    expect(view).toEqual({
+      id: device.deviceId,
+      name: "laptop",
+      online: false,
+      last_seen: null,
+      protocol: null,
+      host: null,
+      platform: null,
+      capabilities: null,
+      agent_info: null,
+      created_at: expect.any(Number),
+    });
   });
 
   it("renames one's own device; a bad name or another's device is refused", async () => {
     const user = await createUser();
     const other = await createUser();
     const device = await createDevice(user.userId);
-    const res = await call("PATCH", `/api/devices/${device.deviceId}`, { body: { name: " work laptop " }, headers: { cookie: user.cookie } });
+    const res = await call("PATCH", `/api/devices/${device.deviceId}`, {
+      body: { name: " work laptop " },
+      headers: { cookie: user.cookie },
+    });
     expect(res.status).toBe(200);
     expect(await jsonOf(res)).toMatchObject({ id: device.deviceId, name: "work laptop" });
     for (const name of ["", "x".repeat(101)]) {
-      const bad = await call("PATCH", `/api/devices/${device.deviceId}`, { body: { name }, headers: { cookie: user.cookie } });
+      const bad = await call("PATCH", `/api/devices/${device.deviceId}`, {
+        body: { name },
+        headers: { cookie: user.cookie },
+      });
       expect(bad.status).toBe(400);
       expect((await jsonOf(bad)).detail).toMatch(/^name: /);
     }
-    const foreign = await call("PATCH", `/api/devices/${device.deviceId}`, { body: { name: "mine now" }, headers: { cookie: other.cookie } });
+    const foreign = await call("PATCH", `/api/devices/${device.deviceId}`, {
+      body: { name: "mine now" },
+      headers: { cookie: other.cookie },
+    });
     expect(foreign.status).toBe(404);
     expect(await jsonOf(foreign)).toEqual({ detail: "no such device" });
-    const row = await env.DB.prepare("SELECT name FROM devices WHERE id = ?").bind(device.deviceId).first<{ name: string }>();
+    const row = await env.DB.prepare("SELECT name FROM devices WHERE id = ?")
+      .bind(device.deviceId)
+      .first<{ name: string }>();
     expect(row!.name).toBe("work laptop");
   });
 
@@ -73,12 +101,18 @@ describe("devices", () => {
     const res = await call("DELETE", `/api/devices/${device.deviceId}`, { headers: { cookie: user.cookie } });
     expect(res.status).toBe(204);
     expect(await env.DB.prepare("SELECT id FROM devices WHERE id = ?").bind(device.deviceId).first()).toBeNull();
-    expect(await jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { cookie: user.cookie } }))).toEqual([]);
-    await expect(authenticateDevice(new Request("http://localhost/x", { headers: { authorization: device.auth } }), env)).rejects.toMatchObject({
+    expect(await jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { cookie: user.cookie } }))).toEqual(
+      [],
+    );
+    await expect(
+      authenticateDevice(new Request("http://localhost/x", { headers: { authorization: device.auth } }), env),
+    ).rejects.toMatchObject({
       status: 401,
       detail: expect.stringMatching(/revoked/),
     });
-    expect((await call("DELETE", `/api/devices/${device.deviceId}`, { headers: { cookie: user.cookie } })).status).toBe(404);
+    expect((await call("DELETE", `/api/devices/${device.deviceId}`, { headers: { cookie: user.cookie } })).status).toBe(
+      404,
+    );
   });
 
   it("another person cannot revoke a device, nor learn that it exists", async () => {

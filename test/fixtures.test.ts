@@ -9,9 +9,20 @@ describe("credentials", () => {
   it("an API token, a session cookie and a device token each identify their owner", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
-    expect(await authenticatePerson(req({ authorization: user.apiAuth }), env)).toEqual({ userId: user.userId, via: "api", credential: expect.stringMatching(/^lba_/) });
-    expect(await authenticatePerson(req({ cookie: user.cookie }), env)).toEqual({ userId: user.userId, via: "session", credential: expect.stringMatching(/^lbs_/) });
-    expect(await authenticateDevice(req({ authorization: device.auth }), env)).toEqual({ userId: user.userId, deviceId: device.deviceId });
+    expect(await authenticatePerson(req({ authorization: user.apiAuth }), env)).toEqual({
+      userId: user.userId,
+      via: "api",
+      credential: expect.stringMatching(/^lba_/),
+    });
+    expect(await authenticatePerson(req({ cookie: user.cookie }), env)).toEqual({
+      userId: user.userId,
+      via: "session",
+      credential: expect.stringMatching(/^lbs_/),
+    });
+    expect(await authenticateDevice(req({ authorization: device.auth }), env)).toEqual({
+      userId: user.userId,
+      deviceId: device.deviceId,
+    });
   });
 
   it("refuses a device token where a person is needed, and an API token where a device is", async () => {

@@ -5,7 +5,13 @@ import { drain, fireDeadlines, linkedWithClients, statusOf } from "./helpers/lin
 
 const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) => ({
   sessionId: "ses_1",
-  toolCall: { toolCallId, title: "rm -rf build", kind: "execute", status: "pending", rawInput: { command: "rm -rf build" } },
+  toolCall: {
+    toolCallId,
+    title: "rm -rf build",
+    kind: "execute",
+    status: "pending",
+    rawInput: { command: "rm -rf build" },
+  },
   options: [
     { optionId: "once", name: "Allow once", kind: "allow_once" },
     { optionId: "deny", name: "Deny", kind: "reject_once" },
@@ -15,13 +21,23 @@ const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) =>
 const question = (toolCallId: string, patient?: boolean) => ({
   sessionId: "ses_1",
   toolCallId,
-  questions: [{ header: "DB", question: "Which database?", options: [{ label: "SQLite", recommended: true }, { label: "Postgres" }] }],
+  questions: [
+    {
+      header: "DB",
+      question: "Which database?",
+      options: [{ label: "SQLite", recommended: true }, { label: "Postgres" }],
+    },
+  ],
   ...(patient === undefined ? {} : { _meta: { lembas: { patient } } }),
 });
 const plan = (toolCallId: string) => ({ sessionId: "ses_1", toolCallId, path: "PLAN.md", text: "# Plan\n1. build" });
 
 const ALLOW = { outcome: { outcome: "selected", optionId: "once" } };
-const settled = (toolCallId: string) => ({ jsonrpc: "2.0", method: "_lembas/permission/settled", params: { sessionId: "ses_1", toolCallId } });
+const settled = (toolCallId: string) => ({
+  jsonrpc: "2.0",
+  method: "_lembas/permission/settled",
+  params: { sessionId: "ses_1", toolCallId },
+});
 
 /** The device asks; returns the card as each client received it. */
 async function ask(link: Peer, clients: Peer[], id: number, method: string, params: unknown) {
@@ -36,7 +52,13 @@ describe("cards", () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     const shown = await ask(link, clients, 0, "session/request_permission", permission("call_1"));
-    for (const card of shown) expect(card).toEqual({ jsonrpc: "2.0", id: "card:call_1", method: "session/request_permission", params: permission("call_1") });
+    for (const card of shown)
+      expect(card).toEqual({
+        jsonrpc: "2.0",
+        id: "card:call_1",
+        method: "session/request_permission",
+        params: permission("call_1"),
+      });
     answer(a, "card:call_1", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
     expect(await b.next()).toEqual(settled("call_1"));
@@ -48,7 +70,10 @@ describe("cards", () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 5, "_lembas/question", question("call_q"));
-    const answers = { a: { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] }, b: { outcome: "dismissed" } };
+    const answers = {
+      a: { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] },
+      b: { outcome: "dismissed" },
+    };
     answer(a, "card:call_q", answers.a);
     answer(b, "card:call_q", answers.b);
     const toDevice = await drain(link);
@@ -77,9 +102,17 @@ describe("cards", () => {
     expect((await a.next()).error).toMatchObject({ code: -32602 });
     await link.silent();
     await b.silent();
-    expect((await statusOf(b)).cards).toMatchObject([{ id: "card:call_1", toolCallId: "call_1", method: "session/request_permission" }]);
-    answer(b, "card:call_1", { outcome: { outcome: "selected", optionId: "deny" }, _meta: { lembas: { feedback: "not the build dir" } } });
-    expect(await link.next()).toMatchObject({ id: 1, result: { outcome: { optionId: "deny" }, _meta: { lembas: { feedback: "not the build dir" } } } });
+    expect((await statusOf(b)).cards).toMatchObject([
+      { id: "card:call_1", toolCallId: "call_1", method: "session/request_permission" },
+    ]);
+    answer(b, "card:call_1", {
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { lembas: { feedback: "not the build dir" } },
+    });
+    expect(await link.next()).toMatchObject({
+      id: 1,
+      result: { outcome: { optionId: "deny" }, _meta: { lembas: { feedback: "not the build dir" } } },
+    });
     expect(await a.next()).toEqual(settled("call_1"));
   });
 
@@ -124,7 +157,8 @@ describe("cards", () => {
     const toDevice = [await link.next(), await link.next()];
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 10, result: { outcome: { outcome: "cancelled" } } });
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 11, result: { outcome: "dismissed" } });
-    for (const client of [a, b]) expect(await drain(client)).toEqual(expect.arrayContaining([settled("call_1"), settled("call_p")]));
+    for (const client of [a, b])
+      expect(await drain(client)).toEqual(expect.arrayContaining([settled("call_1"), settled("call_p")]));
     expect((await statusOf(a)).cards).toEqual([]);
   });
 
@@ -145,8 +179,16 @@ describe("cards", () => {
     await ask(link, clients, 20, "session/request_permission", permission("call_1"));
     await ask(link, clients, 21, "_lembas/question", question("call_q"));
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ id: "card:call_1", method: "session/request_permission", params: permission("call_1") });
-    expect(await late.next()).toMatchObject({ id: "card:call_q", method: "_lembas/question", params: question("call_q") });
+    expect(await late.next()).toMatchObject({
+      id: "card:call_1",
+      method: "session/request_permission",
+      params: permission("call_1"),
+    });
+    expect(await late.next()).toMatchObject({
+      id: "card:call_q",
+      method: "_lembas/question",
+      params: question("call_q"),
+    });
     answer(a, "card:call_1", ALLOW);
     expect(await link.next()).toMatchObject({ id: 20 });
     expect(await late.next()).toEqual(settled("call_1"));
@@ -154,7 +196,11 @@ describe("cards", () => {
     expect(await later.next()).toMatchObject({ id: "card:call_q" });
     await later.silent();
     answer(later, "card:call_q", { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] });
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 21, result: { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 21,
+      result: { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] },
+    });
   });
 
   it("keeps a card that arrives with no client attached until one answers it or its time runs out", async () => {
@@ -166,7 +212,11 @@ describe("cards", () => {
     const browser = await attachClient(user, device.deviceId);
     expect(await browser.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
     answer(browser, "card:call_p", { outcome: "revise", feedback: "split step 1" });
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 30, result: { outcome: "revise", feedback: "split step 1" } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 30,
+      result: { outcome: "revise", feedback: "split step 1" },
+    });
   });
 
   it("routes an answer given after the object was evicted to the device", async () => {
@@ -187,7 +237,11 @@ describe("cards", () => {
     link.close();
     const seen = await drain(a);
     expect(seen).toEqual(expect.arrayContaining([settled("call_1"), settled("call_q")]));
-    expect(seen).toContainEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+    expect(seen).toContainEqual({
+      jsonrpc: "2.0",
+      method: "instance/link",
+      params: { link: "down", reason: "closed" },
+    });
     expect((await statusOf(a)).cards).toEqual([]);
     answer(a, "card:call_q", { outcome: "dismissed" });
     expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "link_down" } });
@@ -196,14 +250,22 @@ describe("cards", () => {
   it("refuses a card with bad params (-32602 to the device) or a toolCallId already open, showing clients nothing", async () => {
     const { link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
-    link.send({ jsonrpc: "2.0", id: 50, method: "_lembas/question", params: { sessionId: "ses_1", toolCallId: "call_q", questions: [] } });
+    link.send({
+      jsonrpc: "2.0",
+      id: 50,
+      method: "_lembas/question",
+      params: { sessionId: "ses_1", toolCallId: "call_q", questions: [] },
+    });
     const refused = await link.next();
     expect(refused).toMatchObject({ id: 50, error: { code: -32602 } });
     expect(refused.error!.message).toContain("_lembas/question");
     await a.silent();
     await ask(link, clients, 51, "_lembas/plan", plan("call_p"));
     link.send({ jsonrpc: "2.0", id: 52, method: "_lembas/plan", params: plan("call_p") });
-    expect(await link.next()).toMatchObject({ id: 52, error: { code: -32602, message: 'a card with toolCallId "call_p" is already open' } });
+    expect(await link.next()).toMatchObject({
+      id: 52,
+      error: { code: -32602, message: 'a card with toolCallId "call_p" is already open' },
+    });
     await a.silent();
     answer(a, "card:call_nope", { outcome: "dismissed" });
     expect((await a.next()).error).toMatchObject({ code: -32600, message: 'there is no card "card:call_nope"' });

@@ -6,7 +6,18 @@ import { attachClient, linkedDevice, type Peer } from "./helpers/link";
 const announce = (sessionId: string, extra: Record<string, unknown> = {}) => ({
   jsonrpc: "2.0",
   method: "_lembas/session/announce",
-  params: { sessionId, cwd: "/home/me/work/app", title: "Fix the build", model: "deepseek/flash", instance: true, mode: "edit", effort: "off", busy: true, origin: "terminal", ...extra },
+  params: {
+    sessionId,
+    cwd: "/home/me/work/app",
+    title: "Fix the build",
+    model: "deepseek/flash",
+    instance: true,
+    mode: "edit",
+    effort: "off",
+    busy: true,
+    origin: "terminal",
+    ...extra,
+  },
 });
 
 /** The device answers the next request it gets with this result; returns that request's params. */
@@ -20,11 +31,25 @@ describe("chats follow the link", () => {
   it("a session/new answer makes a web chat with the cwd the client asked for", async () => {
     const { user, device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/me/work/app" } });
-    const result = { sessionId: "ses_new", modes: { currentModeId: "edit", availableModes: [] }, _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } } };
+    const result = {
+      sessionId: "ses_new",
+      modes: { currentModeId: "edit", availableModes: [] },
+      _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } },
+    };
     await deviceAnswers(link, result);
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result });
-    const [chat] = await until(() => chatsOf(user, device.deviceId), (chats) => chats.length > 0);
-    expect(chat).toMatchObject({ session_id: "ses_new", cwd: "/home/me/work/app", origin: "web", model: "deepseek/flash", mode: "edit", title: null });
+    const [chat] = await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length > 0,
+    );
+    expect(chat).toMatchObject({
+      session_id: "ses_new",
+      cwd: "/home/me/work/app",
+      origin: "web",
+      model: "deepseek/flash",
+      mode: "edit",
+      title: null,
+    });
   });
 
   it("a refused session/new makes no chat", async () => {
@@ -35,7 +60,10 @@ describe("chats follow the link", () => {
     expect((await client.next()).error).toMatchObject({ code: -32602 });
     // A later chat shows the list is written, and the refused one is not in it.
     link.send(announce("ses_later"));
-    const chats = await until(() => chatsOf(user, device.deviceId), (c) => c.length > 0);
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length > 0,
+    );
     expect(chats.map((c) => c.session_id)).toEqual(["ses_later"]);
   });
 
@@ -44,20 +72,39 @@ describe("chats follow the link", () => {
     const b = await attachClient(user, device.deviceId);
     link.send(announce("ses_t"));
     for (const client of [a, b]) expect(await client.next()).toEqual(announce("ses_t"));
-    const [made] = await until(() => chatsOf(user, device.deviceId), (c) => c.length > 0);
-    expect(made).toMatchObject({ session_id: "ses_t", origin: "terminal", title: "Fix the build", busy: true, cwd: "/home/me/work/app" });
+    const [made] = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length > 0,
+    );
+    expect(made).toMatchObject({
+      session_id: "ses_t",
+      origin: "terminal",
+      title: "Fix the build",
+      busy: true,
+      cwd: "/home/me/work/app",
+    });
 
-    const title = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_t", event: { type: "title", id: "ses_t", title: "Ship the release" } } };
+    const title = {
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_t", event: { type: "title", id: "ses_t", title: "Ship the release" } },
+    };
     link.send(title);
     expect(await a.next()).toEqual(title);
-    await until(() => chatsOf(user, device.deviceId), ([c]) => c?.title === "Ship the release");
+    await until(
+      () => chatsOf(user, device.deviceId),
+      ([c]) => c?.title === "Ship the release",
+    );
 
     const left = { jsonrpc: "2.0", method: "_lembas/session/left", params: { sessionId: "ses_t", available: false } };
     link.send(left);
     expect(await b.next()).toEqual(title);
     expect(await b.next()).toEqual(left);
     const row = await until(
-      () => env.DB.prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = 'ses_t'").bind(device.deviceId).first<{ left_at: number | null; available: number; busy: number }>(),
+      () =>
+        env.DB.prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = 'ses_t'")
+          .bind(device.deviceId)
+          .first<{ left_at: number | null; available: number; busy: number }>(),
       (r) => r?.left_at !== null,
     );
     expect(row).toMatchObject({ available: 0, busy: 0 });
@@ -67,16 +114,34 @@ describe("chats follow the link", () => {
     const { user, device, link, client } = await linkedDevice();
     link.send(announce("ses_r"));
     await client.next();
-    await until(() => chatsOf(user, device.deviceId), (c) => c.length > 0);
-    client.send({ jsonrpc: "2.0", id: "t", method: "_lembas/session/title", params: { sessionId: "ses_r", title: "Renamed" } });
-    expect(await deviceAnswers(link, { title: "Renamed by the device" })).toEqual({ sessionId: "ses_r", title: "Renamed" });
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length > 0,
+    );
+    client.send({
+      jsonrpc: "2.0",
+      id: "t",
+      method: "_lembas/session/title",
+      params: { sessionId: "ses_r", title: "Renamed" },
+    });
+    expect(await deviceAnswers(link, { title: "Renamed by the device" })).toEqual({
+      sessionId: "ses_r",
+      title: "Renamed",
+    });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "t", result: { title: "Renamed by the device" } });
-    await until(() => chatsOf(user, device.deviceId), ([c]) => c?.title === "Renamed by the device");
+    await until(
+      () => chatsOf(user, device.deviceId),
+      ([c]) => c?.title === "Renamed by the device",
+    );
   });
 
   it("other events and bad announces change no chat, and the link goes on", async () => {
     const { user, device, link, client } = await linkedDevice();
-    const text = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_x", event: { type: "text", text: "hello" } } };
+    const text = {
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_x", event: { type: "text", text: "hello" } },
+    };
     const bad = { jsonrpc: "2.0", method: "_lembas/session/announce", params: { sessionId: "ses_bad", title: 7 } };
     link.send(text);
     link.send(bad);
@@ -84,7 +149,10 @@ describe("chats follow the link", () => {
     expect(await client.next()).toEqual(text);
     expect(await client.next()).toEqual(bad);
     expect(await client.next()).toEqual(announce("ses_good"));
-    const chats = await until(() => chatsOf(user, device.deviceId), (c) => c.length > 0);
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length > 0,
+    );
     expect(chats.map((c) => c.session_id)).toEqual(["ses_good"]);
   });
 

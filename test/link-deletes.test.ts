@@ -12,7 +12,13 @@ const DELETE = "_lembas/session/delete";
 const WITHOUT_DELETE = CAPABILITIES_ALL.filter((c) => c !== "delete");
 
 const announced = (sessionId: string): SessionAnnounce => ({
-  sessionId, cwd: "/home/me/work/app", title: "Fix the build", model: null, mode: "edit", busy: false, origin: "terminal",
+  sessionId,
+  cwd: "/home/me/work/app",
+  title: "Fix the build",
+  model: null,
+  mode: "edit",
+  busy: false,
+  origin: "terminal",
 });
 
 /** A person's device with chats (made as a terminal's announce would), not linked. */
@@ -52,7 +58,10 @@ describe("deleting a chat while the device is linked", () => {
     const { user, device } = await deviceWithChats("ses_http");
     const { peer: link } = await linkDevice(device);
     const client = await attachClient(user, device.deviceId);
-    await until(() => client.call(crypto.randomUUID(), "instance/status"), (s) => (s.result as { link: string }).link === "up");
+    await until(
+      () => client.call(crypto.randomUUID(), "instance/status"),
+      (s) => (s.result as { link: string }).link === "up",
+    );
     const pending = deleteOverHttp(user, device.deviceId, "ses_http");
     link.send({ jsonrpc: "2.0", id: await expectDelete(link, "ses_http"), result: { deleted: false } });
     const res = await pending;
@@ -65,9 +74,19 @@ describe("deleting a chat while the device is linked", () => {
     const { user, device, link, client } = await linkedDevice();
     await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_no"));
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_no" } });
-    link.send({ jsonrpc: "2.0", id: await expectDelete(link, "ses_no"), error: { code: -32602, message: "not a session of this client" } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { deleted: false, pending: true, reason: "refused: not a session of this client" } });
-    expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_no", refusals: 1, state: "pending", last_error: "not a session of this client" }]);
+    link.send({
+      jsonrpc: "2.0",
+      id: await expectDelete(link, "ses_no"),
+      error: { code: -32602, message: "not a session of this client" },
+    });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { deleted: false, pending: true, reason: "refused: not a session of this client" },
+    });
+    expect(await pendingRows(device.deviceId)).toMatchObject([
+      { session_id: "ses_no", refusals: 1, state: "pending", last_error: "not a session of this client" },
+    ]);
     expect(await chatsOf(user, device.deviceId)).toMatchObject([{ session_id: "ses_no", pending_delete: true }]);
 
     expect((await client.call(2, DELETE, { sessionId: "" })).error).toMatchObject({ code: -32602 });
@@ -81,8 +100,14 @@ describe("deleting a chat while the device is linked", () => {
     const id = await expectDelete(link, "ses_slow");
     await fireRequestDeadlines(device.deviceId);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { deleted: false, pending: true, reason: "no answer" } });
-    expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_slow", refusals: 0, last_error: "no answer" }]);
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { deleted: false, pending: true, reason: "no answer" },
+    });
+    expect(await pendingRows(device.deviceId)).toMatchObject([
+      { session_id: "ses_slow", refusals: 0, last_error: "no answer" },
+    ]);
   });
 });
 
@@ -90,12 +115,19 @@ describe("pending deletes", () => {
   it("a delete while offline is kept, and sent right after the next link's initialize; its answer clears it", async () => {
     const { user, device } = await deviceWithChats("ses_off");
     const client = await attachClient(user, device.deviceId);
-    expect(await client.call(1, DELETE, { sessionId: "ses_off" })).toEqual({ jsonrpc: "2.0", id: 1, result: { deleted: false, pending: true, reason: "offline" } });
+    expect(await client.call(1, DELETE, { sessionId: "ses_off" })).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { deleted: false, pending: true, reason: "offline" },
+    });
     expect(await chatsOf(user, device.deviceId)).toMatchObject([{ session_id: "ses_off", pending_delete: true }]);
 
     const { peer: link } = await linkDevice(device);
     link.send({ jsonrpc: "2.0", id: await expectDelete(link, "ses_off"), result: { deleted: true } });
-    await until(() => pendingRows(device.deviceId), (rows) => rows.length === 0);
+    await until(
+      () => pendingRows(device.deviceId),
+      (rows) => rows.length === 0,
+    );
     expect(await chatsOf(user, device.deviceId)).toEqual([]);
   });
 
@@ -104,8 +136,12 @@ describe("pending deletes", () => {
     for (const s of ["ses_a", "ses_b"]) expect((await deleteOverHttp(user, device.deviceId, s)).status).toBe(202);
     await evictDurableObject(linkStub(device.deviceId));
     const { peer: link } = await linkDevice(device);
-    for (const s of ["ses_a", "ses_b"]) link.send({ jsonrpc: "2.0", id: await expectDelete(link, s), result: { deleted: true } });
-    await until(() => chatsOf(user, device.deviceId), (chats) => chats.length === 0);
+    for (const s of ["ses_a", "ses_b"])
+      link.send({ jsonrpc: "2.0", id: await expectDelete(link, s), result: { deleted: true } });
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length === 0,
+    );
     expect(await pendingRows(device.deviceId)).toEqual([]);
   });
 
@@ -116,10 +152,17 @@ describe("pending deletes", () => {
     await expectDelete(link, "ses_drop");
     link.close();
     const seen = await drain(client);
-    expect(seen).toContainEqual({ jsonrpc: "2.0", id: 1, result: { deleted: false, pending: true, reason: "link down" } });
+    expect(seen).toContainEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { deleted: false, pending: true, reason: "link down" },
+    });
     const { peer: again } = await linkDevice(device);
     again.send({ jsonrpc: "2.0", id: await expectDelete(again, "ses_drop"), result: { deleted: true } });
-    await until(() => chatsOf(user, device.deviceId), (chats) => chats.length === 0);
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length === 0,
+    );
   });
 
   it("after five refusals, one per link, the instance gives up: the chat goes, the row stays as the record, nothing more is sent", async () => {
@@ -127,12 +170,21 @@ describe("pending deletes", () => {
     expect((await deleteOverHttp(user, device.deviceId, "ses_stubborn")).status).toBe(202);
     for (let refusal = 1; refusal <= 5; refusal++) {
       const { peer: link } = await linkDevice(device);
-      link.send({ jsonrpc: "2.0", id: await expectDelete(link, "ses_stubborn"), error: { code: -32602, message: `no (${refusal})` } });
-      await until(() => pendingRows(device.deviceId), ([row]) => row?.refusals === refusal);
+      link.send({
+        jsonrpc: "2.0",
+        id: await expectDelete(link, "ses_stubborn"),
+        error: { code: -32602, message: `no (${refusal})` },
+      });
+      await until(
+        () => pendingRows(device.deviceId),
+        ([row]) => row?.refusals === refusal,
+      );
       link.close();
       await link.closed;
     }
-    expect(await pendingRows(device.deviceId)).toEqual([{ session_id: "ses_stubborn", refusals: 5, state: "given_up", last_error: "no (5)" }]);
+    expect(await pendingRows(device.deviceId)).toEqual([
+      { session_id: "ses_stubborn", refusals: 5, state: "given_up", last_error: "no (5)" },
+    ]);
     expect(await chatsOf(user, device.deviceId)).toEqual([]);
     const { peer: sixth } = await linkDevice(device);
     await sixth.silent(300);
@@ -145,19 +197,31 @@ describe("pending deletes", () => {
     await expectDelete(link, "ses_keep_gone");
     // The terminal announces it again before the device answers the delete: still pending, not refreshed.
     const client = await attachClient(user, device.deviceId);
-    const announce = { jsonrpc: "2.0", method: "_lembas/session/announce", params: { ...announced("ses_keep_gone"), title: "Back again" } };
+    const announce = {
+      jsonrpc: "2.0",
+      method: "_lembas/session/announce",
+      params: { ...announced("ses_keep_gone"), title: "Back again" },
+    };
     link.send(announce);
     expect(await client.next()).toEqual(announce);
     link.send({ jsonrpc: "2.0", method: "_lembas/session/announce", params: announced("ses_marker") });
-    await until(() => chatsOf(user, device.deviceId), (chats) => chats.length === 2);
-    expect(await chatsOf(user, device.deviceId)).toContainEqual(expect.objectContaining({ session_id: "ses_keep_gone", title: "Fix the build", pending_delete: true }));
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length === 2,
+    );
+    expect(await chatsOf(user, device.deviceId)).toContainEqual(
+      expect.objectContaining({ session_id: "ses_keep_gone", title: "Fix the build", pending_delete: true }),
+    );
   });
 
   it("to a device without the delete capability: gated (-32601), kept pending with why, never sent; sent once it lists delete", async () => {
     const { user, device } = await deviceWithChats("ses_old", "ses_cli");
     const { peer: link } = await linkDevice(device, { capabilities: WITHOUT_DELETE });
     const client = await attachClient(user, device.deviceId);
-    await until(() => client.call(crypto.randomUUID(), "instance/status"), (s) => (s.result as { link: string }).link === "up");
+    await until(
+      () => client.call(crypto.randomUUID(), "instance/status"),
+      (s) => (s.result as { link: string }).link === "up",
+    );
     const answer = await client.call(1, DELETE, { sessionId: "ses_old" });
     expect(answer.error).toMatchObject({ code: -32601, data: { capability: "delete", pending: true } });
     expect((answer.error?.data as { reason: string }).reason).toContain('"delete" capability');
@@ -172,12 +236,19 @@ describe("pending deletes", () => {
     link.send(announce);
     expect(await client.next()).toEqual(announce);
     link.send({ jsonrpc: "2.0", method: "_lembas/session/announce", params: announced("ses_marker") });
-    const chats = await until(() => chatsOf(user, device.deviceId), (c) => c.some((chat) => chat.session_id === "ses_marker"));
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.some((chat) => chat.session_id === "ses_marker"),
+    );
     expect(chats.map((c) => c.session_id).sort()).toEqual(["ses_cli", "ses_marker", "ses_old"]);
 
     const { peer: upgraded } = await linkDevice(device);
-    for (const s of ["ses_old", "ses_cli", "ses_fresh"]) upgraded.send({ jsonrpc: "2.0", id: await expectDelete(upgraded, s), result: { deleted: true } });
-    await until(() => pendingRows(device.deviceId), (rows) => rows.length === 0);
+    for (const s of ["ses_old", "ses_cli", "ses_fresh"])
+      upgraded.send({ jsonrpc: "2.0", id: await expectDelete(upgraded, s), result: { deleted: true } });
+    await until(
+      () => pendingRows(device.deviceId),
+      (rows) => rows.length === 0,
+    );
   });
 });
 
@@ -185,11 +256,15 @@ describe("_lembas/session/deleted from the device", () => {
   it("deletes the chat and reaches every client", async () => {
     const { user, device, link, client: a } = await linkedDevice();
     const b = await attachClient(user, device.deviceId);
-    for (const s of ["ses_gone", "ses_stays"]) await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s));
+    for (const s of ["ses_gone", "ses_stays"])
+      await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s));
     const deleted = { jsonrpc: "2.0", method: "_lembas/session/deleted", params: { sessionId: "ses_gone" } };
     link.send(deleted);
     for (const client of [a, b]) expect(await client.next()).toEqual(deleted);
-    const chats = await until(() => chatsOf(user, device.deviceId), (c) => c.length === 1);
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length === 1,
+    );
     expect(chats.map((c) => c.session_id)).toEqual(["ses_stays"]);
   });
 
@@ -201,7 +276,10 @@ describe("_lembas/session/deleted from the device", () => {
     expect(await client.next()).toEqual(unknown);
     await link.silent();
     link.send({ jsonrpc: "2.0", method: "_lembas/session/deleted", params: { sessionId: "ses_stays" } });
-    await until(() => chatsOf(user, device.deviceId), (c) => c.length === 0);
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length === 0,
+    );
     expect(await pendingRows(device.deviceId)).toEqual([]);
   });
 });

@@ -11,11 +11,19 @@ const CARD_PARAMS = {
   options: [{ optionId: "yes", name: "Allow", kind: "allow_once" }],
 };
 const ALLOW = { outcome: { outcome: "selected", optionId: "yes" } };
-const statusRequest = (id: string | number, sessionId = "ses_1") => ({ jsonrpc: "2.0", id, method: "_lembas/session/status", params: { sessionId } });
+const statusRequest = (id: string | number, sessionId = "ses_1") => ({
+  jsonrpc: "2.0",
+  id,
+  method: "_lembas/session/status",
+  params: { sessionId },
+});
 const update = (i: number) => ({
   jsonrpc: "2.0",
   method: "session/update",
-  params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i} ` } } },
+  params: {
+    sessionId: "ses_1",
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i} ` } },
+  },
 });
 
 /** Two clients (the second never sent a frame: its bucket is full), a card open on both, and a request of the
@@ -59,7 +67,11 @@ describe("flood control", () => {
     const forwarded = await drain(link, 200);
 
     for (const refusal of refused) {
-      expect(refusal.error).toEqual({ code: -32005, message: "too many requests: slow down", data: { retryAfterMs: expect.any(Number) } });
+      expect(refusal.error).toEqual({
+        code: -32005,
+        message: "too many requests: slow down",
+        data: { retryAfterMs: expect.any(Number) },
+      });
       const { retryAfterMs } = refusal.error!.data as { retryAfterMs: number };
       expect(retryAfterMs).toBeGreaterThan(0);
       expect(retryAfterMs).toBeLessThanOrEqual(1000 / perSecond);
@@ -111,9 +123,15 @@ describe("flood control", () => {
 
   it("keeps the link and everything in flight through a device's flood of bad, stray and notification frames", async () => {
     const { link, other, flooder, inFlight } = await withCardAndRequest();
-    const kinds = ["{not json", JSON.stringify({ jsonrpc: "2.0", id: 987_654, result: {} }), JSON.stringify(update(0)), JSON.stringify([1, 2])];
+    const kinds = [
+      "{not json",
+      JSON.stringify({ jsonrpc: "2.0", id: 987_654, result: {} }),
+      JSON.stringify(update(0)),
+      JSON.stringify([1, 2]),
+    ];
     for (let i = 0; i < 1_000; i++) link.send(kinds[i % kinds.length]!);
-    const updates = (client: Peer) => drain(client, 500).then((seen) => seen.filter((m) => m.method === "session/update"));
+    const updates = (client: Peer) =>
+      drain(client, 500).then((seen) => seen.filter((m) => m.method === "session/update"));
     expect(await updates(other)).toHaveLength(250);
     expect(await updates(flooder)).toHaveLength(250);
     await drain(link, 200);
@@ -129,7 +147,8 @@ describe("the token bucket", () => {
     expect(gate.take("c", "client", t0)).toEqual({ over: true, retryAfterMs: 1000 / perSecond, close: false });
     // One token a 1000/perSecond ms.
     expect(gate.take("c", "client", t0 + 1000 / perSecond)).toEqual({ over: false });
-    for (let i = 2; i < closeAfter; i++) expect(gate.take("c", "client", t0 + 1000 / perSecond)).toMatchObject({ over: true, close: false });
+    for (let i = 2; i < closeAfter; i++)
+      expect(gate.take("c", "client", t0 + 1000 / perSecond)).toMatchObject({ over: true, close: false });
     expect(gate.take("c", "client", t0 + 1000 / perSecond)).toMatchObject({ over: true, close: true });
   });
 
@@ -138,11 +157,13 @@ describe("the token bucket", () => {
     let now = 0;
     for (let round = 0; round < 3; round++) {
       for (let i = 0; i < burst; i++) gate.take("c", "client", now);
-      for (let i = 0; i < closeAfter - 1; i++) expect(gate.take("c", "client", now)).toMatchObject({ over: true, close: false });
+      for (let i = 0; i < closeAfter - 1; i++)
+        expect(gate.take("c", "client", now)).toMatchObject({ over: true, close: false });
       now += (burst / perSecond) * 1000;
     }
     // A socket that slows to its sustained rate is never refused.
-    for (let i = 0; i < 1_000; i++, now += 1000 / perSecond) expect(gate.take("c", "client", now)).toEqual({ over: false });
+    for (let i = 0; i < 1_000; i++, now += 1000 / perSecond)
+      expect(gate.take("c", "client", now)).toEqual({ over: false });
   });
 
   it("gives the device a far larger budget, and closes it only a whole further budget past it", () => {
@@ -150,7 +171,8 @@ describe("the token bucket", () => {
     const device = BUDGETS.device;
     expect(device.burst).toBeGreaterThanOrEqual(10 * 500);
     for (let i = 0; i < device.burst; i++) expect(gate.take("d", "device", 0)).toEqual({ over: false });
-    for (let i = 1; i < device.closeAfter; i++) expect(gate.take("d", "device", 0)).toMatchObject({ over: true, close: false });
+    for (let i = 1; i < device.closeAfter; i++)
+      expect(gate.take("d", "device", 0)).toMatchObject({ over: true, close: false });
     expect(gate.take("d", "device", 0)).toMatchObject({ over: true, close: true });
     // Each socket has a bucket of its own.
     expect(gate.take("c", "client", 0)).toEqual({ over: false });

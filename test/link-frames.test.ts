@@ -1,14 +1,17 @@
 import { describe, expect, it } from "vitest";
 import { linkedDevice } from "./helpers/link";
 
-
 const MiB = 1024 * 1024;
 
 describe("bad frames", () => {
   it("answers a client's bad frames with -32700, -32600, -32601 and -32602 sentences, and keeps working", async () => {
     const { link, client } = await linkedDevice(["attachments"]);
     client.send("{not json");
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: null, error: { code: -32700, message: "the frame is not valid JSON" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: null,
+      error: { code: -32700, message: "the frame is not valid JSON" },
+    });
     client.send(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "instance/status" }]));
     expect((await client.next()).error).toMatchObject({ code: -32600, message: expect.stringContaining("batches") });
     client.send(JSON.stringify({ jsonrpc: "1.0", id: 2, method: "instance/status" }));
@@ -73,7 +76,13 @@ describe("frame size limits", () => {
 
   it("relays a 30 MiB prompt (three images of 7.5 MiB, as base64) to the device whole", async () => {
     const { link, client } = await linkedDevice(["attachments"]);
-    const image = (i: number) => ({ type: "image", data: String(i).repeat(4).repeat((10 * MiB) / 4), mimeType: "image/png" });
+    const image = (i: number) => ({
+      type: "image",
+      data: String(i)
+        .repeat(4)
+        .repeat((10 * MiB) / 4),
+      mimeType: "image/png",
+    });
     const prompt = [image(1), image(2), image(3)];
     client.send({ jsonrpc: "2.0", id: "big", method: "session/prompt", params: { sessionId: "ses_1", prompt } });
     const forwarded = await link.next(20_000);
@@ -92,8 +101,17 @@ describe("frame size limits", () => {
 
   it("refuses a frame over 32 MiB with an error and closes the socket with 4413", async () => {
     const { link, client } = await linkedDevice(["attachments"]);
-    const blocks = Array.from({ length: 4 }, () => ({ type: "image", data: "AAAA".repeat((9 * MiB) / 4), mimeType: "image/png" }));
-    client.send({ jsonrpc: "2.0", id: "huge", method: "session/prompt", params: { sessionId: "ses_1", prompt: blocks } });
+    const blocks = Array.from({ length: 4 }, () => ({
+      type: "image",
+      data: "AAAA".repeat((9 * MiB) / 4),
+      mimeType: "image/png",
+    }));
+    client.send({
+      jsonrpc: "2.0",
+      id: "huge",
+      method: "session/prompt",
+      params: { sessionId: "ses_1", prompt: blocks },
+    });
     const answer = await client.next(20_000);
     expect(answer.error).toMatchObject({ code: -32600, message: expect.stringContaining("32.0 MiB limit") });
     expect((await client.closed).code).toBe(4413);
@@ -104,6 +122,10 @@ describe("frame size limits", () => {
     const { link, client } = await linkedDevice();
     link.send({ jsonrpc: "2.0", method: "session/update", params: { sessionId: "ses_1", pad: "x".repeat(33 * MiB) } });
     expect((await link.closed).code).toBe(4413);
-    expect(await client.next(20_000)).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+    expect(await client.next(20_000)).toEqual({
+      jsonrpc: "2.0",
+      method: "instance/link",
+      params: { link: "down", reason: "closed" },
+    });
   }, 60_000);
 });

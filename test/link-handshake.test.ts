@@ -6,9 +6,19 @@ import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink
 import { fireDeadlines } from "./helpers/linked";
 
 const deviceRow = (id: string) =>
-  env.DB.prepare("SELECT online, last_seen, protocol, host, platform, capabilities, agent_info FROM devices WHERE id = ?")
+  env.DB.prepare(
+    "SELECT online, last_seen, protocol, host, platform, capabilities, agent_info FROM devices WHERE id = ?",
+  )
     .bind(id)
-    .first<{ online: number; last_seen: number | null; protocol: number | null; host: string | null; platform: string | null; capabilities: string | null; agent_info: string | null }>();
+    .first<{
+      online: number;
+      last_seen: number | null;
+      protocol: number | null;
+      host: string | null;
+      platform: string | null;
+      capabilities: string | null;
+      agent_info: string | null;
+    }>();
 
 describe("link handshake", () => {
   it("answers a protocol 2 hello with initialize saying LLeMbas and protocol 2, then records the link", async () => {
@@ -53,7 +63,11 @@ describe("link handshake", () => {
     const link = await openLink(device);
     link.send(hello(1));
     const init = await link.next();
-    expect(init.params).toEqual({ protocolVersion: 1, clientCapabilities: { _meta: { lembas: true } }, clientInfo: { name: "LLeMbas", version: VERSION } });
+    expect(init.params).toEqual({
+      protocolVersion: 1,
+      clientCapabilities: { _meta: { lembas: true } },
+      clientInfo: { name: "LLeMbas", version: VERSION },
+    });
     link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(1, []) });
     const client = await attachClient(user, device.deviceId);
     await waitUntilUp(client);
@@ -137,7 +151,11 @@ describe("link handshake", () => {
     const second = await openLink(device);
     const closed = await first.closed;
     expect(closed.code).toBe(4409);
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "replaced" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "instance/link",
+      params: { link: "down", reason: "replaced" },
+    });
     second.send(hello(2));
     const init = await second.next();
     second.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
@@ -156,7 +174,11 @@ describe("link handshake", () => {
   it("marks the device offline and tells clients when the link closes", async () => {
     const { user, device, link: peer, client } = await linkedDevice();
     peer.close();
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "instance/link",
+      params: { link: "down", reason: "closed" },
+    });
     expect((await deviceRow(device.deviceId))!.online).toBe(0);
     expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down", protocol: 2 });
   });
@@ -170,7 +192,10 @@ describe("link handshake", () => {
 
   it("revoking through DELETE /api/devices/:id closes the live link with 4401 and refuses the token after", async () => {
     const { user, device, link: peer, client } = await linkedDevice();
-    const res = await SELF.fetch(`http://localhost/api/devices/${device.deviceId}`, { method: "DELETE", headers: { authorization: user.apiAuth } });
+    const res = await SELF.fetch(`http://localhost/api/devices/${device.deviceId}`, {
+      method: "DELETE",
+      headers: { authorization: user.apiAuth },
+    });
     expect(res.status).toBe(204);
     expect((await peer.closed).code).toBe(4401);
     expect((await client.closed).code).toBe(4404);

@@ -61,7 +61,9 @@ describe("keep-alive and the sweep", () => {
     const closed = await client.closed;
     expect(closed.code).toBe(4410);
     expect(closed.reason).toContain("ping");
-    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first<{ online: number }>();
+    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
+      .bind(device.deviceId)
+      .first<{ online: number }>();
     expect(row!.online).toBe(0);
   });
 
@@ -84,8 +86,10 @@ describe("keep-alive and the sweep", () => {
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
     // The sweep is armed again while sockets are attached.
-    const due = await runInDurableObject(linkStub(device.deviceId), (_i, state) =>
-      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
+    const due = await runInDurableObject(
+      linkStub(device.deviceId),
+      (_i, state) =>
+        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
     );
     expect(due).toBe(1);
   });

@@ -5,7 +5,6 @@ import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
 import { fireRequestDeadlines } from "./helpers/linked";
 
-
 /** The device answers the next request it gets with this result, and returns that request. */
 async function answerNext(link: Peer, result: unknown) {
   const request = await link.next();
@@ -32,7 +31,12 @@ describe("relay: forwarding and answers", () => {
 
   it("routes an answer that arrives after the object was evicted to the client that asked", async () => {
     const { device, link, client } = await linkedDevice();
-    client.send({ jsonrpc: "2.0", id: "p-1", method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "hi" }] } });
+    client.send({
+      jsonrpc: "2.0",
+      id: "p-1",
+      method: "session/prompt",
+      params: { sessionId: "ses_1", prompt: [{ type: "text", text: "hi" }] },
+    });
     const forwarded = await link.next();
     expect(forwarded).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
     await evictDurableObject(linkStub(device.deviceId));
@@ -45,7 +49,11 @@ describe("relay: forwarding and answers", () => {
     client.send({ jsonrpc: "2.0", id: 7, method: "session/new", params: { cwd: "/etc" } });
     const request = await link.next();
     link.send({ jsonrpc: "2.0", id: request.id, error: { code: -32602, message: "/etc is outside remote.roots" } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 7, error: { code: -32602, message: "/etc is outside remote.roots" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 7,
+      error: { code: -32602, message: "/etc is outside remote.roots" },
+    });
   });
 
   it("forwards client notifications (session/cancel) as they are", async () => {
@@ -56,11 +64,20 @@ describe("relay: forwarding and answers", () => {
 
   it("honours $/cancel_request: the device is told under its id, the client's request answered -32800", async () => {
     const { link, client } = await linkedDevice();
-    client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "long" }] } });
+    client.send({
+      jsonrpc: "2.0",
+      id: 3,
+      method: "session/prompt",
+      params: { sessionId: "ses_1", prompt: [{ type: "text", text: "long" }] },
+    });
     const forwarded = await link.next();
     client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 3 } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 3, error: { code: -32800, message: "request cancelled" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 3,
+      error: { code: -32800, message: "request cancelled" },
+    });
     // The device's late answer goes nowhere.
     link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "cancelled" } });
     await client.silent();
@@ -104,7 +121,11 @@ describe("relay: forwarding and answers", () => {
       id: 4,
       error: { code: -32001, message: "the device's link went down before it answered", data: { reason: "link_down" } },
     });
-    expect(messages).toContainEqual({ jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } });
+    expect(messages).toContainEqual({
+      jsonrpc: "2.0",
+      method: "instance/link",
+      params: { link: "down", reason: "closed" },
+    });
   });
 
   it("answers at once with -32001 offline when no device is linked", async () => {
@@ -128,9 +149,16 @@ describe("relay: fan-out and the device's requests", () => {
     const updates = Array.from({ length: 20 }, (_, i) => ({
       jsonrpc: "2.0",
       method: "session/update",
-      params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } } },
+      params: {
+        sessionId: "ses_1",
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `chunk ${i}` } },
+      },
     }));
-    const event = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "title", id: "ses_1", title: "Fix" } } };
+    const event = {
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_1", event: { type: "title", id: "ses_1", title: "Fix" } },
+    };
     for (const u of updates) link.send(u);
     link.send(event);
     for (const client of [a, b]) {
@@ -141,7 +169,14 @@ describe("relay: fan-out and the device's requests", () => {
 
   it("passes on only the JSON-RPC members of a notification: a member the envelope does not know is not fanned out", async () => {
     const { link, client } = await linkedDevice();
-    const update = { jsonrpc: "2.0", method: "session/update", params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } } } };
+    const update = {
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "ses_1",
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } },
+      },
+    };
     link.send({ ...update, trace: "device-internal" });
     link.send(JSON.stringify(update, null, 2));
     expect(await client.next()).toEqual(update);
@@ -150,7 +185,12 @@ describe("relay: fan-out and the device's requests", () => {
 
   it("answers an agent→client request no feature handles (fs/read_text_file) with -32601, without bothering clients", async () => {
     const { link, client } = await linkedDevice();
-    link.send({ jsonrpc: "2.0", id: 0, method: "fs/read_text_file", params: { sessionId: "ses_1", path: "/etc/passwd" } });
+    link.send({
+      jsonrpc: "2.0",
+      id: 0,
+      method: "fs/read_text_file",
+      params: { sessionId: "ses_1", path: "/etc/passwd" },
+    });
     const answer = await link.next();
     expect(answer).toMatchObject({ jsonrpc: "2.0", id: 0, error: { code: -32601 } });
     expect(answer.error?.message).toContain("fs/read_text_file");
@@ -160,7 +200,11 @@ describe("relay: fan-out and the device's requests", () => {
   it("lets a client attach with initialize: the device's own initialize result, without asking the device", async () => {
     const { link, client } = await linkedDevice(["files"]);
     const answer = await client.call(1, "initialize", { protocolVersion: 1, clientCapabilities: {} });
-    expect(answer.result).toMatchObject({ protocolVersion: 1, agentInfo: { name: "LLeMbas CLI" }, _meta: { lembas: { capabilities: ["files"] } } });
+    expect(answer.result).toMatchObject({
+      protocolVersion: 1,
+      agentInfo: { name: "LLeMbas CLI" },
+      _meta: { lembas: { capabilities: ["files"] } },
+    });
     await link.silent();
   });
 });
@@ -207,13 +251,21 @@ describe("relay: capability gating", () => {
     const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
     const without = await linkedDevice(["files"]);
     for (const block of [image, resource]) {
-      const answer = await without.client.call(1, "session/prompt", { sessionId: "ses_1", prompt: [{ type: "text", text: "see" }, block] });
+      const answer = await without.client.call(1, "session/prompt", {
+        sessionId: "ses_1",
+        prompt: [{ type: "text", text: "see" }, block],
+      });
       expect(answer.error).toMatchObject({ code: -32602, data: { capability: "attachments" } });
       expect(answer.error?.message).toContain("attachments");
     }
     await without.link.silent();
     const withIt = await linkedDevice(["attachments"]);
-    withIt.client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: { sessionId: "ses_1", prompt: [image, resource] } });
+    withIt.client.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "session/prompt",
+      params: { sessionId: "ses_1", prompt: [image, resource] },
+    });
     expect((await withIt.link.next()).params?.prompt).toEqual([image, resource]);
   });
 });

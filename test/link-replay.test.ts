@@ -23,7 +23,12 @@ async function deviceSends(link: Peer, witness: Peer, frames: unknown[]): Promis
 
 /** A client's prompt reaches the device: its turn runs. Returns the device's copy. */
 async function startTurn(link: Peer, client: Peer, turnId: string): Promise<Wire> {
-  client.send({ jsonrpc: "2.0", id: `prompt-${turnId}`, method: "session/prompt", params: { sessionId: "ses_1", prompt: [{ type: "text", text: "go" }], _meta: { lembas: { turnId } } } });
+  client.send({
+    jsonrpc: "2.0",
+    id: `prompt-${turnId}`,
+    method: "session/prompt",
+    params: { sessionId: "ses_1", prompt: [{ type: "text", text: "go" }], _meta: { lembas: { turnId } } },
+  });
   return link.next();
 }
 
@@ -32,11 +37,19 @@ describe("late joiners", () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
     const prompt = await startTurn(link, a, "t-1");
-    const before = [task("start", "t-1"), ...["Rea", "ding", " the"].map((t) => update(t)), update("elsewhere", "ses_idle")];
+    const before = [
+      task("start", "t-1"),
+      ...["Rea", "ding", " the"].map((t) => update(t)),
+      update("elsewhere", "ses_idle"),
+    ];
     await deviceSends(link, a, before);
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toEqual({ jsonrpc: "2.0", method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0 } });
+    expect(await late.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "instance/replay",
+      params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0 },
+    });
     for (const frame of before.slice(0, 4)) expect(await late.next()).toEqual(frame);
     const live = [update(" build"), update(" log")];
     for (const frame of live) link.send(frame);
@@ -54,7 +67,12 @@ describe("late joiners", () => {
   it("catch up on a turn typed at a terminal (task events) and on the open card after it, even after an eviction", async () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
-    const card = { jsonrpc: "2.0", id: 0, method: "_lembas/plan", params: { sessionId: "ses_t", toolCallId: "call_p", path: "PLAN.md", text: "# Plan" } };
+    const card = {
+      jsonrpc: "2.0",
+      id: 0,
+      method: "_lembas/plan",
+      params: { sessionId: "ses_t", toolCallId: "call_p", path: "PLAN.md", text: "# Plan" },
+    };
     const frames = [task("start", "term-1", "ses_t"), update("planning", "ses_t")];
     await deviceSends(link, a, frames);
     link.send(card);
@@ -62,7 +80,10 @@ describe("late joiners", () => {
     await evictDurableObject(linkStub(device.deviceId));
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 } });
+    expect(await late.next()).toMatchObject({
+      method: "instance/replay",
+      params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 },
+    });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
     expect(await late.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
   });
@@ -77,7 +98,10 @@ describe("late joiners", () => {
     await evictDurableObject(linkStub(device.deviceId));
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 } });
+    expect(await late.next()).toMatchObject({
+      method: "instance/replay",
+      params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 },
+    });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
   });
 
@@ -94,14 +118,21 @@ describe("late joiners", () => {
     await new Promise((resolve) => setTimeout(resolve, REPLAY_WRITE_WITHIN_MS + 200));
     // Local SQLite takes longer values than the platform's (about 2 MB), so the row size is checked here.
     const stored = await runInDurableObject(linkStub(device.deviceId), (_instance, state) =>
-      state.storage.sql.exec<{ rows: number; largest: number }>("SELECT COUNT(*) AS rows, MAX(LENGTH(CAST(texts AS BLOB))) AS largest FROM replay_batches").one(),
+      state.storage.sql
+        .exec<{ rows: number; largest: number }>(
+          "SELECT COUNT(*) AS rows, MAX(LENGTH(CAST(texts AS BLOB))) AS largest FROM replay_batches",
+        )
+        .one(),
     );
     expect(stored.rows).toBeGreaterThan(1);
     expect(stored.largest).toBeLessThanOrEqual(REPLAY_ROW_BYTES);
     await evictDurableObject(linkStub(device.deviceId));
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { sessionId: "ses_1", turnIds: ["t-burst"], frames: 11, dropped: 0 } });
+    expect(await late.next()).toMatchObject({
+      method: "instance/replay",
+      params: { sessionId: "ses_1", turnIds: ["t-burst"], frames: 11, dropped: 0 },
+    });
     for (const frame of [...frames, odd]) expect(await late.next(10_000)).toEqual(frame);
     await late.silent();
   }, 30_000);

@@ -15,8 +15,16 @@ describe("GET /api/devices/link", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const revoked = await createDevice(user.userId);
-    await SELF.fetch(`${ORIGIN}/api/devices/${revoked.deviceId}`, { method: "DELETE", headers: { authorization: user.apiAuth } });
-    const refused: Record<string, string>[] = [{}, { authorization: "Bearer lbd_nope_nope" }, { authorization: user.apiAuth }, { authorization: revoked.auth }];
+    await SELF.fetch(`${ORIGIN}/api/devices/${revoked.deviceId}`, {
+      method: "DELETE",
+      headers: { authorization: user.apiAuth },
+    });
+    const refused: Record<string, string>[] = [
+      {},
+      { authorization: "Bearer lbd_nope_nope" },
+      { authorization: user.apiAuth },
+      { authorization: revoked.auth },
+    ];
     for (const headers of refused) {
       const res = await upgrade("/api/devices/link", headers);
       expect(res.status).toBe(401);
@@ -36,10 +44,20 @@ describe("GET /api/devices/link", () => {
     const user = await createUser();
     const mine = await createDevice(user.userId);
     const other = await createDevice((await createUser()).userId);
-    const res = await upgrade("/api/devices/link", { authorization: mine.auth, "x-lembas-device-id": other.deviceId, "x-lembas-user-id": "someone" });
+    const res = await upgrade("/api/devices/link", {
+      authorization: mine.auth,
+      "x-lembas-device-id": other.deviceId,
+      "x-lembas-user-id": "someone",
+    });
     expect(res.status).toBe(101);
     res.webSocket!.accept();
-    res.webSocket!.send(JSON.stringify({ jsonrpc: "2.0", method: "_lembas/hello", params: { protocol: 2, device: { host: "h", platform: "linux" }, limits: null } }));
+    res.webSocket!.send(
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "_lembas/hello",
+        params: { protocol: 2, device: { host: "h", platform: "linux" }, limits: null },
+      }),
+    );
     const client = await attachClient(user, mine.deviceId);
     await new Promise((r) => setTimeout(r, 100));
     // The hello reached this user's own device's object, not the other one.
@@ -52,7 +70,9 @@ describe("GET /api/devices/:deviceId/client", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     expect((await upgrade(`/api/devices/${device.deviceId}/client`, { authorization: user.apiAuth })).status).toBe(101);
-    expect((await upgrade(`/api/devices/${device.deviceId}/client`, { cookie: user.cookie, origin: ORIGIN })).status).toBe(101);
+    expect(
+      (await upgrade(`/api/devices/${device.deviceId}/client`, { cookie: user.cookie, origin: ORIGIN })).status,
+    ).toBe(101);
   });
 
   it("refuses another person's device and an unknown one with 404, before the object", async () => {
@@ -86,7 +106,11 @@ describe("POST /api/devices/:deviceId/rpc", () => {
     const device = await createDevice(user.userId);
     const { peer: link } = await linkDevice(device);
     await waitUntilUp(await attachClient(user, device.deviceId));
-    const pending = rpc(device.deviceId, { jsonrpc: "2.0", id: 42, method: "session/new", params: { cwd: "/w" } }, { authorization: user.apiAuth });
+    const pending = rpc(
+      device.deviceId,
+      { jsonrpc: "2.0", id: 42, method: "session/new", params: { cwd: "/w" } },
+      { authorization: user.apiAuth },
+    );
     const forwarded = await link.next();
     expect(forwarded).toMatchObject({ method: "session/new", params: { cwd: "/w" } });
     link.send({ jsonrpc: "2.0", id: forwarded.id, result: { sessionId: "ses_rpc" } });
@@ -101,9 +125,17 @@ describe("POST /api/devices/:deviceId/rpc", () => {
     const auth = { authorization: user.apiAuth };
     const status = await rpc(device.deviceId, { jsonrpc: "2.0", id: 1, method: "instance/status" }, auth);
     expect(await status.json()).toMatchObject({ id: 1, result: { link: "down" } });
-    const offline = await rpc(device.deviceId, { jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: "/w" } }, auth);
+    const offline = await rpc(
+      device.deviceId,
+      { jsonrpc: "2.0", id: 2, method: "session/new", params: { cwd: "/w" } },
+      auth,
+    );
     expect(await offline.json()).toMatchObject({ id: 2, error: { code: -32001, data: { reason: "offline" } } });
-    const note = await rpc(device.deviceId, { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "s" } }, auth);
+    const note = await rpc(
+      device.deviceId,
+      { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "s" } },
+      auth,
+    );
     expect(note.status).toBe(202);
     const bad = await rpc(device.deviceId, "{", auth);
     expect(await bad.json()).toMatchObject({ id: null, error: { code: -32700 } });
@@ -115,7 +147,9 @@ describe("POST /api/devices/:deviceId/rpc", () => {
     const body = { jsonrpc: "2.0", id: 1, method: "instance/status" };
     expect((await rpc(device.deviceId, body, {})).status).toBe(401);
     expect((await rpc(device.deviceId, body, { authorization: (await createUser()).apiAuth })).status).toBe(404);
-    expect((await rpc(device.deviceId, body, { cookie: user.cookie, origin: "https://evil.example" })).status).toBe(403);
+    expect((await rpc(device.deviceId, body, { cookie: user.cookie, origin: "https://evil.example" })).status).toBe(
+      403,
+    );
     expect((await rpc(device.deviceId, body, { cookie: user.cookie, origin: ORIGIN })).status).toBe(200);
   });
 });

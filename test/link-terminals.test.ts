@@ -5,8 +5,16 @@ import { drain } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 
 const OPEN = "_lembas/terminal/open";
-const output = (terminalId: string, data = "aGVsbG8K") => ({ jsonrpc: "2.0", method: "_lembas/terminal/output", params: { terminalId, data } });
-const input = (terminalId: string) => ({ jsonrpc: "2.0", method: "_lembas/terminal/input", params: { terminalId, data: "bHMK" } });
+const output = (terminalId: string, data = "aGVsbG8K") => ({
+  jsonrpc: "2.0",
+  method: "_lembas/terminal/output",
+  params: { terminalId, data },
+});
+const input = (terminalId: string) => ({
+  jsonrpc: "2.0",
+  method: "_lembas/terminal/input",
+  params: { terminalId, data: "bHMK" },
+});
 
 /** A client opens a terminal; the device answers it as `terminalId`. */
 async function openTerminal(client: Peer, link: Peer, terminalId: string): Promise<void> {
@@ -30,11 +38,19 @@ describe("terminals belong to the socket that opened them", () => {
 
     owner.send(input("t1"));
     expect(await link.next()).toEqual(input("t1"));
-    const resize = { jsonrpc: "2.0", method: "_lembas/terminal/resize", params: { terminalId: "t1", cols: 100, rows: 30 } };
+    const resize = {
+      jsonrpc: "2.0",
+      method: "_lembas/terminal/resize",
+      params: { terminalId: "t1", cols: 100, rows: 30 },
+    };
     owner.send(resize);
     expect(await link.next()).toEqual(resize);
 
-    for (const message of [input("t1"), resize, { jsonrpc: "2.0", method: "_lembas/terminal/close", params: { terminalId: "t1" } }]) {
+    for (const message of [
+      input("t1"),
+      resize,
+      { jsonrpc: "2.0", method: "_lembas/terminal/close", params: { terminalId: "t1" } },
+    ]) {
       other.send(message);
       const refusal = await other.next();
       expect(refusal).toMatchObject({ id: null, error: { code: -32602 } });
@@ -81,7 +97,11 @@ describe("terminals belong to the socket that opened them", () => {
     await openTerminal(stays, link, "t-stays");
     leaves.close();
     await leaves.closed;
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "_lembas/terminal/close", params: { terminalId: "t-leaves" } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "_lembas/terminal/close",
+      params: { terminalId: "t-leaves" },
+    });
     await link.silent();
     link.send(output("t-stays"));
     expect(await stays.next()).toEqual(output("t-stays"));
@@ -100,7 +120,11 @@ describe("terminals belong to the socket that opened them", () => {
     await evictDurableObject(linkStub(device.deviceId));
     link.send({ jsonrpc: "2.0", id: failed.id, error: { code: -32603, message: "no pty" } });
     link.send({ jsonrpc: "2.0", id: late.id, result: { terminalId: "t-late", cwd: "/w", cols: 80, rows: 24 } });
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "_lembas/terminal/close", params: { terminalId: "t-late" } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "_lembas/terminal/close",
+      params: { terminalId: "t-late" },
+    });
     await link.silent();
     await stays.silent();
     // Neither counts toward the limit any more.

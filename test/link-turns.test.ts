@@ -11,7 +11,8 @@ const prompt = (text: string, turnId?: string) => ({
   prompt: [{ type: "text", text }],
   ...(turnId ? { _meta: { lembas: { turnId } } } : {}),
 });
-const turnIdOf = (request: Wire) => (request.params?._meta as { lembas?: { turnId?: string } } | undefined)?.lembas?.turnId;
+const turnIdOf = (request: Wire) =>
+  (request.params?._meta as { lembas?: { turnId?: string } } | undefined)?.lembas?.turnId;
 const WITHOUT_TURNS = CAPABILITIES_ALL.filter((c) => c !== "turns");
 
 /** Drops the link and waits until the client has seen it go down. */
@@ -78,7 +79,11 @@ describe("turns", () => {
       ["ses_1", "msg-42"],
     ]);
     expect(running[0]!.since).toBeGreaterThan(Date.now() - 10_000);
-    link.send({ jsonrpc: "2.0", id: made.id, result: { stopReason: "end_turn", _meta: { lembas: { turnId: turnIdOf(made) } } } });
+    link.send({
+      jsonrpc: "2.0",
+      id: made.id,
+      result: { stopReason: "end_turn", _meta: { lembas: { turnId: turnIdOf(made) } } },
+    });
     expect(await client.next()).toMatchObject({ id: 1, result: { stopReason: "end_turn" } });
     expect(((await statusOf(client)).turns as { turnId: string }[]).map((t) => t.turnId)).toEqual(["msg-42"]);
   });
@@ -98,9 +103,16 @@ describe("turns", () => {
 
     const relinked = await relink(device, client);
     const again = await relinked.next();
-    expect(again).toMatchObject({ method: "session/prompt", params: { ...prompt("fix the build"), _meta: { lembas: { turnId } } } });
+    expect(again).toMatchObject({
+      method: "session/prompt",
+      params: { ...prompt("fix the build"), _meta: { lembas: { turnId } } },
+    });
     relinked.send({ jsonrpc: "2.0", id: again.id, result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { stopReason: "end_turn", _meta: { lembas: { turnId } } } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { stopReason: "end_turn", _meta: { lembas: { turnId } } },
+    });
     await client.silent();
     expect((await statusOf(client)).turns).toEqual([]);
   });
@@ -174,7 +186,11 @@ describe("turns", () => {
   it("lists a turn started at a terminal (task events) while it runs", async () => {
     const { link, clients } = await linkedWithClients(1);
     const [client] = clients as [Peer];
-    const task = (state: string) => ({ jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_t", event: { type: "task", state, turnId: "term-1" } } });
+    const task = (state: string) => ({
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_t", event: { type: "task", state, turnId: "term-1" } },
+    });
     link.send(task("start"));
     expect(await client.next()).toEqual(task("start"));
     expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_t", turnId: "term-1" }]);
@@ -188,7 +204,11 @@ describe("turns", () => {
     const [client] = clients as [Peer];
     client.send({ jsonrpc: "2.0", id: 7, method: "session/prompt", params: prompt("quick", "t-7") });
     const sent = await link.next();
-    const end = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-7" } } };
+    const end = {
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-7" } },
+    };
     link.send(end);
     expect(await client.next()).toEqual(end);
     expect((await statusOf(client)).turns).toEqual([]);
@@ -216,7 +236,11 @@ describe("turns", () => {
     await link.next();
     expect((await answered).error).toMatchObject({ code: -32002 });
     expect((await statusOf(client)).turns).toMatchObject([{ turnId: "t-http" }]);
-    const end = { jsonrpc: "2.0", method: "_lembas/event", params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-http" } } };
+    const end = {
+      jsonrpc: "2.0",
+      method: "_lembas/event",
+      params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-http" } },
+    };
     link.send(end);
     expect(await client.next()).toEqual(end);
     expect((await statusOf(client)).turns).toEqual([]);

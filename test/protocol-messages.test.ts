@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
 import { InitializeResult, PromptParams, PromptResult, SessionUpdateParams, PROMPT_LIMITS } from "../src/protocol/acp";
-import { EventParams, FilesSearchParams, Hello, SessionTitleParams, TerminalOpenParams, TerminalInputParams } from "../src/protocol/lembas";
+import {
+  EventParams,
+  FilesSearchParams,
+  Hello,
+  SessionTitleParams,
+  TerminalOpenParams,
+  TerminalInputParams,
+} from "../src/protocol/lembas";
 import { CLIENT_TO_AGENT, isClientToAgentMethod } from "../src/protocol/methods";
 import { check } from "../src/protocol/issues";
 
@@ -24,23 +31,48 @@ describe("session/prompt params", () => {
   });
 
   it("keep fields it does not know", () => {
-    const r = check(PromptParams, { sessionId: "s", prompt: [{ type: "text", text: "hi", annotations: { audience: ["user"] } }], extra: 1 });
+    const r = check(PromptParams, {
+      sessionId: "s",
+      prompt: [{ type: "text", text: "hi", annotations: { audience: ["user"] } }],
+      extra: 1,
+    });
     expect(r).toMatchObject({ ok: true, value: { extra: 1, prompt: [{ annotations: { audience: ["user"] } }] } });
   });
 
   it("refuse an empty prompt, an unknown block, a bad image type, non-base64 data, a resource with neither text nor blob", () => {
-    expect(check(PromptParams, { sessionId: "s", prompt: [] })).toMatchObject({ ok: false, error: expect.stringContaining("at least one block") });
-    expect(check(PromptParams, { sessionId: "s", prompt: [{ type: "video", data: png }] })).toMatchObject({ ok: false, error: expect.stringContaining("prompt.0.type") });
-    expect(check(PromptParams, { sessionId: "s", prompt: [{ type: "image", data: png, mimeType: "image/bmp" }] })).toMatchObject({ ok: false, error: expect.stringContaining("prompt.0.mimeType") });
-    expect(check(PromptParams, { sessionId: "s", prompt: [{ type: "image", data: "not base64!", mimeType: "image/png" }] })).toMatchObject({ ok: false, error: expect.stringContaining("base64") });
-    expect(check(PromptParams, { sessionId: "s", prompt: [{ type: "resource", resource: { uri: "x" } }] })).toMatchObject({ ok: false, error: expect.stringContaining("either text or a base64 blob") });
-    expect(check(PromptParams, { prompt: [{ type: "text", text: "hi" }] })).toMatchObject({ ok: false, error: expect.stringContaining("sessionId") });
+    expect(check(PromptParams, { sessionId: "s", prompt: [] })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("at least one block"),
+    });
+    expect(check(PromptParams, { sessionId: "s", prompt: [{ type: "video", data: png }] })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("prompt.0.type"),
+    });
+    expect(
+      check(PromptParams, { sessionId: "s", prompt: [{ type: "image", data: png, mimeType: "image/bmp" }] }),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("prompt.0.mimeType") });
+    expect(
+      check(PromptParams, { sessionId: "s", prompt: [{ type: "image", data: "not base64!", mimeType: "image/png" }] }),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("base64") });
+    expect(
+      check(PromptParams, { sessionId: "s", prompt: [{ type: "resource", resource: { uri: "x" } }] }),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("either text or a base64 blob") });
+    expect(check(PromptParams, { prompt: [{ type: "text", text: "hi" }] })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("sessionId"),
+    });
   });
 
   it("refuse a block over 10 MB decoded, with a sentence", () => {
     const big = "A".repeat(Math.ceil(((PROMPT_LIMITS.blockBytes + 3) * 4) / 3 / 4) * 4);
-    const r = check(PromptParams, { sessionId: "s", prompt: [{ type: "resource", resource: { uri: "big.bin", blob: big } }] });
-    expect(r).toMatchObject({ ok: false, error: expect.stringMatching(/^prompt\.0: a block may be at most 10 MB decoded/) });
+    const r = check(PromptParams, {
+      sessionId: "s",
+      prompt: [{ type: "resource", resource: { uri: "big.bin", blob: big } }],
+    });
+    expect(r).toMatchObject({
+      ok: false,
+      error: expect.stringMatching(/^prompt\.0: a block may be at most 10 MB decoded/),
+    });
   });
 });
 
@@ -66,16 +98,28 @@ describe("the device's hello and initialize result", () => {
       },
     };
     const r = check(InitializeResult, example);
-    expect(r).toMatchObject({ ok: true, value: { _meta: { lembas: { protocol: 2, connection: "example", capabilities: ["directories", "configure", "…"] } } } });
+    expect(r).toMatchObject({
+      ok: true,
+      value: {
+        _meta: { lembas: { protocol: 2, connection: "example", capabilities: ["directories", "configure", "…"] } },
+      },
+    });
   });
 
   it("read a plain ACP agent's result, which says nothing of lembas", () => {
-    expect(check(InitializeResult, { protocolVersion: 1, agentCapabilities: { loadSession: true } })).toMatchObject({ ok: true });
+    expect(check(InitializeResult, { protocolVersion: 1, agentCapabilities: { loadSession: true } })).toMatchObject({
+      ok: true,
+    });
   });
 
   it("refuse a lembas meta without a protocol, or with capabilities that are not strings", () => {
-    expect(check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { capabilities: [] } } })).toMatchObject({ ok: false, error: expect.stringContaining("_meta.lembas.protocol") });
-    expect(check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { protocol: 2, capabilities: [1] } } })).toMatchObject({ ok: false });
+    expect(check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { capabilities: [] } } })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("_meta.lembas.protocol"),
+    });
+    expect(
+      check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { protocol: 2, capabilities: [1] } } }),
+    ).toMatchObject({ ok: false });
   });
 
   it("read the spec's hello, and refuse one without a protocol or device", () => {
@@ -87,8 +131,14 @@ describe("the device's hello and initialize result", () => {
       limits: { roots: ["~/work"], max_mode: "edit", require_trust: true },
     };
     expect(check(Hello, hello)).toEqual({ ok: true, value: hello });
-    expect(check(Hello, { ...hello, protocol: "2" })).toMatchObject({ ok: false, error: expect.stringContaining("protocol") });
-    expect(check(Hello, { protocol: 2, limits: null })).toMatchObject({ ok: false, error: expect.stringContaining("device") });
+    expect(check(Hello, { ...hello, protocol: "2" })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("protocol"),
+    });
+    expect(check(Hello, { protocol: 2, limits: null })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("device"),
+    });
     // A device that follows no harness spec and sets no mode ceiling says so with null; it links all the same.
     const plain = { ...hello, harness_spec: null, limits: { roots: ["/home/ada"], max_mode: null } };
     expect(check(Hello, plain)).toEqual({ ok: true, value: plain });
@@ -97,29 +147,61 @@ describe("the device's hello and initialize result", () => {
 
 describe("other messages", () => {
   it("check the session/update kinds the spec names and pass others through", () => {
-    expect(check(SessionUpdateParams, { sessionId: "s", update: { sessionUpdate: "current_mode_update", currentModeId: "plan" } })).toMatchObject({ ok: true });
-    expect(check(SessionUpdateParams, { sessionId: "s", update: { sessionUpdate: "usage_update", used: 3 } })).toMatchObject({ ok: true, value: { update: { used: 3 } } });
-    expect(check(SessionUpdateParams, { sessionId: "s", update: { sessionUpdate: "tool_call", title: "x" } })).toMatchObject({ ok: false, error: expect.stringContaining("update.toolCallId") });
+    expect(
+      check(SessionUpdateParams, {
+        sessionId: "s",
+        update: { sessionUpdate: "current_mode_update", currentModeId: "plan" },
+      }),
+    ).toMatchObject({ ok: true });
+    expect(
+      check(SessionUpdateParams, { sessionId: "s", update: { sessionUpdate: "usage_update", used: 3 } }),
+    ).toMatchObject({ ok: true, value: { update: { used: 3 } } });
+    expect(
+      check(SessionUpdateParams, { sessionId: "s", update: { sessionUpdate: "tool_call", title: "x" } }),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("update.toolCallId") });
   });
 
   it("check the events the spec relies on and pass the others through", () => {
-    expect(check(EventParams, { sessionId: "s", event: { type: "title", id: "s", title: "Fix the build" } })).toMatchObject({ ok: true });
+    expect(
+      check(EventParams, { sessionId: "s", event: { type: "title", id: "s", title: "Fix the build" } }),
+    ).toMatchObject({ ok: true });
     expect(check(EventParams, { sessionId: "s", event: { type: "usage", tokens: 10 } })).toMatchObject({ ok: true });
-    expect(check(EventParams, { sessionId: "s", event: { type: "task", state: "paused", turnId: "t" } })).toMatchObject({ ok: false, error: expect.stringContaining("event.state") });
-    expect(check(EventParams, { sessionId: "s", event: { type: "model", ref: "deepseek/flash", effort: "off", connection: "me" } })).toMatchObject({ ok: false, error: expect.stringContaining("event.instance") });
+    expect(check(EventParams, { sessionId: "s", event: { type: "task", state: "paused", turnId: "t" } })).toMatchObject(
+      { ok: false, error: expect.stringContaining("event.state") },
+    );
+    expect(
+      check(EventParams, {
+        sessionId: "s",
+        event: { type: "model", ref: "deepseek/flash", effort: "off", connection: "me" },
+      }),
+    ).toMatchObject({ ok: false, error: expect.stringContaining("event.instance") });
   });
 
   it("read a prompt's answer with its lembas fields, and refuse an unknown stop reason", () => {
-    expect(check(PromptResult, { stopReason: "end_turn", _meta: { lembas: { turnId: "t1", unsent: ["also this"] } } })).toMatchObject({ ok: true });
-    expect(check(PromptResult, { stopReason: "bored" })).toMatchObject({ ok: false, error: expect.stringContaining("stopReason") });
+    expect(
+      check(PromptResult, { stopReason: "end_turn", _meta: { lembas: { turnId: "t1", unsent: ["also this"] } } }),
+    ).toMatchObject({ ok: true });
+    expect(check(PromptResult, { stopReason: "bored" })).toMatchObject({
+      ok: false,
+      error: expect.stringContaining("stopReason"),
+    });
   });
 
   it("hold the spec's bounds on titles, file searches and terminals", () => {
     expect(check(SessionTitleParams, { sessionId: "s", title: "t".repeat(200) })).toMatchObject({ ok: true });
-    expect(check(SessionTitleParams, { sessionId: "s", title: "t".repeat(201) })).toMatchObject({ ok: false, error: "title: a title is at most 200 characters" });
+    expect(check(SessionTitleParams, { sessionId: "s", title: "t".repeat(201) })).toMatchObject({
+      ok: false,
+      error: "title: a title is at most 200 characters",
+    });
     expect(check(FilesSearchParams, { sessionId: "s", query: "", limit: 50 })).toMatchObject({ ok: true });
-    expect(check(FilesSearchParams, { sessionId: "s", query: "", limit: 51 })).toMatchObject({ ok: false, error: "limit: limit is at most 50" });
-    expect(check(FilesSearchParams, { query: "a" })).toMatchObject({ ok: false, error: "give exactly one of sessionId or cwd" });
+    expect(check(FilesSearchParams, { sessionId: "s", query: "", limit: 51 })).toMatchObject({
+      ok: false,
+      error: "limit: limit is at most 50",
+    });
+    expect(check(FilesSearchParams, { query: "a" })).toMatchObject({
+      ok: false,
+      error: "give exactly one of sessionId or cwd",
+    });
     expect(check(TerminalOpenParams, { cols: 500, rows: 5 })).toMatchObject({ ok: true });
     expect(check(TerminalOpenParams, { cols: 19 })).toMatchObject({ ok: false, error: "cols: at least 20 columns" });
     expect(check(TerminalOpenParams, { rows: 301 })).toMatchObject({ ok: false, error: "rows: at most 300 rows" });

@@ -13,10 +13,18 @@ interface CreatedToken {
 describe("API tokens", () => {
   it("a new token is shown once, works, is listed without its secret, and stops working when deleted", async () => {
     const user = await createUser();
-    const res = await call("POST", "/api/tokens", { body: { name: "  deploy script " }, headers: { cookie: user.cookie } });
+    const res = await call("POST", "/api/tokens", {
+      body: { name: "  deploy script " },
+      headers: { cookie: user.cookie },
+    });
     expect(res.status).toBe(201);
     const created = await jsonOf<CreatedToken>(res);
-    expect(created).toEqual({ id: expect.any(String), name: "deploy script", token: expect.stringMatching(/^lba_/), created_at: expect.any(Number) });
+    expect(created).toEqual({
+      id: expect.any(String),
+      name: "deploy script",
+      token: expect.stringMatching(/^lba_/),
+      created_at: expect.any(Number),
+    });
     const [, tokenId, secret] = /^lba_(.{12})_(.{32})$/.exec(created.token)!;
     expect(tokenId).toBe(created.id);
 
@@ -28,7 +36,9 @@ describe("API tokens", () => {
     expect(list).toContainEqual({ id: created.id, name: "deploy script", created_at: created.created_at });
     expect(list).toHaveLength(2); // and the fixture's own
     expect(JSON.stringify(list)).not.toContain(secret!);
-    const stored = await env.DB.prepare("SELECT secret_hash FROM api_tokens WHERE id = ?").bind(created.id).first<{ secret_hash: string }>();
+    const stored = await env.DB.prepare("SELECT secret_hash FROM api_tokens WHERE id = ?")
+      .bind(created.id)
+      .first<{ secret_hash: string }>();
     expect(stored!.secret_hash).toMatch(/^[0-9a-f]{64}$/);
 
     const del = await call("DELETE", `/api/tokens/${created.id}`, { headers: { cookie: user.cookie } });
@@ -42,8 +52,12 @@ describe("API tokens", () => {
   it("lists and deletes only one's own tokens", async () => {
     const owner = await createUser();
     const other = await createUser();
-    const { id } = await jsonOf<CreatedToken>(await call("POST", "/api/tokens", { body: { name: "mine" }, headers: { authorization: owner.apiAuth } }));
-    const theirs = await jsonOf<Array<{ id: string }>>(await call("GET", "/api/tokens", { headers: { authorization: other.apiAuth } }));
+    const { id } = await jsonOf<CreatedToken>(
+      await call("POST", "/api/tokens", { body: { name: "mine" }, headers: { authorization: owner.apiAuth } }),
+    );
+    const theirs = await jsonOf<Array<{ id: string }>>(
+      await call("GET", "/api/tokens", { headers: { authorization: other.apiAuth } }),
+    );
     expect(theirs.map((t) => t.id)).not.toContain(id);
     const res = await call("DELETE", `/api/tokens/${id}`, { headers: { authorization: other.apiAuth } });
     expect(res.status).toBe(404);

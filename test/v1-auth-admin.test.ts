@@ -62,7 +62,11 @@ describe("admin endpoints", () => {
       expect((await call(path, device.auth, { method, body })).status, `${method} ${path} device`).toBe(401);
       expect((await call(path, null, { method, body })).status).toBe(401);
       if (method !== "GET") {
-        const res = await call(path, null, { method, body, headers: { cookie: admin.cookie, origin: "https://evil.example" } });
+        const res = await call(path, null, {
+          method,
+          body,
+          headers: { cookie: admin.cookie, origin: "https://evil.example" },
+        });
         expect(res.status, `${method} ${path} foreign origin`).toBe(403);
       }
     }
@@ -75,11 +79,21 @@ describe("admin endpoints", () => {
     const person = await createUser();
     const put = await call("/api/admin/plans/team%20plan", null, {
       method: "PUT",
-      body: { credits_per_month: 250, currency: "USD", credit_value: 0.02, windows: [{ window: "7d", limit: 100 }, { window: "30m", limit: 5 }] },
+      body: {
+        credits_per_month: 250,
+        currency: "USD",
+        credit_value: 0.02,
+        windows: [
+          { window: "7d", limit: 100 },
+          { window: "30m", limit: 5 },
+        ],
+      },
       headers: { cookie: admin.cookie, origin: BASE },
     });
     expect(put.status).toBe(200);
-    const plans = await (await call("/api/admin/plans", admin.apiAuth)).json<{ plans: { name: string; windows: { window: string; seconds: number }[] }[] }>();
+    const plans = await (await call("/api/admin/plans", admin.apiAuth)).json<{
+      plans: { name: string; windows: { window: string; seconds: number }[] }[];
+    }>();
     const team = plans.plans.find((p) => p.name === "team plan");
     expect(team).toMatchObject({ credits_per_month: 250, currency: "USD", credit_value: 0.02 });
     expect(team!.windows).toEqual([
@@ -88,16 +102,26 @@ describe("admin endpoints", () => {
     ]);
 
     const byEmail = `/api/admin/accounts/${encodeURIComponent(person.email)}`;
-    expect(await (await call(`${byEmail}/plan`, admin.apiAuth, { method: "PUT", body: { plan: "team plan" } })).json()).toMatchObject({
+    expect(
+      await (await call(`${byEmail}/plan`, admin.apiAuth, { method: "PUT", body: { plan: "team plan" } })).json(),
+    ).toMatchObject({
       id: person.userId,
       plan: "team plan",
       balance: 250,
     });
-    expect(await (await call(`${byEmail}/credits`, admin.apiAuth, { body: { credits: -50, note: "refund" } })).json()).toMatchObject({ balance: 200 });
-    expect(await (await call(`${byEmail}/personalization`, admin.apiAuth, { method: "PUT", body: { available: true } })).json()).toMatchObject({
+    expect(
+      await (await call(`${byEmail}/credits`, admin.apiAuth, { body: { credits: -50, note: "refund" } })).json(),
+    ).toMatchObject({ balance: 200 });
+    expect(
+      await (
+        await call(`${byEmail}/personalization`, admin.apiAuth, { method: "PUT", body: { available: true } })
+      ).json(),
+    ).toMatchObject({
       personalization_available: true,
     });
-    expect(await (await call(`${byEmail}/admin`, admin.apiAuth, { method: "PUT", body: { admin: true } })).json()).toMatchObject({ admin: true });
+    expect(
+      await (await call(`${byEmail}/admin`, admin.apiAuth, { method: "PUT", body: { admin: true } })).json(),
+    ).toMatchObject({ admin: true });
     expect(await (await call(byEmail, admin.apiAuth)).json()).toEqual({
       id: person.userId,
       email: person.email,
@@ -117,7 +141,13 @@ describe("admin endpoints", () => {
     const admin = await createUser({ admin: true });
     const cases: [string, string, unknown, number, RegExp][] = [
       ["PUT", "/api/admin/plans/x", { credits_per_month: -1 }, 400, /credits_per_month/],
-      ["PUT", "/api/admin/plans/x", { credits_per_month: 1, windows: [{ window: "5 hours", limit: 1 }] }, 400, /window/],
+      [
+        "PUT",
+        "/api/admin/plans/x",
+        { credits_per_month: 1, windows: [{ window: "5 hours", limit: 1 }] },
+        400,
+        /window/,
+      ],
       ["PUT", "/api/admin/plans/x", { credits_per_month: 1, currency: "EUR" }, 400, /currency and credit_value/],
       ["PUT", "/api/admin/plans/x", { credits_per_month: 1, currency: "JPY", credit_value: 1 }, 400, /currency/],
       ["DELETE", "/api/admin/plans/nothing-here", undefined, 404, /no plan/],

@@ -4,7 +4,10 @@ import { assignPlan, call, putPlan, spend, waitForUsage } from "./helpers/v1";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;
-const ask = (auth: string) => call("/v1/chat/completions", auth, { body: { model: "fake/chat", messages: [{ role: "user", content: crypto.randomUUID() }] } });
+const ask = (auth: string) =>
+  call("/v1/chat/completions", auth, {
+    body: { model: "fake/chat", messages: [{ role: "user", content: crypto.randomUUID() }] },
+  });
 
 let admin: TestUser;
 beforeAll(async () => {
@@ -34,7 +37,9 @@ describe("limits before forwarding", () => {
     expect(body.detail).toMatch(/no credits left on plan tiny/);
     expect(body.balance).toBeCloseTo(-0.5);
 
-    const grant = await call(`/api/admin/accounts/${user.userId}/credits`, admin.apiAuth, { body: { credits: 10, note: "top-up" } });
+    const grant = await call(`/api/admin/accounts/${user.userId}/credits`, admin.apiAuth, {
+      body: { credits: 10, note: "top-up" },
+    });
     expect(grant.status).toBe(200);
     expect((await grant.json<{ balance: number }>()).balance).toBeCloseTo(9.5);
     expect((await ask(device.auth)).status).toBe(200);
@@ -49,7 +54,10 @@ describe("limits before forwarding", () => {
     await spend(user.userId, { cost: 0.5, at: Date.now() - HOUR });
     const res = await ask(device.auth);
     expect(res.status).toBe(429);
-    const body = await res.json<{ detail: string; window: { window: string; limit: number; spent: number; frees_at: string } }>();
+    const body = await res.json<{
+      detail: string;
+      window: { window: string; limit: number; spent: number; frees_at: string };
+    }>();
     expect(body.detail).toMatch(/5h spending limit of plan windowed/);
     // Once the first spend leaves the window, 0.5 of 1 remains: that is when it frees.
     expect(body.window).toMatchObject({ window: "5h", limit: 1, frees_at: new Date(first + 5 * HOUR).toISOString() });
@@ -102,7 +110,13 @@ describe("GET /v1/usage", () => {
     const oldest = Date.now() - 2 * HOUR;
     await spend(user.userId, { cost: 2, at: oldest, deviceId: laptop.deviceId, tokensIn: 100, tokensOut: 10 });
     await spend(user.userId, { cost: 3, deviceId: desktop.deviceId, tokensIn: 200, tokensOut: 20 });
-    await spend(user.userId, { cost: 4, at: monthStart() - 8 * DAY, deviceId: laptop.deviceId, tokensIn: 999, tokensOut: 99 });
+    await spend(user.userId, {
+      cost: 4,
+      at: monthStart() - 8 * DAY,
+      deviceId: laptop.deviceId,
+      tokensIn: 999,
+      tokensOut: 99,
+    });
 
     const res = await call("/v1/usage", laptop.auth);
     expect(res.status).toBe(200);

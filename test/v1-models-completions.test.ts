@@ -11,7 +11,10 @@ describe("GET /v1/models", () => {
     const device = await createDevice((await createUser()).userId);
     const res = await call("/v1/models", device.auth);
     expect(res.status).toBe(200);
-    const body = await res.json<{ object: string; data: { id: string; kind: string; provider: string; object: string }[] }>();
+    const body = await res.json<{
+      object: string;
+      data: { id: string; kind: string; provider: string; object: string }[];
+    }>();
     expect(body.object).toBe("list");
     const byId = Object.fromEntries(body.data.map((m) => [m.id, m]));
     expect(byId["fake/chat"]).toMatchObject({ object: "model", kind: "chat", provider: "fake" });
@@ -28,7 +31,9 @@ describe("POST /v1/chat/completions", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const t = tag();
-    const res = await call("/v1/chat/completions", device.auth, { body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: t }] } });
+    const res = await call("/v1/chat/completions", device.auth, {
+      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: t }] },
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const text = await res.text();
@@ -54,7 +59,12 @@ describe("POST /v1/chat/completions", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const res = await call("/v1/chat/completions", device.auth, {
-      body: { model: "fake/chat", stream: true, stream_options: { include_usage: true }, messages: [{ role: "user", content: tag() }] },
+      body: {
+        model: "fake/chat",
+        stream: true,
+        stream_options: { include_usage: true },
+        messages: [{ role: "user", content: tag() }],
+      },
     });
     const text = await res.text();
     expect(text).toContain('"usage":{"prompt_tokens":12,"completion_tokens":3');
@@ -63,7 +73,9 @@ describe("POST /v1/chat/completions", () => {
 
   it("answers an unstreamed request whole and charges its usage; an API token's row has no device", async () => {
     const user = await createUser();
-    const res = await call("/v1/chat/completions", user.apiAuth, { body: { model: "fake/chat", messages: [{ role: "user", content: tag() }] } });
+    const res = await call("/v1/chat/completions", user.apiAuth, {
+      body: { model: "fake/chat", messages: [{ role: "user", content: tag() }] },
+    });
     expect(res.status).toBe(200);
     const body = await res.json<{ choices: { message: { content: string } }[]; usage: { prompt_tokens: number } }>();
     expect(body.choices[0]!.message.content).toBe("Hello!");
@@ -109,12 +121,16 @@ describe("POST /v1/chat/completions", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     for (const stream of [false, true]) {
-      const res = await call("/v1/chat/completions", device.auth, { body: { model: "fake/chat", stream, messages: [{ role: "user", content: `fail ${tag()}` }] } });
+      const res = await call("/v1/chat/completions", device.auth, {
+        body: { model: "fake/chat", stream, messages: [{ role: "user", content: `fail ${tag()}` }] },
+      });
       expect(res.status).toBe(500);
       expect((await res.json<{ detail: string }>()).detail).toBe("provider fake answered 500: the model fell over");
     }
     // A later request's row is the only one: the failures left none.
-    await call("/v1/chat/completions", device.auth, { body: { model: "fake/chat", messages: [{ role: "user", content: tag() }] } });
+    await call("/v1/chat/completions", device.auth, {
+      body: { model: "fake/chat", messages: [{ role: "user", content: tag() }] },
+    });
     await waitForUsage(user.userId);
     expect(await usageRows(user.userId)).toHaveLength(1);
   });
@@ -137,7 +153,9 @@ describe("POST /v1/chat/completions", () => {
 
   it("says which secret is missing when a provider has no key", async () => {
     const device = await createDevice((await createUser()).userId);
-    const res = await call("/v1/chat/completions", device.auth, { body: { model: "keyless/chat", messages: [{ role: "user", content: "x" }] } });
+    const res = await call("/v1/chat/completions", device.auth, {
+      body: { model: "keyless/chat", messages: [{ role: "user", content: "x" }] },
+    });
     expect(res.status).toBe(503);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/PROVIDER_KEYLESS_API_KEY/);
   });
@@ -167,6 +185,8 @@ describe("POST /v1/embeddings", () => {
 describe("provider configuration", () => {
   it("names the mistake when PROVIDERS is malformed", () => {
     const broken = { ...env, PROVIDERS: { fake: { base_url: "not a url", models: { chat: { kind: "chat" } } } } };
-    expect(() => servedModels(broken)).toThrow(expect.objectContaining({ status: 500, detail: expect.stringMatching(/PROVIDERS.*base_url.*price_in/s) }));
+    expect(() => servedModels(broken)).toThrow(
+      expect.objectContaining({ status: 500, detail: expect.stringMatching(/PROVIDERS.*base_url.*price_in/s) }),
+    );
   });
 });

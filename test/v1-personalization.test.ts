@@ -9,7 +9,10 @@ async function deviceWithPersonalization(available: boolean) {
   const admin = await createUser({ admin: true });
   const user = await createUser();
   const device = await createDevice(user.userId);
-  const res = await call(`/api/admin/accounts/${user.userId}/personalization`, admin.apiAuth, { method: "PUT", body: { available } });
+  const res = await call(`/api/admin/accounts/${user.userId}/personalization`, admin.apiAuth, {
+    method: "PUT",
+    body: { available },
+  });
   expect(res.status).toBe(200);
   return { user, device };
 }
@@ -19,15 +22,29 @@ describe("/v1/me/personalization", () => {
     const { device } = await deviceWithPersonalization(true);
     const res = await call(PATH, device.auth);
     expect(res.status).toBe(200);
-    expect(await res.json()).toEqual({ enabled: false, available: true, personality: "", personality_custom: "", instructions: "" });
+    expect(await res.json()).toEqual({
+      enabled: false,
+      available: true,
+      personality: "",
+      personality_custom: "",
+      instructions: "",
+    });
   });
 
   it("changes only the fields a PUT sends", async () => {
     const { device } = await deviceWithPersonalization(true);
-    expect((await put(device.auth, { enabled: true, personality: "pirate", instructions: "Answer briefly." })).status).toBe(200);
+    expect(
+      (await put(device.auth, { enabled: true, personality: "pirate", instructions: "Answer briefly." })).status,
+    ).toBe(200);
     const res = await put(device.auth, { personality_custom: "Arr, but kind." });
     expect(res.status).toBe(200);
-    const expected = { enabled: true, available: true, personality: "pirate", personality_custom: "Arr, but kind.", instructions: "Answer briefly." };
+    const expected = {
+      enabled: true,
+      available: true,
+      personality: "pirate",
+      personality_custom: "Arr, but kind.",
+      instructions: "Answer briefly.",
+    };
     expect(await res.json()).toEqual(expected);
     expect(await (await call(PATH, device.auth)).json()).toEqual(expected);
     // A client may send available back; it stays the operator's to set.

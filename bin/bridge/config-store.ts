@@ -18,7 +18,8 @@ type CredentialsFile = z.infer<typeof CredentialsFile>;
 
 /** $XDG_CONFIG_HOME/lembas-edge, or ~/.config/lembas-edge (the XDG base directory rule). */
 export function configDir(env: NodeJS.ProcessEnv = process.env): string {
-  const base = env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(homedir(), ".config");
+  const base =
+    env.XDG_CONFIG_HOME && path.isAbsolute(env.XDG_CONFIG_HOME) ? env.XDG_CONFIG_HOME : path.join(homedir(), ".config");
   return path.join(base, "lembas-edge");
 }
 

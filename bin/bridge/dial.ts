@@ -23,7 +23,12 @@ const PONG = "pong";
 /** Pings left unanswered before the connection counts as dead. */
 const MISSED_PONGS_LIMIT = 2;
 
-export function dial(url: string, token: string, pingMs: number, handlers: DialHandlers): { socket: WebSocket; ended: Promise<DialEnd> } {
+export function dial(
+  url: string,
+  token: string,
+  pingMs: number,
+  handlers: DialHandlers,
+): { socket: WebSocket; ended: Promise<DialEnd> } {
   const socket = new WebSocket(url, { headers: { authorization: `Bearer ${token}` } });
   let status: number | null = null;
   let error: string | null = null;

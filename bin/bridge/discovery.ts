@@ -21,8 +21,7 @@ export type Discovery = z.infer<typeof Discovery>;
  */
 export const LINK_PROTOCOL = 1;
 
-export const PROTOCOL_MISMATCH =
-  "the instance and this bridge speak different link protocols — update one of them";
+export const PROTOCOL_MISMATCH = "the instance and this bridge speak different link protocols — update one of them";
 
 export async function readDiscovery(origin: string): Promise<Discovery> {
   const url = `${origin}/.well-known/lembas.json`;

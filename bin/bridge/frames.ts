@@ -3,9 +3,19 @@ import type { AnyMessage } from "@agentclientprotocol/sdk";
 import { z } from "zod";
 
 const Id = z.union([z.string(), z.number()]);
-const Request = z.object({ jsonrpc: z.literal("2.0"), id: Id, method: z.string().min(1), params: z.unknown().optional() });
+const Request = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: Id,
+  method: z.string().min(1),
+  params: z.unknown().optional(),
+});
 // A notification has no id at all; an object id is not a request either.
-const Notification = z.object({ jsonrpc: z.literal("2.0"), id: z.never().optional(), method: z.string().min(1), params: z.unknown().optional() });
+const Notification = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: z.never().optional(),
+  method: z.string().min(1),
+  params: z.unknown().optional(),
+});
 const Result = z.object({ jsonrpc: z.literal("2.0"), id: Id, result: z.unknown() });
 const Failure = z.object({
   jsonrpc: z.literal("2.0"),

@@ -24,7 +24,8 @@ export interface LinkOptions {
 }
 
 export const REVOKED = "this device was revoked; run lembas-edge login again";
-export const REPLACED = "another link of this device took over (a newer lembas-edge link runs elsewhere); stopping this one";
+export const REPLACED =
+  "another link of this device took over (a newer lembas-edge link runs elsewhere); stopping this one";
 
 /** Close codes that end the bridge rather than a single connection; any other close is redialled. */
 const STOPPING_CLOSES: ReadonlyMap<number, string> = new Map([

@@ -72,7 +72,9 @@ export async function login(origin: string): Promise<void> {
       case "expired_token":
         throw expired();
       case "invalid_grant":
-        throw new Stop(`the instance no longer knows this login${answer.detail ? ` (${answer.detail})` : ""}; run lembas-edge login again`);
+        throw new Stop(
+          `the instance no longer knows this login${answer.detail ? ` (${answer.detail})` : ""}; run lembas-edge login again`,
+        );
     }
   }
   throw expired();
@@ -87,7 +89,11 @@ type PollAnswer =
   | { kind: "refused"; error: z.infer<typeof Refused>["error"]; detail?: string };
 
 async function pollToken(url: string, deviceCode: string): Promise<PollAnswer> {
-  const { status, body } = await request(url, { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode }, "poll for the device token");
+  const { status, body } = await request(
+    url,
+    { grant_type: DEVICE_CODE_GRANT, device_code: deviceCode },
+    "poll for the device token",
+  );
   if (status === 200) {
     const granted = Granted.safeParse(body);
     if (!granted.success) throw new Stop(`${url} answered without a device token`);

@@ -27,7 +27,9 @@ export function monthKey(now: number): string {
 export async function assignPlan(db: D1Database, userId: string, plan: string | null, now: number): Promise<void> {
   const statements = [
     db
-      .prepare("INSERT INTO account_settings (user_id, plan) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET plan = excluded.plan")
+      .prepare(
+        "INSERT INTO account_settings (user_id, plan) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET plan = excluded.plan",
+      )
       .bind(userId, plan),
   ];
   if (plan !== null) {
@@ -44,7 +46,13 @@ export async function assignPlan(db: D1Database, userId: string, plan: string | 
   await db.batch(statements);
 }
 
-export async function grantCredits(db: D1Database, userId: string, credits: number, note: string | null, now: number): Promise<void> {
+export async function grantCredits(
+  db: D1Database,
+  userId: string,
+  credits: number,
+  note: string | null,
+  now: number,
+): Promise<void> {
   await db
     .prepare("INSERT INTO credits (user_id, source, credits, note, created_at) VALUES (?, 'grant', ?, ?, ?)")
     .bind(userId, credits, note, now)
@@ -62,5 +70,8 @@ export async function setPersonalizationAvailable(db: D1Database, userId: string
 }
 
 export async function setAdmin(db: D1Database, userId: string, admin: boolean): Promise<void> {
-  await db.prepare("UPDATE users SET admin = ? WHERE id = ?").bind(admin ? 1 : 0, userId).run();
+  await db
+    .prepare("UPDATE users SET admin = ? WHERE id = ?")
+    .bind(admin ? 1 : 0, userId)
+    .run();
 }

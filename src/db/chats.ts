@@ -26,7 +26,13 @@ interface ChatInfoRow extends Omit<ChatInfo, "busy" | "pending_delete"> {
 }
 
 /** A session the person made from the web: its chat, from session/new's answer. */
-export async function chatFromSessionNew(db: D1Database, deviceId: string, userId: string, cwd: string, result: SessionNewResult): Promise<void> {
+export async function chatFromSessionNew(
+  db: D1Database,
+  deviceId: string,
+  userId: string,
+  cwd: string,
+  result: SessionNewResult,
+): Promise<void> {
   const lembas = result._meta?.lembas;
   const now = Date.now();
   await db
@@ -36,7 +42,16 @@ export async function chatFromSessionNew(db: D1Database, deviceId: string, userI
        ON CONFLICT (device_id, session_id) DO UPDATE SET
          cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at`,
     )
-    .bind(deviceId, result.sessionId, userId, cwd, lembas?.model ?? null, lembas?.mode ?? result.modes?.currentModeId ?? null, now, now)
+    .bind(
+      deviceId,
+      result.sessionId,
+      userId,
+      cwd,
+      lembas?.model ?? null,
+      lembas?.mode ?? result.modes?.currentModeId ?? null,
+      now,
+      now,
+    )
     .run();
 }
 
@@ -45,7 +60,12 @@ export async function chatFromSessionNew(db: D1Database, deviceId: string, userI
  * device has not taken the delete yet, when nothing happens (one statement, so no announce slips between the check
  * and the write). A chat made on the web keeps its origin. True when a chat was written.
  */
-export async function chatFromAnnounce(db: D1Database, deviceId: string, userId: string, announce: SessionAnnounce): Promise<boolean> {
+export async function chatFromAnnounce(
+  db: D1Database,
+  deviceId: string,
+  userId: string,
+  announce: SessionAnnounce,
+): Promise<boolean> {
   const now = Date.now();
   const { meta } = await db
     .prepare(
@@ -57,13 +77,28 @@ export async function chatFromAnnounce(db: D1Database, deviceId: string, userId:
          title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode,
          busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at`,
     )
-    .bind(deviceId, announce.sessionId, userId, announce.title, announce.cwd, announce.model, announce.mode, announce.busy ? 1 : 0, now)
+    .bind(
+      deviceId,
+      announce.sessionId,
+      userId,
+      announce.title,
+      announce.cwd,
+      announce.model,
+      announce.mode,
+      announce.busy ? 1 : 0,
+      now,
+    )
     .run();
   return meta.changes > 0;
 }
 
 /** A title event or a renamed session. False when there is no such chat. */
-export async function setChatTitle(db: D1Database, deviceId: string, sessionId: string, title: string): Promise<boolean> {
+export async function setChatTitle(
+  db: D1Database,
+  deviceId: string,
+  sessionId: string,
+  title: string,
+): Promise<boolean> {
   const { meta } = await db
     .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?")
     .bind(title, Date.now(), deviceId, sessionId)
@@ -72,10 +107,17 @@ export async function setChatTitle(db: D1Database, deviceId: string, sessionId: 
 }
 
 /** The terminal let go of the session (_lembas/session/left); available: the device can open it again. */
-export async function markChatLeft(db: D1Database, deviceId: string, sessionId: string, available: boolean): Promise<boolean> {
+export async function markChatLeft(
+  db: D1Database,
+  deviceId: string,
+  sessionId: string,
+  available: boolean,
+): Promise<boolean> {
   const now = Date.now();
   const { meta } = await db
-    .prepare("UPDATE chats SET left_at = ?, available = ?, busy = 0, updated_at = ? WHERE device_id = ? AND session_id = ?")
+    .prepare(
+      "UPDATE chats SET left_at = ?, available = ?, busy = 0, updated_at = ? WHERE device_id = ? AND session_id = ?",
+    )
     .bind(now, available ? 1 : 0, now, deviceId, sessionId)
     .run();
   return meta.changes > 0;
@@ -98,20 +140,33 @@ const CHAT_INFO_SELECT = `
   FROM chats c
   LEFT JOIN pending_deletes p ON p.device_id = c.device_id AND p.session_id = c.session_id AND p.state = 'pending'`;
 
-const toChatInfo = (row: ChatInfoRow): ChatInfo => ({ ...row, busy: row.busy === 1, pending_delete: row.pending_delete === 1 });
+const toChatInfo = (row: ChatInfoRow): ChatInfo => ({
+  ...row,
+  busy: row.busy === 1,
+  pending_delete: row.pending_delete === 1,
+});
 
 /** A person's chats, newest first: all of them, or one device's. */
 export async function listChats(db: D1Database, userId: string, deviceId?: string): Promise<ChatInfo[]> {
   const statement =
     deviceId === undefined
       ? db.prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.session_id`).bind(userId)
-      : db.prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? ORDER BY c.updated_at DESC, c.session_id`).bind(userId, deviceId);
+      : db
+          .prepare(
+            `${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? ORDER BY c.updated_at DESC, c.session_id`,
+          )
+          .bind(userId, deviceId);
   const { results } = await statement.all<ChatInfoRow>();
   return results.map(toChatInfo);
 }
 
 /** One of a person's chats, or null when they have no such chat. */
-export async function findChat(db: D1Database, userId: string, deviceId: string, sessionId: string): Promise<ChatInfo | null> {
+export async function findChat(
+  db: D1Database,
+  userId: string,
+  deviceId: string,
+  sessionId: string,
+): Promise<ChatInfo | null> {
   const row = await db
     .prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? AND c.session_id = ?`)
     .bind(userId, deviceId, sessionId)
@@ -121,5 +176,7 @@ export async function findChat(db: D1Database, userId: string, deviceId: string,
 
 /** Whether the device is this person's. */
 export async function ownsDevice(db: D1Database, userId: string, deviceId: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 FROM devices WHERE id = ? AND user_id = ?").bind(deviceId, userId).first()) !== null;
+  return (
+    (await db.prepare("SELECT 1 FROM devices WHERE id = ? AND user_id = ?").bind(deviceId, userId).first()) !== null
+  );
 }

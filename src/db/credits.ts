@@ -74,7 +74,12 @@ export async function readStanding(db: D1Database, userId: string, now: number):
   const plan =
     row.plan === null
       ? null
-      : { name: row.plan, credits_per_month: row.credits_per_month!, currency: row.currency, credit_value: row.credit_value };
+      : {
+          name: row.plan,
+          credits_per_month: row.credits_per_month!,
+          currency: row.currency,
+          credit_value: row.credit_value,
+        };
   return {
     admin: row.admin === 1,
     plan,

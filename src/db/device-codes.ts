@@ -34,7 +34,8 @@ export interface NewDeviceCode {
 /** Expired codes are kept this long, so a late poll still hears expired_token rather than invalid_grant. */
 const KEEP_EXPIRED_MS = 86_400_000;
 
-const COLUMNS = "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, expires_at";
+const COLUMNS =
+  "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, expires_at";
 
 /** False when the user code collides with a live one (the caller draws another). Old codes are swept here. */
 export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {
@@ -45,7 +46,17 @@ export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Pro
         `INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (user_code_hash) DO NOTHING`,
       )
-      .bind(code.id, code.secretHash, code.userCodeHash, code.name, code.host, code.platform, code.intervalS, code.now, code.expiresAt),
+      .bind(
+        code.id,
+        code.secretHash,
+        code.userCodeHash,
+        code.name,
+        code.host,
+        code.platform,
+        code.intervalS,
+        code.now,
+        code.expiresAt,
+      ),
   ]);
   return insert!.meta.changes > 0;
 }
@@ -55,7 +66,10 @@ export function findDeviceCode(db: D1Database, id: string): Promise<DeviceCodeRo
 }
 
 export function findDeviceCodeByUserCode(db: D1Database, userCodeHash: string): Promise<DeviceCodeRow | null> {
-  return db.prepare(`SELECT ${COLUMNS} FROM device_codes WHERE user_code_hash = ?`).bind(userCodeHash).first<DeviceCodeRow>();
+  return db
+    .prepare(`SELECT ${COLUMNS} FROM device_codes WHERE user_code_hash = ?`)
+    .bind(userCodeHash)
+    .first<DeviceCodeRow>();
 }
 
 /**
@@ -76,7 +90,9 @@ export async function approveDeviceCode(
       )
       .bind(deviceId, userId, name, now, codeId, now),
     db
-      .prepare("UPDATE device_codes SET status = 'approved', user_id = ?, device_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?")
+      .prepare(
+        "UPDATE device_codes SET status = 'approved', user_id = ?, device_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",
+      )
       .bind(userId, deviceId, codeId, now),
   ]);
   return update!.meta.changes > 0;
@@ -85,7 +101,9 @@ export async function approveDeviceCode(
 /** False when the code was no longer pending or had expired. */
 export async function denyDeviceCode(db: D1Database, codeId: string, userId: string, now: number): Promise<boolean> {
   const { meta } = await db
-    .prepare("UPDATE device_codes SET status = 'denied', user_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?")
+    .prepare(
+      "UPDATE device_codes SET status = 'denied', user_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",
+    )
     .bind(userId, codeId, now)
     .run();
   return meta.changes > 0;
@@ -104,7 +122,10 @@ export async function recordPoll(db: D1Database, codeId: string, now: number, sl
     .bind(now, codeId, slackMs)
     .run();
   if (meta.changes > 0) return true;
-  await db.prepare("UPDATE device_codes SET interval_s = interval_s + 5, last_polled_at = ? WHERE id = ?").bind(now, codeId).run();
+  await db
+    .prepare("UPDATE device_codes SET interval_s = interval_s + 5, last_polled_at = ? WHERE id = ?")
+    .bind(now, codeId)
+    .run();
   return false;
 }
 
@@ -115,7 +136,12 @@ export type IssueOutcome = "issued" | "already-issued" | "device-gone";
  * empty secret is set in one transaction. A second poll racing the first finds the code issued and the secret
  * set, and changes nothing.
  */
-export async function issueDeviceSecret(db: D1Database, codeId: string, deviceId: string, secretHash: string): Promise<IssueOutcome> {
+export async function issueDeviceSecret(
+  db: D1Database,
+  codeId: string,
+  deviceId: string,
+  secretHash: string,
+): Promise<IssueOutcome> {
   const [code, device] = await db.batch([
     db.prepare("UPDATE device_codes SET status = 'issued' WHERE id = ? AND status = 'approved'").bind(codeId),
     db.prepare("UPDATE devices SET secret_hash = ? WHERE id = ? AND secret_hash = ''").bind(secretHash, deviceId),

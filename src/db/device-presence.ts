@@ -19,8 +19,18 @@ export interface LinkedDevice {
 /** The link came up: one write with everything the hello and initialize said. */
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
   await db
-    .prepare("UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = ?, platform = ?, capabilities = ?, agent_info = ? WHERE id = ?")
-    .bind(at, device.protocol, device.host, device.platform, JSON.stringify(device.capabilities), JSON.stringify(device.agentInfo ?? null), deviceId)
+    .prepare(
+      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = ?, platform = ?, capabilities = ?, agent_info = ? WHERE id = ?",
+    )
+    .bind(
+      at,
+      device.protocol,
+      device.host,
+      device.platform,
+      JSON.stringify(device.capabilities),
+      JSON.stringify(device.agentInfo ?? null),
+      deviceId,
+    )
     .run();
 }
 

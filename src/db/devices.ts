@@ -30,7 +30,8 @@ interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "ag
   agent_info: string | null;
 }
 
-const DEVICE_INFO_COLUMNS = "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, created_at";
+const DEVICE_INFO_COLUMNS =
+  "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, created_at";
 
 /** The JSON columns hold what the device's initialize said; a value that does not parse is shown as unknown. */
 function parseJsonColumn(text: string | null): unknown {
@@ -43,7 +44,12 @@ function parseJsonColumn(text: string | null): unknown {
 }
 
 function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
-  return { ...row, online: row.online === 1, capabilities: parseJsonColumn(row.capabilities), agent_info: parseJsonColumn(row.agent_info) };
+  return {
+    ...row,
+    online: row.online === 1,
+    capabilities: parseJsonColumn(row.capabilities),
+    agent_info: parseJsonColumn(row.agent_info),
+  };
 }
 
 export async function listDevices(db: D1Database, userId: string): Promise<DeviceInfo[]> {
@@ -55,7 +61,12 @@ export async function listDevices(db: D1Database, userId: string): Promise<Devic
 }
 
 /** The renamed device, or null when the person has no such device. */
-export async function renameDevice(db: D1Database, id: string, userId: string, name: string): Promise<DeviceInfo | null> {
+export async function renameDevice(
+  db: D1Database,
+  id: string,
+  userId: string,
+  name: string,
+): Promise<DeviceInfo | null> {
   const row = await db
     .prepare(`UPDATE devices SET name = ? WHERE id = ? AND user_id = ? RETURNING ${DEVICE_INFO_COLUMNS}`)
     .bind(name, id, userId)

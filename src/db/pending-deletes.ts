@@ -19,7 +19,13 @@ export interface PendingDelete {
  * Keeps a delete the device could not take, with why (`offline`, `no answer`, …). One already pending keeps its
  * place and its refusals; one given up before starts afresh, since the person asked again.
  */
-export async function recordPendingDelete(db: D1Database, deviceId: string, userId: string, sessionId: string, reason: string): Promise<void> {
+export async function recordPendingDelete(
+  db: D1Database,
+  deviceId: string,
+  userId: string,
+  sessionId: string,
+  reason: string,
+): Promise<void> {
   const now = Date.now();
   await db
     .prepare(

@@ -39,7 +39,12 @@ export async function readPersonalization(db: D1Database, userId: string): Promi
 const COLUMNS = ["enabled", "personality", "personality_custom", "instructions"] as const;
 
 /** Changes only the fields given; the others keep what was saved. */
-export async function updatePersonalization(db: D1Database, userId: string, change: PersonalizationChange, now: number): Promise<void> {
+export async function updatePersonalization(
+  db: D1Database,
+  userId: string,
+  change: PersonalizationChange,
+  now: number,
+): Promise<void> {
   const given = COLUMNS.filter((c) => change[c] !== undefined);
   const values = given.map((c) => (c === "enabled" ? (change.enabled ? 1 : 0) : change[c]!));
   const sets = given.map((c) => `${c} = excluded.${c}`).concat("updated_at = excluded.updated_at");

@@ -58,7 +58,9 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
       .bind(plan.name, plan.credits_per_month, plan.currency, plan.credit_value, now),
     db.prepare("DELETE FROM plan_windows WHERE plan = ?").bind(plan.name),
     ...plan.windows.map((w) =>
-      db.prepare("INSERT INTO plan_windows (plan, name, seconds, limit_credits) VALUES (?, ?, ?, ?)").bind(plan.name, w.window, w.seconds, w.limit),
+      db
+        .prepare("INSERT INTO plan_windows (plan, name, seconds, limit_credits) VALUES (?, ?, ?, ?)")
+        .bind(plan.name, w.window, w.seconds, w.limit),
     ),
   ]);
 }

@@ -8,7 +8,10 @@ export interface SessionRow {
 }
 
 export function findSession(db: D1Database, id: string): Promise<SessionRow | null> {
-  return db.prepare("SELECT id, user_id, secret_hash, expires_at FROM sessions WHERE id = ?").bind(id).first<SessionRow>();
+  return db
+    .prepare("SELECT id, user_id, secret_hash, expires_at FROM sessions WHERE id = ?")
+    .bind(id)
+    .first<SessionRow>();
 }
 
 /** A new session; the person's expired ones are swept in the same batch so the table does not grow forever. */

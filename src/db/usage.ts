@@ -20,18 +20,28 @@ export interface Spend {
 
 export async function recordUsage(db: D1Database, u: UsageRecord): Promise<void> {
   await db
-    .prepare("INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+    .prepare(
+      "INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+    )
     .bind(u.userId, u.deviceId, u.model, u.tokensIn, u.tokensOut, u.cost, u.at)
     .run();
 }
 
-const SUMS = "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost), 0) AS cost";
+const SUMS =
+  "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost), 0) AS cost";
 
 /** The account's spend since `from`, and the given device's share of it (zeros without a device). */
-export async function spendSince(db: D1Database, userId: string, deviceId: string | null, from: number): Promise<{ account: Spend; device: Spend }> {
+export async function spendSince(
+  db: D1Database,
+  userId: string,
+  deviceId: string | null,
+  from: number,
+): Promise<{ account: Spend; device: Spend }> {
   const [account, device] = await db.batch<Spend>([
     db.prepare(`SELECT ${SUMS} FROM usage WHERE user_id = ? AND created_at >= ?`).bind(userId, from),
-    db.prepare(`SELECT ${SUMS} FROM usage WHERE user_id = ? AND device_id = ? AND created_at >= ?`).bind(userId, deviceId, from),
+    db
+      .prepare(`SELECT ${SUMS} FROM usage WHERE user_id = ? AND device_id = ? AND created_at >= ?`)
+      .bind(userId, deviceId, from),
   ]);
   return { account: account!.results[0]!, device: device!.results[0]! };
 }
@@ -40,7 +50,14 @@ export async function spendSince(db: D1Database, userId: string, deviceId: strin
  * When a window of `seconds` over its limit will have room again: the time the request whose leaving brings the
  * spend below `limit` leaves the window. Null when nothing would (the limit is 0).
  */
-export async function windowFreesAt(db: D1Database, userId: string, now: number, seconds: number, spent: number, limit: number): Promise<number | null> {
+export async function windowFreesAt(
+  db: D1Database,
+  userId: string,
+  now: number,
+  seconds: number,
+  spent: number,
+  limit: number,
+): Promise<number | null> {
   const since = now - seconds * 1000;
   const row = await db
     .prepare(

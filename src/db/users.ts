@@ -25,11 +25,16 @@ export function findUser(db: D1Database, id: string): Promise<UserRow | null> {
 
 /** By email, ignoring case (the column is COLLATE NOCASE). */
 export function findUserCredential(db: D1Database, email: string): Promise<UserCredentialRow | null> {
-  return db.prepare("SELECT id, email, admin, created_at, password_hash FROM users WHERE email = ?").bind(email).first<UserCredentialRow>();
+  return db
+    .prepare("SELECT id, email, admin, created_at, password_hash FROM users WHERE email = ?")
+    .bind(email)
+    .first<UserCredentialRow>();
 }
 
 export async function listUsers(db: D1Database): Promise<UserRow[]> {
-  const { results } = await db.prepare("SELECT id, email, admin, created_at FROM users ORDER BY created_at, email").all<UserRow>();
+  const { results } = await db
+    .prepare("SELECT id, email, admin, created_at FROM users ORDER BY created_at, email")
+    .all<UserRow>();
   return results;
 }
 

@@ -34,7 +34,12 @@ export const userView = (user: UserRow) => ({ id: user.id, email: user.email, ad
 export const setup: Handler = async (request, env) => {
   assertSameOrigin(request);
   const body = await readJson(request, setupBody);
-  const user = { id: crypto.randomUUID(), email: body.email, passwordHash: await hashPassword(body.password), now: Date.now() };
+  const user = {
+    id: crypto.randomUUID(),
+    email: body.email,
+    passwordHash: await hashPassword(body.password),
+    now: Date.now(),
+  };
   if (!(await insertFirstAdmin(env.DB, user))) {
     throw new HttpError(409, "this instance is already set up; an admin can add accounts");
   }
@@ -49,7 +54,13 @@ export const login: Handler = async (request, env) => {
   if (!user || !ok) throw new HttpError(401, "wrong email or password");
   const session = await issueToken("lbs");
   const now = Date.now();
-  await insertSession(env.DB, { id: session.id, userId: user.id, secretHash: session.hash, now, expiresAt: now + SESSION_TTL_MS });
+  await insertSession(env.DB, {
+    id: session.id,
+    userId: user.id,
+    secretHash: session.hash,
+    now,
+    expiresAt: now + SESSION_TTL_MS,
+  });
   return json(userView(user), 200, { "set-cookie": sessionCookie(request, session.token) });
 };
 

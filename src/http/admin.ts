@@ -19,7 +19,14 @@ import { requireAdmin } from "./guards";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
 import { deletePlan, listPlans, planExists, putPlan } from "../db/plans";
-import { assignPlan, findAccount, grantCredits, setAdmin, setPersonalizationAvailable, type AccountRef } from "../db/account-settings";
+import {
+  assignPlan,
+  findAccount,
+  grantCredits,
+  setAdmin,
+  setPersonalizationAvailable,
+  type AccountRef,
+} from "../db/account-settings";
 import { readStanding } from "../db/credits";
 import { readPersonalization } from "../db/personalization";
 
@@ -37,10 +44,15 @@ const PlanSpec = z
     credit_value: z.number().positive().nullish(),
     windows: z.array(WindowSpec).max(10).default([]),
   })
-  .refine((p) => (p.currency == null) === (p.credit_value == null), "currency and credit_value go together: give both or neither")
+  .refine(
+    (p) => (p.currency == null) === (p.credit_value == null),
+    "currency and credit_value go together: give both or neither",
+  )
   .refine((p) => new Set(p.windows.map((w) => w.window)).size === p.windows.length, "each window may appear once");
 
-const PlanName = z.string().regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, "a plan name is up to 64 letters, digits, spaces, _ . or -");
+const PlanName = z
+  .string()
+  .regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, "a plan name is up to 64 letters, digits, spaces, _ . or -");
 
 function planName(request: IRequest): string {
   const parsed = PlanName.safeParse(decodeURIComponent(request.params.plan ?? ""));
@@ -80,8 +92,18 @@ export const adminPutPlan: Handler = async (request, env) => {
   await requireAdmin(request, env, true);
   const name = planName(request);
   const spec = await readJson(request, PlanSpec);
-  const windows = spec.windows.map((w) => ({ window: w.window, limit: w.limit, seconds: Number(w.window.slice(0, -1)) * UNITS[w.window.at(-1) as keyof typeof UNITS] }));
-  const plan = { name, credits_per_month: spec.credits_per_month, currency: spec.currency ?? null, credit_value: spec.credit_value ?? null, windows };
+  const windows = spec.windows.map((w) => ({
+    window: w.window,
+    limit: w.limit,
+    seconds: Number(w.window.slice(0, -1)) * UNITS[w.window.at(-1) as keyof typeof UNITS],
+  }));
+  const plan = {
+    name,
+    credits_per_month: spec.credits_per_month,
+    currency: spec.currency ?? null,
+    credit_value: spec.credit_value ?? null,
+    windows,
+  };
   await putPlan(env.DB, plan, Date.now());
   return json(plan);
 };
@@ -104,7 +126,8 @@ export const adminAssignPlan: Handler = async (request, env) => {
   await requireAdmin(request, env, true);
   const target = await account(request, env);
   const { plan } = await readJson(request, PlanChoice);
-  if (plan !== null && !(await planExists(env.DB, plan))) throw new HttpError(404, `no plan ${plan}; PUT /api/admin/plans/${plan} makes it`);
+  if (plan !== null && !(await planExists(env.DB, plan)))
+    throw new HttpError(404, `no plan ${plan}; PUT /api/admin/plans/${plan} makes it`);
   await assignPlan(env.DB, target.id, plan, Date.now());
   return json(await accountView(env, target.id));
 };
@@ -127,7 +150,8 @@ export const adminSetAdmin: Handler = async (request, env) => {
   const target = await account(request, env);
   const { admin } = await readJson(request, z.object({ admin: z.boolean() }));
   // An admin cannot demote themself, so the instance always keeps one who can undo a mistake.
-  if (!admin && target.id === me.id) throw new HttpError(409, "you cannot remove your own admin rights; ask another admin");
+  if (!admin && target.id === me.id)
+    throw new HttpError(409, "you cannot remove your own admin rights; ask another admin");
   await setAdmin(env.DB, target.id, admin);
   return json(await accountView(env, target.id));
 };

@@ -43,7 +43,11 @@ export function readCookie(request: Request, name: string): string | null {
 const unauthorized = (detail: string) => new HttpError(401, detail, {}, { "www-authenticate": "Bearer" });
 
 /** The credential's row, if its token parses, exists, is not expired and its secret matches. */
-async function checkToken(env: Env, token: string, kinds: TokenKind[]): Promise<{ kind: TokenKind; id: string; userId: string } | null> {
+async function checkToken(
+  env: Env,
+  token: string,
+  kinds: TokenKind[],
+): Promise<{ kind: TokenKind; id: string; userId: string } | null> {
   const parsed = parseToken(token);
   if (!parsed || !kinds.includes(parsed.kind)) return null;
   const row =
@@ -64,7 +68,11 @@ export async function authenticatePerson(request: Request, env: Env): Promise<Pe
   if (token) {
     const found = await checkToken(env, token, ["lba"]);
     if (found) return { userId: found.userId, via: "api", credential: `${found.kind}_${found.id}` };
-    throw unauthorized(parseToken(token)?.kind === "lbd" ? "a device token cannot be used here; sign in or use an API token" : "the API token is not valid (revoked or mistyped)");
+    throw unauthorized(
+      parseToken(token)?.kind === "lbd"
+        ? "a device token cannot be used here; sign in or use an API token"
+        : "the API token is not valid (revoked or mistyped)",
+    );
   }
   const cookie = readCookie(request, SESSION_COOKIE);
   if (cookie) {
@@ -81,7 +89,11 @@ export async function authenticateDevice(request: Request, env: Env): Promise<De
   if (!token) throw unauthorized("send the device token as Authorization: Bearer <device token>");
   const found = await checkToken(env, token, ["lbd"]);
   if (found) return { userId: found.userId, deviceId: found.id };
-  throw unauthorized(parseToken(token)?.kind === "lba" ? "an API token cannot be used here; this needs a device token" : "the device token is not valid (revoked or mistyped); log in again");
+  throw unauthorized(
+    parseToken(token)?.kind === "lba"
+      ? "an API token cannot be used here; this needs a device token"
+      : "the device token is not valid (revoked or mistyped); log in again",
+  );
 }
 
 /** A /v1 caller: a device (its token) or a person's script (an API token, no device). */

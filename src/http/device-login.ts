@@ -37,7 +37,10 @@ const authorizeBody = z.object({
   client_id: z.string().max(255).optional(),
 });
 
-const tokenBody = z.object({ grant_type: z.string().optional(), device_code: z.string().min(1, "is required").max(200) });
+const tokenBody = z.object({
+  grant_type: z.string().optional(),
+  device_code: z.string().min(1, "is required").max(200),
+});
 
 const userCodeBody = z.object({ user_code: z.string().max(32) });
 
@@ -82,8 +85,10 @@ async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow> {
   const normalised = normaliseUserCode(user_code);
   const row = normalised && (await findDeviceCodeByUserCode(env.DB, await hashUserCode(normalised)));
   if (!row) throw new HttpError(404, `no device is waiting for the code ${user_code}; check the code the device shows`);
-  if (row.expires_at <= Date.now()) throw new HttpError(410, "this code has expired; start the login on the device again");
-  if (row.status !== "pending") throw new HttpError(409, `this code was already ${row.status === "denied" ? "denied" : "approved"}`);
+  if (row.expires_at <= Date.now())
+    throw new HttpError(410, "this code has expired; start the login on the device again");
+  if (row.status !== "pending")
+    throw new HttpError(409, `this code was already ${row.status === "denied" ? "denied" : "approved"}`);
   return row;
 }
 
@@ -94,7 +99,8 @@ export const approve: Handler = async (request, env) => {
   const code = await pendingCode(request, env);
   const deviceId = newTokenId();
   const name = code.name ?? code.host ?? "device";
-  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name, now: Date.now() }))) throw codeGone();
+  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name, now: Date.now() })))
+    throw codeGone();
   return json({ device_id: deviceId, name });
 };
 
@@ -121,7 +127,8 @@ export const token: Handler = async (request, env) => {
   if (!parsed || !code || !(await secretMatches(parsed.secret, code.secret_hash))) {
     throw oauthError("invalid_grant", "unknown device code; start the login again");
   }
-  if (code.status === "issued") throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  if (code.status === "issued")
+    throw oauthError("invalid_grant", "this device code was already used; start the login again");
   const now = Date.now();
   if (code.expires_at <= now) throw oauthError("expired_token", "the device code has expired; start the login again");
   if (code.status === "denied") throw oauthError("access_denied", "the login was denied");
@@ -134,7 +141,9 @@ export const token: Handler = async (request, env) => {
   const deviceId = code.device_id!;
   const device = await issueToken("lbd", deviceId);
   const outcome = await issueDeviceSecret(env.DB, code.id, deviceId, device.hash);
-  if (outcome === "already-issued") throw oauthError("invalid_grant", "this device code was already used; start the login again");
-  if (outcome === "device-gone") throw oauthError("access_denied", "the device was removed before its token was issued");
+  if (outcome === "already-issued")
+    throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  if (outcome === "device-gone")
+    throw oauthError("access_denied", "the device was removed before its token was issued");
   return json({ access_token: device.token, token_type: "Bearer", device_id: deviceId });
 };

@@ -15,7 +15,12 @@ const noSuchDevice = () => new HttpError(404, "no such device");
 const renameBody = z.object({ name: z.string().trim().min(1).max(100) });
 
 /** Tells each device's object something at once; one object that could not be told must not stop the others. */
-async function tellEach(env: Env, deviceIds: string[], what: string, call: (link: DurableObjectStub<DeviceLink>) => Promise<void>): Promise<void> {
+async function tellEach(
+  env: Env,
+  deviceIds: string[],
+  what: string,
+  call: (link: DurableObjectStub<DeviceLink>) => Promise<void>,
+): Promise<void> {
   const results = await Promise.allSettled(deviceIds.map((id) => call(deviceLinkOf(env, id))));
   for (const r of results) if (r.status === "rejected") console.error(`${what} failed`, r.reason);
 }
@@ -31,7 +36,12 @@ export function closeDeviceLinks(env: Env, deviceIds: string[]): Promise<void> {
 /** Closes the person's client sockets opened with a credential that just ended (sign-out, deleted API token). */
 export async function closeCredentialSockets(env: Env, userId: string, credential: string): Promise<void> {
   const devices = await listDevices(env.DB, userId);
-  await tellEach(env, devices.map((d) => d.id), "closing an ended credential's sockets", (link) => link.endCredential(credential));
+  await tellEach(
+    env,
+    devices.map((d) => d.id),
+    "closing an ended credential's sockets",
+    (link) => link.endCredential(credential),
+  );
 }
 
 export const listOwnDevices: Handler = async (request, env) => {

@@ -34,9 +34,7 @@ export function buildRouter(): AppRouter {
   const router: AppRouter = Router<IRequest, [Env, ExecutionContext], Response>({
     catch: errorResponse,
   });
-  router
-    .get("/.well-known/lembas.json", discovery)
-    .get("/api/v1/instance", instanceInfo);
+  router.get("/.well-known/lembas.json", discovery).get("/api/v1/instance", instanceInfo);
   // Accounts, API tokens, device login (RFC 8628) and devices. The fixed /api/devices/<word> routes come before
   // /api/devices/:id, which must not catch them.
   router

@@ -14,8 +14,15 @@ const createBody = z.object({ email, password: newPassword, admin: z.boolean().o
 export const createAccount: Handler = async (request, env) => {
   await requireAdmin(request, env, true);
   const body = await readJson(request, createBody);
-  const user = { id: crypto.randomUUID(), email: body.email, passwordHash: await hashPassword(body.password), admin: body.admin ?? false, now: Date.now() };
-  if (!(await insertUser(env.DB, user))) throw new HttpError(409, `an account with the email ${body.email} already exists`);
+  const user = {
+    id: crypto.randomUUID(),
+    email: body.email,
+    passwordHash: await hashPassword(body.password),
+    admin: body.admin ?? false,
+    now: Date.now(),
+  };
+  if (!(await insertUser(env.DB, user)))
+    throw new HttpError(409, `an account with the email ${body.email} already exists`);
   return json({ id: user.id, email: user.email, admin: user.admin, created_at: user.now }, 201);
 };
 

@@ -66,7 +66,8 @@ const cardId = (toolCallId: string) => `${CARD_PREFIX}:${toolCallId}`;
 const paramsOf = (rt: LinkRuntime) => new Chunks(rt.sql, "card");
 const cardRow = (rt: LinkRuntime, toolCallId: string) =>
   rt.sql.exec<CardRow>("SELECT * FROM cards WHERE tool_call_id = ?", toolCallId).toArray()[0] ?? null;
-const openRows = (rt: LinkRuntime) => rt.sql.exec<CardRow>("SELECT * FROM cards WHERE ended_at IS NULL ORDER BY opened_at, rowid").toArray();
+const openRows = (rt: LinkRuntime) =>
+  rt.sql.exec<CardRow>("SELECT * FROM cards WHERE ended_at IS NULL ORDER BY opened_at, rowid").toArray();
 
 /** The card as a client receives it. */
 function cardRequest(rt: LinkRuntime, row: CardRow) {
@@ -84,9 +85,19 @@ function broadcastExcept(rt: LinkRuntime, exceptSid: string | null, message: unk
  * Ends an open card exactly once: returns its row, or null when it was not open. Clients are told with settled —
  * all but `tell.except`, or none when the device's own settled is being fanned out already.
  */
-function endCard(rt: LinkRuntime, toolCallId: string, how: EndedHow, tell: { except: string | null } | false = { except: null }): CardRow | null {
+function endCard(
+  rt: LinkRuntime,
+  toolCallId: string,
+  how: EndedHow,
+  tell: { except: string | null } | false = { except: null },
+): CardRow | null {
   const row = rt.sql
-    .exec<CardRow>("UPDATE cards SET ended_at = ?, ended_how = ? WHERE tool_call_id = ? AND ended_at IS NULL RETURNING *", Date.now(), how, toolCallId)
+    .exec<CardRow>(
+      "UPDATE cards SET ended_at = ?, ended_how = ? WHERE tool_call_id = ? AND ended_at IS NULL RETURNING *",
+      Date.now(),
+      how,
+      toolCallId,
+    )
     .toArray()[0];
   if (!row) return null;
   paramsOf(rt).delete(toolCallId);
@@ -129,18 +140,24 @@ export const cards: LinkFeature = {
   clientAnswers: {
     [CARD_PREFIX]: (rt, peer, answer) => {
       const toolCallId = String(answer.id).slice(CARD_PREFIX.length + 1);
-      const refuse = (code: number, text: string, data?: unknown) => rt.failClient(peer, answer.id as JsonRpcId, code, text, data);
+      const refuse = (code: number, text: string, data?: unknown) =>
+        rt.failClient(peer, answer.id as JsonRpcId, code, text, data);
       const row = cardRow(rt, toolCallId);
       if (!row) return refuse(ErrorCode.InvalidRequest, `there is no card ${JSON.stringify(answer.id)}`);
       if (row.ended_at !== null) {
         const how = row.ended_how as EndedHow;
-        return refuse(ErrorCode.InvalidRequest, `card ${JSON.stringify(answer.id)} ${ENDED_SENTENCE[how]}; this answer was not used`, { reason: how });
+        return refuse(
+          ErrorCode.InvalidRequest,
+          `card ${JSON.stringify(answer.id)} ${ENDED_SENTENCE[how]}; this answer was not used`,
+          { reason: how },
+        );
       }
       // A client that cannot show the card (an error answer) leaves it to the others.
       if (!("result" in answer) || !isCardMethod(row.method)) return;
       const card = openCard(row.method, JSON.parse(paramsOf(rt).get(toolCallId) ?? "null"));
       const fits = card.ok ? card.value.validateAnswer(answer.result) : card;
-      if (!fits.ok) return refuse(ErrorCode.InvalidParams, `this answer does not fit the ${row.method} card: ${fits.error}`);
+      if (!fits.ok)
+        return refuse(ErrorCode.InvalidParams, `this answer does not fit the ${row.method} card: ${fits.error}`);
       if (!endCard(rt, toolCallId, "answered", { except: peer.sid })) return;
       rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, answer.result);
     },
@@ -148,7 +165,8 @@ export const cards: LinkFeature = {
   deadlines: {
     [CARD_DEADLINE]: (rt, toolCallId) => {
       const row = endCard(rt, toolCallId, "timed_out");
-      if (row && isCardMethod(row.method)) rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, CARDS[row.method].timeoutAnswer);
+      if (row && isCardMethod(row.method))
+        rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, CARDS[row.method].timeoutAnswer);
     },
   },
   deviceNotifications: {

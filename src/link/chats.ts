@@ -50,7 +50,8 @@ export const chats: LinkFeature = {
       if (!answer || !("result" in answer) || typeof cwd !== "string") return;
       const result = check(SessionNewResult, answer.result);
       const { deviceId, ownerId } = deviceOf(rt);
-      if (!result.ok || !ownerId) return console.warn(`session/new answer made no chat: ${result.ok ? "no owner known" : result.error}`);
+      if (!result.ok || !ownerId)
+        return console.warn(`session/new answer made no chat: ${result.ok ? "no owner known" : result.error}`);
       inBackground(rt, "chats: session/new", () => chatFromSessionNew(rt.env.DB, deviceId, ownerId, cwd, result.value));
     },
     "_lembas/session/title": (rt, request, answer) => {
@@ -58,19 +59,24 @@ export const chats: LinkFeature = {
       const result = check(SessionTitleResult, answer.result);
       if (!result.ok) return;
       const sessionId = request.sessionId;
-      inBackground(rt, "chats: title", () => setChatTitle(rt.env.DB, deviceOf(rt).deviceId, sessionId, result.value.title));
+      inBackground(rt, "chats: title", () =>
+        setChatTitle(rt.env.DB, deviceOf(rt).deviceId, sessionId, result.value.title),
+      );
     },
   },
   deviceNotifications: {
     // A title event renames the session it is about (its id is that session's).
     "_lembas/event": observe(
       EventParams,
-      (db, { deviceId }, { sessionId, event }) => (typeof event.title === "string" ? setChatTitle(db, deviceId, sessionId, event.title) : null),
+      (db, { deviceId }, { sessionId, event }) =>
+        typeof event.title === "string" ? setChatTitle(db, deviceId, sessionId, event.title) : null,
       (params) => (params as { event?: { type?: unknown } } | undefined)?.event?.type === "title",
     ),
     "_lembas/session/announce": observe(SessionAnnounce, (db, { deviceId, ownerId }, announce) =>
       ownerId ? chatFromAnnounce(db, deviceId, ownerId, announce) : null,
     ),
-    "_lembas/session/left": observe(SessionLeft, (db, { deviceId }, left) => markChatLeft(db, deviceId, left.sessionId, left.available)),
+    "_lembas/session/left": observe(SessionLeft, (db, { deviceId }, left) =>
+      markChatLeft(db, deviceId, left.sessionId, left.available),
+    ),
   },
 };

@@ -25,14 +25,22 @@ export class Chunks {
       let end = Math.min(start + CHUNK_UNITS, text.length);
       // Never split a surrogate pair: half of one would not survive the trip through UTF-8.
       if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
-      this.sql.exec("INSERT INTO chunks (owner, key, seq, data) VALUES (?, ?, ?, ?)", this.owner, key, seq, text.slice(start, end));
+      this.sql.exec(
+        "INSERT INTO chunks (owner, key, seq, data) VALUES (?, ?, ?, ?)",
+        this.owner,
+        key,
+        seq,
+        text.slice(start, end),
+      );
       start = end;
     }
   }
 
   /** The text stored under `key`, or null. */
   get(key: string): string | null {
-    const rows = this.sql.exec<{ data: string }>("SELECT data FROM chunks WHERE owner = ? AND key = ? ORDER BY seq", this.owner, key).toArray();
+    const rows = this.sql
+      .exec<{ data: string }>("SELECT data FROM chunks WHERE owner = ? AND key = ? ORDER BY seq", this.owner, key)
+      .toArray();
     return rows.length === 0 ? null : rows.map((row) => row.data).join("");
   }
 

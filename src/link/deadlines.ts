@@ -37,7 +37,10 @@ export class Deadlines {
     private readonly storage: DurableObjectStorage,
     private readonly columns: readonly DueColumn[] = [],
   ) {
-    const mins = ["SELECT MIN(due) AS due FROM deadlines", ...columns.map((c) => `SELECT MIN(due) AS due FROM ${c.table}`)];
+    const mins = [
+      "SELECT MIN(due) AS due FROM deadlines",
+      ...columns.map((c) => `SELECT MIN(due) AS due FROM ${c.table}`),
+    ];
     this.#earliestSql = `SELECT MIN(due) AS due FROM (${mins.join(" UNION ALL ")})`;
   }
 
@@ -51,7 +54,10 @@ export class Deadlines {
   /** Sets a deadline unless one of that kind and key is already set. */
   ensure(kind: string, key: string, due: number): void {
     const armed = this.#armedFor();
-    const added = this.sql.exec("INSERT OR IGNORE INTO deadlines (kind, key, due) VALUES (?, ?, ?) RETURNING due", kind, key, due).toArray().length > 0;
+    const added =
+      this.sql
+        .exec("INSERT OR IGNORE INTO deadlines (kind, key, due) VALUES (?, ?, ?) RETURNING due", kind, key, due)
+        .toArray().length > 0;
     if (added) this.#ringBy(armed, due);
   }
 
@@ -67,9 +73,17 @@ export class Deadlines {
   /** The alarm rang (the runtime has consumed it): removes and returns every deadline due by `now`, earliest first. */
   takeDue(now: number): DueDeadline[] {
     this.#armed = null;
-    const due = this.sql.exec<{ kind: string; key: string; due: number }>("DELETE FROM deadlines WHERE due <= ? RETURNING kind, key, due", now).toArray();
+    const due = this.sql
+      .exec<{ kind: string; key: string; due: number }>(
+        "DELETE FROM deadlines WHERE due <= ? RETURNING kind, key, due",
+        now,
+      )
+      .toArray();
     for (const { kind, table, key } of this.columns) {
-      for (const row of this.sql.exec<{ key: SqlStorageValue; due: number }>(`SELECT ${key} AS key, due FROM ${table} WHERE due <= ?`, now)) {
+      for (const row of this.sql.exec<{ key: SqlStorageValue; due: number }>(
+        `SELECT ${key} AS key, due FROM ${table} WHERE due <= ?`,
+        now,
+      )) {
         due.push({ kind, key: String(row.key), due: row.due });
       }
     }

@@ -74,7 +74,20 @@ const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_
 // turns before replay (a task start must open its turn before its own frame is buffered); replay before cards, so a
 // late joiner sees the transcript, then the open cards. Neither may follow a feature whose onClientAttached awaits
 // I/O: a live frame could then reach the new socket before its catch-up.
-const FEATURES: readonly LinkFeature[] = [core, flood, handshake, forwarding, instanceMethods, heartbeat, turns, replay, cards, chats, pendingDeletes, terminals];
+const FEATURES: readonly LinkFeature[] = [
+  core,
+  flood,
+  handshake,
+  forwarding,
+  instanceMethods,
+  heartbeat,
+  turns,
+  replay,
+  cards,
+  chats,
+  pendingDeletes,
+  terminals,
+];
 const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) => json({ detail: text }, status);
@@ -94,7 +107,8 @@ export class DeviceLink extends DurableObject<Env> {
     const rt = this.#rt;
     const path = new URL(request.url).pathname;
     if (path.endsWith("/rpc")) return handleRpc(rt, request, identity.userId);
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") return detail("this endpoint takes a WebSocket upgrade", 426);
+    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
+      return detail("this endpoint takes a WebSocket upgrade", 426);
     if (path.endsWith("/link")) {
       const { peer, attachment } = acceptSocket(this.ctx, "device", identity.userId);
       await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);

@@ -35,7 +35,12 @@ async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promis
   }
 }
 
-export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment: Attachment, data: string | ArrayBuffer): Promise<void> {
+export async function onDeviceMessage(
+  rt: LinkRuntime,
+  ws: WebSocket,
+  attachment: Attachment,
+  data: string | ArrayBuffer,
+): Promise<void> {
   const link = rt.link();
   // A socket of a replaced or ended link: whatever it still says is not this link's.
   if (!link || link.linkId !== attachment.sid || link.state === "down") return;
@@ -77,7 +82,12 @@ export async function onDeviceMessage(rt: LinkRuntime, ws: WebSocket, attachment
 }
 
 /** A client socket's frame: refused unhandled when over the socket's budget, and the socket closed if it goes on. */
-export async function onClientSocketMessage(rt: LinkRuntime, ws: WebSocket, attachment: Attachment, data: string | ArrayBuffer): Promise<void> {
+export async function onClientSocketMessage(
+  rt: LinkRuntime,
+  ws: WebSocket,
+  attachment: Attachment,
+  data: string | ArrayBuffer,
+): Promise<void> {
   // A socket the instance has closed (a flood) may still deliver frames it had queued: they are not handled.
   if (ws.readyState !== WebSocket.OPEN) return;
   const frame = readFrame(data, "client");
@@ -128,7 +138,12 @@ async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | 
       } else if (relayed) {
         await forward(rt, peer, message, relayed);
       } else if (id !== null) {
-        rt.failClient(peer, id, ErrorCode.MethodNotFound, `unknown method ${message.method}: neither the instance nor the link protocol has it`);
+        rt.failClient(
+          peer,
+          id,
+          ErrorCode.MethodNotFound,
+          `unknown method ${message.method}: neither the instance nor the link protocol has it`,
+        );
       }
     }
   }

@@ -23,7 +23,12 @@ export interface ClientPeer {
  * answers itself later (rt.sendToClient), e.g. once the device has answered. For a notification nothing is sent.
  */
 export const ANSWER_LATER: unique symbol = Symbol("answer later");
-export type ClientMethodHandler = (rt: LinkRuntime, peer: ClientPeer, params: unknown, message: RequestMessage | NotificationMessage) => unknown;
+export type ClientMethodHandler = (
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  params: unknown,
+  message: RequestMessage | NotificationMessage,
+) => unknown;
 
 /**
  * A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it,
@@ -58,7 +63,11 @@ export interface DeviceNotificationHandler {
 
 /** The device's answer to a request the instance sent for a feature (rt.requestDevice with this purpose). Link
  * loss and time-outs arrive here too, as error answers (-32001 link_down, -32002). */
-export type DeviceAnswerHandler = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage) => void | Promise<void>;
+export type DeviceAnswerHandler = (
+  rt: LinkRuntime,
+  request: OutboundRequest,
+  answer: ResponseMessage,
+) => void | Promise<void>;
 
 /**
  * How a relayed client request ended — the device's answer, or the error it ended with (time-out, link loss,
@@ -66,7 +75,11 @@ export type DeviceAnswerHandler = (rt: LinkRuntime, request: OutboundRequest, an
  * its client went away first (a socket closed, an HTTP /rpc caller stopped waiting). The device may still be
  * working on a dropped request; its late answer reaches nobody (terminals: a late open is closed again).
  */
-export type RelayedAnswerObserver = (rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage | null) => void | Promise<void>;
+export type RelayedAnswerObserver = (
+  rt: LinkRuntime,
+  request: OutboundRequest,
+  answer: ResponseMessage | null,
+) => void | Promise<void>;
 
 /** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
 export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
@@ -74,7 +87,15 @@ export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: Re
 /** A deadline of this kind fell due (rt.deadlines.set(kind, key, due)). */
 export type DeadlineHandler = (rt: LinkRuntime, key: string) => void | Promise<void>;
 
-export type LinkDownReason = "closed" | "replaced" | "revoked" | "stale" | "handshake_timeout" | "handshake_failed" | "protocol_mismatch" | "flood";
+export type LinkDownReason =
+  | "closed"
+  | "replaced"
+  | "revoked"
+  | "stale"
+  | "handshake_timeout"
+  | "handshake_failed"
+  | "protocol_mismatch"
+  | "flood";
 
 export interface LinkFeature {
   name: string;
@@ -132,7 +153,8 @@ function keyed<K extends Keyed>(features: readonly LinkFeature[], field: K): Map
 function observed<K extends Observed>(features: readonly LinkFeature[], field: K): Map<string, HandlerOf<K>[]> {
   const map = new Map<string, HandlerOf<K>[]>();
   for (const feature of features) {
-    for (const [key, handler] of Object.entries(feature[field] ?? {}) as [string, HandlerOf<K>][]) map.set(key, [...(map.get(key) ?? []), handler]);
+    for (const [key, handler] of Object.entries(feature[field] ?? {}) as [string, HandlerOf<K>][])
+      map.set(key, [...(map.get(key) ?? []), handler]);
   }
   return map;
 }

@@ -66,7 +66,11 @@ export class FloodGate {
       return { over: false };
     }
     bucket.over += 1;
-    return { over: true, retryAfterMs: Math.ceil(((1 - bucket.tokens) * 1000) / budget.perSecond), close: bucket.over >= budget.closeAfter };
+    return {
+      over: true,
+      retryAfterMs: Math.ceil(((1 - bucket.tokens) * 1000) / budget.perSecond),
+      close: bucket.over >= budget.closeAfter,
+    };
   }
 
   forget(sid: string): void {

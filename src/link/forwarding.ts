@@ -10,7 +10,12 @@
  */
 import { missingCapability } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
-import { CLIENT_TO_AGENT, isClientToAgentMethod, type ClientMethod, type ClientToAgentMethod } from "../protocol/methods";
+import {
+  CLIENT_TO_AGENT,
+  isClientToAgentMethod,
+  type ClientMethod,
+  type ClientToAgentMethod,
+} from "../protocol/methods";
 import {
   ErrorCode,
   JsonRpcId,
@@ -75,7 +80,12 @@ export async function routeDeviceAnswer(rt: LinkRuntime, answer: ResponseMessage
 }
 
 /** A client's call of a relayed method: checked, gated, and sent to the device. */
-export async function forward(rt: LinkRuntime, peer: ClientPeer, message: RequestMessage | NotificationMessage, spec: ClientMethod): Promise<void> {
+export async function forward(
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  message: RequestMessage | NotificationMessage,
+  spec: ClientMethod,
+): Promise<void> {
   const id = "id" in message ? message.id : null;
   const fail = (code: number, text: string, data?: unknown) => {
     if (id !== null) rt.failClient(peer, id, code, text, data);
@@ -90,12 +100,24 @@ export async function forward(rt: LinkRuntime, peer: ClientPeer, message: Reques
   if (!rt.upLink()) return fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
   const missing = missingCapability(message.method, message.params, rt.capabilities());
   if (missing) {
-    return fail(missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams, missing.sentence, { capability: missing.capability });
+    return fail(missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams, missing.sentence, {
+      capability: missing.capability,
+    });
   }
   if (id !== null && rt.outbound.has(peer.sid, id)) {
-    return fail(ErrorCode.InvalidRequest, `id ${JSON.stringify(id)} is already used by a request of yours still in flight`);
+    return fail(
+      ErrorCode.InvalidRequest,
+      `id ${JSON.stringify(id)} is already used by a request of yours still in flight`,
+    );
   }
-  const call: OutgoingCall = { from: peer, id, method: message.method, params: message.params, keepAcrossLinks: false, memo: {} };
+  const call: OutgoingCall = {
+    from: peer,
+    id,
+    method: message.method,
+    params: message.params,
+    keepAcrossLinks: false,
+    memo: {},
+  };
   try {
     for (const hook of rt.registry.beforeForward.get(message.method) ?? []) await hook(rt, call);
   } catch (err) {
@@ -151,12 +173,26 @@ export const forwarding: LinkFeature = {
       const request = rt.outbound.take(Number(key));
       if (!request) return;
       rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { id: request.id }));
-      await settle(rt, request, rpcError(request.id, ErrorCode.Timeout, `the device did not answer ${request.method} in time; it was asked to cancel it`));
+      await settle(
+        rt,
+        request,
+        rpcError(
+          request.id,
+          ErrorCode.Timeout,
+          `the device did not answer ${request.method} in time; it was asked to cancel it`,
+        ),
+      );
     },
   },
   onLinkDown: async (rt, link) => {
     for (const request of rt.outbound.takeUnkeptOf(link.linkId)) {
-      await settle(rt, request, rpcError(request.id, ErrorCode.Offline, "the device's link went down before it answered", { reason: "link_down" }));
+      await settle(
+        rt,
+        request,
+        rpcError(request.id, ErrorCode.Offline, "the device's link went down before it answered", {
+          reason: "link_down",
+        }),
+      );
     }
   },
   onClientDetached: (rt, sid) => dropRequestsOf(rt, sid),

@@ -24,7 +24,9 @@ const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
  * A frame read. `verbatim` is its own text when the envelope dropped nothing from it (no member beyond jsonrpc, id,
  * method, params, result, error), so it can be passed on as it came instead of serialised again; else null.
  */
-export type Frame = (Classified & { verbatim: string | null }) | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
+export type Frame =
+  | (Classified & { verbatim: string | null })
+  | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
 
@@ -43,7 +45,11 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   const bytes = frameBytes(data);
   if (bytes > FRAME_LIMITS.maxFrameBytes) {
     const why = `frame of ${mib(bytes)} is over the ${mib(FRAME_LIMITS.maxFrameBytes)} limit`;
-    return { kind: "refused", error: rpcError(null, ErrorCode.InvalidRequest, why), close: { code: CloseCode.FrameTooLarge, reason: why } };
+    return {
+      kind: "refused",
+      error: rpcError(null, ErrorCode.InvalidRequest, why),
+      close: { code: CloseCode.FrameTooLarge, reason: why },
+    };
   }
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   let value: unknown;
@@ -54,7 +60,11 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   }
   const frame = classify(value);
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
-  if (from === "client" && bytes > FRAME_LIMITS.clientFrameBytes && !("method" in frame.message && LARGE_CLIENT_METHODS.has(frame.message.method))) {
+  if (
+    from === "client" &&
+    bytes > FRAME_LIMITS.clientFrameBytes &&
+    !("method" in frame.message && LARGE_CLIENT_METHODS.has(frame.message.method))
+  ) {
     const what = "method" in frame.message ? frame.message.method : "an answer";
     const id = "id" in frame.message ? frame.message.id : null;
     return {

@@ -40,7 +40,13 @@ export async function beginLink(rt: LinkRuntime, linkId: string, deviceId: strin
 }
 
 /** Refuses the link: closes the socket with a code and ends the link's state. */
-async function refuse(rt: LinkRuntime, link: LinkRecord, code: number, reason: string, why: LinkDownReason): Promise<void> {
+async function refuse(
+  rt: LinkRuntime,
+  link: LinkRecord,
+  code: number,
+  reason: string,
+  why: LinkDownReason,
+): Promise<void> {
   rt.closeDevice(code, reason);
   await endLink(rt, link, why);
 }
@@ -49,10 +55,17 @@ async function refuse(rt: LinkRuntime, link: LinkRecord, code: number, reason: s
 export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Classified): Promise<void> {
   if (frame.kind !== "notification" || frame.message.method !== HELLO_METHOD) {
     const what = frame.kind === "response" ? "an answer" : `a ${frame.kind} ${frame.message.method}`;
-    return refuse(rt, link, CloseCode.HandshakeTimeout, `expected the ${HELLO_METHOD} notification first, got ${what}`, "handshake_failed");
+    return refuse(
+      rt,
+      link,
+      CloseCode.HandshakeTimeout,
+      `expected the ${HELLO_METHOD} notification first, got ${what}`,
+      "handshake_failed",
+    );
   }
   const hello = check(Hello, frame.message.params);
-  if (!hello.ok) return refuse(rt, link, CloseCode.ProtocolMismatch, `bad ${HELLO_METHOD}: ${hello.error}`, "protocol_mismatch");
+  if (!hello.ok)
+    return refuse(rt, link, CloseCode.ProtocolMismatch, `bad ${HELLO_METHOD}: ${hello.error}`, "protocol_mismatch");
   const { protocol } = hello.value;
   if (!speaks(protocol)) {
     const reason = `link protocol ${protocol} is not spoken here (this instance speaks ${LINK_PROTOCOLS.join(", ")}); update one of them`;
@@ -83,16 +96,40 @@ export const handshake: LinkFeature = {
       // An answer for a link that was since replaced or closed changes nothing.
       if (!link || link.linkId !== request.linkId || link.state !== "initialize") return;
       if ("error" in answer) {
-        return refuse(rt, link, CloseCode.HandshakeFailed, `initialize failed: ${answer.error.message}`, "handshake_failed");
+        return refuse(
+          rt,
+          link,
+          CloseCode.HandshakeFailed,
+          `initialize failed: ${answer.error.message}`,
+          "handshake_failed",
+        );
       }
       const result = check(InitializeResult, answer.result);
-      if (!result.ok) return refuse(rt, link, CloseCode.HandshakeFailed, `bad initialize result: ${result.error}`, "handshake_failed");
+      if (!result.ok)
+        return refuse(
+          rt,
+          link,
+          CloseCode.HandshakeFailed,
+          `bad initialize result: ${result.error}`,
+          "handshake_failed",
+        );
       if (result.value.protocolVersion !== 1) {
-        return refuse(rt, link, CloseCode.ProtocolMismatch, `ACP protocolVersion ${result.value.protocolVersion} is not 1`, "protocol_mismatch");
+        return refuse(
+          rt,
+          link,
+          CloseCode.ProtocolMismatch,
+          `ACP protocolVersion ${result.value.protocolVersion} is not 1`,
+          "protocol_mismatch",
+        );
       }
       const lembas = result.value._meta?.lembas;
       const at = Date.now();
-      rt.links.update(link.linkId, { state: "up", initialize: result.value, protocol: lembas?.protocol ?? link.protocol, upAt: at });
+      rt.links.update(link.linkId, {
+        state: "up",
+        initialize: result.value,
+        protocol: lembas?.protocol ?? link.protocol,
+        upAt: at,
+      });
       rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
       const up = rt.link()!;
       await rt.emit("onLinkUp", up);
@@ -118,7 +155,9 @@ export const handshake: LinkFeature = {
       const link = rt.link();
       if (!link || link.linkId !== linkId || (link.state !== "hello" && link.state !== "initialize")) return;
       const reason =
-        link.state === "hello" ? `no ${HELLO_METHOD} within ${HELLO_WITHIN_MS / 1000} s` : `no answer to initialize within ${INITIALIZE_WITHIN_MS / 1000} s`;
+        link.state === "hello"
+          ? `no ${HELLO_METHOD} within ${HELLO_WITHIN_MS / 1000} s`
+          : `no answer to initialize within ${INITIALIZE_WITHIN_MS / 1000} s`;
       await refuse(rt, link, CloseCode.HandshakeTimeout, reason, "handshake_timeout");
     },
   },

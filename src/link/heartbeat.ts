@@ -53,7 +53,11 @@ export const heartbeat: LinkFeature = {
           continue;
         }
         if (now - probed < PROBE_GRACE_MS) continue;
-        closeSocket(ws, CloseCode.Stale, `silent for over ${STALE_AFTER_MS / 1000} s and no answer when asked; send "ping" every ${PING_EVERY_MS / 1000} s`);
+        closeSocket(
+          ws,
+          CloseCode.Stale,
+          `silent for over ${STALE_AFTER_MS / 1000} s and no answer when asked; send "ping" every ${PING_EVERY_MS / 1000} s`,
+        );
         await onSocketGone(rt, attachment, "stale");
       }
       if (asked) rt.deadlines.set(SWEEP, "sockets", now + PROBE_GRACE_MS);

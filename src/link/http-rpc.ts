@@ -26,7 +26,9 @@ export async function handleRpc(rt: LinkRuntime, request: Request, userId: strin
     const frame = await onClientMessage(rt, peer, await request.arrayBuffer());
     if (frame.kind === "notification" || frame.kind === "response") return new Response(null, { status: 202 });
     const id = frame.kind === "request" ? frame.message.id : null;
-    return answer((await answered) ?? rpcError(id, ErrorCode.Timeout, `no answer from the device within ${waitMs / 1000} s`));
+    return answer(
+      (await answered) ?? rpcError(id, ErrorCode.Timeout, `no answer from the device within ${waitMs / 1000} s`),
+    );
   } finally {
     clearTimeout(timer);
     rt.httpWaiters.delete(peer.sid);

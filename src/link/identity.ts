@@ -4,7 +4,11 @@
  * the Worker reaches it.
  */
 const PREFIX = "x-lembas-";
-export const IDENTITY_HEADERS = { user: `${PREFIX}user-id`, device: `${PREFIX}device-id`, credential: `${PREFIX}credential` } as const;
+export const IDENTITY_HEADERS = {
+  user: `${PREFIX}user-id`,
+  device: `${PREFIX}device-id`,
+  credential: `${PREFIX}credential`,
+} as const;
 
 export interface Identity {
   userId: string;

@@ -45,7 +45,12 @@ export const instanceMethods: LinkFeature = {
     "instance/status": (rt) => instanceStatus(rt),
     initialize: (rt) => {
       const init = rt.link()?.initialize;
-      if (!init) throw new RpcError(OFFLINE.code, "the device has not linked yet; its initialize result is not known", OFFLINE.data);
+      if (!init)
+        throw new RpcError(
+          OFFLINE.code,
+          "the device has not linked yet; its initialize result is not known",
+          OFFLINE.data,
+        );
       return init;
     },
   },

@@ -112,7 +112,13 @@ export class Outbound {
 
   /** Removes and returns a client's request by that client's own id. */
   takeByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
-    const row = this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *", origin, JSON.stringify(originId)).toArray()[0];
+    const row = this.sql
+      .exec<Row>(
+        "DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *",
+        origin,
+        JSON.stringify(originId),
+      )
+      .toArray()[0];
     return row ? toRequest(row) : null;
   }
 
@@ -123,7 +129,10 @@ export class Outbound {
 
   /** Removes and returns the requests of a link that went down, except those kept across links. */
   takeUnkeptOf(linkId: string): OutboundRequest[] {
-    return this.sql.exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId).toArray().map(toRequest);
+    return this.sql
+      .exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId)
+      .toArray()
+      .map(toRequest);
   }
 
   /** How many requests of this method are in flight (terminals: opens not yet answered count toward the limit). */
@@ -133,6 +142,10 @@ export class Outbound {
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */
   has(origin: string, originId: JsonRpcId): boolean {
-    return this.sql.exec("SELECT 1 FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId)).toArray().length > 0;
+    return (
+      this.sql
+        .exec("SELECT 1 FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId))
+        .toArray().length > 0
+    );
   }
 }

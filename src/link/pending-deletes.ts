@@ -13,10 +13,24 @@
  * sent again). To a device without `delete` it is gated like any method (-32601, data { capability, pending: true,
  * reason }) and kept, to be sent once the device lists it.
  */
-import { clearPendingDelete, recordPendingDelete, recordRefusal, listPendingDeletes, type DeleteOutcome } from "../db/pending-deletes";
+import {
+  clearPendingDelete,
+  recordPendingDelete,
+  recordRefusal,
+  listPendingDeletes,
+  type DeleteOutcome,
+} from "../db/pending-deletes";
 import { missingCapability } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
-import { ErrorCode, rpcNotification, rpcResult, RpcError, type JsonRpcId, type Message, type ResponseMessage } from "../protocol/jsonrpc";
+import {
+  ErrorCode,
+  rpcNotification,
+  rpcResult,
+  RpcError,
+  type JsonRpcId,
+  type Message,
+  type ResponseMessage,
+} from "../protocol/jsonrpc";
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
 import { deviceOf, inBackground } from "./background";
 import { ANSWER_LATER, type LinkFeature } from "./feature";
@@ -91,7 +105,9 @@ async function refused(rt: LinkRuntime, sessionId: string, why: string): Promise
   const refusal = await recordRefusal(rt.env.DB, deviceOf(rt).deviceId, sessionId, why);
   if (refusal && !refusal.givenUp) return pending(`refused: ${why}`);
   if (refusal?.givenUp) chatGone(rt, sessionId);
-  const done = refusal ? `refused ${refusal.refusals} times, so the instance gave up and removed the chat` : "refused, and no delete is pending any more";
+  const done = refusal
+    ? `refused ${refusal.refusals} times, so the instance gave up and removed the chat`
+    : "refused, and no delete is pending any more";
   return { deleted: false, pending: false, reason: `${done} (${why})` };
 }
 
@@ -129,7 +145,9 @@ export async function deleteForPerson(rt: LinkRuntime, sessionId: string, userId
     const kept = await startDelete(rt, sessionId, { userId, to, id: to });
     if (kept !== null) return { status: "pending", reason: kept };
     const message = await answered;
-    const answer = (message && "result" in message ? message.result : pending(REASONS.noAnswer)) as Partial<DeleteAnswer> | null;
+    const answer = (
+      message && "result" in message ? message.result : pending(REASONS.noAnswer)
+    ) as Partial<DeleteAnswer> | null;
     if (answer?.pending) return { status: "pending", reason: answer.reason };
     return answer?.reason === undefined ? { status: "deleted" } : { status: "deleted", reason: answer.reason };
   } finally {
@@ -144,12 +162,18 @@ export const pendingDeletes: LinkFeature = {
     [DELETE]: async (rt, peer, params, message) => {
       const checked = check(SessionDeleteParams, params);
       if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${DELETE}: ${checked.error}`);
-      const memo: DeleteMemo = "id" in message ? { userId: peer.userId, to: peer.sid, id: message.id } : { userId: peer.userId };
+      const memo: DeleteMemo =
+        "id" in message ? { userId: peer.userId, to: peer.sid, id: message.id } : { userId: peer.userId };
       const kept = await startDelete(rt, checked.value.sessionId, memo);
       if (kept === null) return ANSWER_LATER;
       // Gated like every method (-32601 naming the capability), and kept all the same.
       const missing = kept === REASONS.unsupported ? missingCapability(DELETE, params, rt.capabilities()) : null;
-      if (missing) throw new RpcError(ErrorCode.MethodNotFound, missing.sentence, { capability: missing.capability, pending: true, reason: kept });
+      if (missing)
+        throw new RpcError(ErrorCode.MethodNotFound, missing.sentence, {
+          capability: missing.capability,
+          pending: true,
+          reason: kept,
+        });
       return pending(kept);
     },
   },

@@ -124,7 +124,10 @@ class Buffers {
     let size = this.#sizes.get(sessionId);
     if (!size) {
       size = this.sql
-        .exec<{ frames: number; bytes: number }>("SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay_batches WHERE session_id = ?", sessionId)
+        .exec<{ frames: number; bytes: number }>(
+          "SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay_batches WHERE session_id = ?",
+          sessionId,
+        )
         .one();
       this.#sizes.set(sessionId, size);
     }
@@ -137,7 +140,10 @@ class Buffers {
     const over = () => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes;
     while (over()) {
       const oldest = this.sql
-        .exec<{ seq: number; texts: string }>("SELECT seq, texts FROM replay_batches WHERE session_id = ? ORDER BY seq LIMIT 1", sessionId)
+        .exec<{ seq: number; texts: string }>(
+          "SELECT seq, texts FROM replay_batches WHERE session_id = ? ORDER BY seq LIMIT 1",
+          sessionId,
+        )
         .one();
       const texts = oldest.texts.split(SEPARATOR);
       let gone = 0;
@@ -219,8 +225,20 @@ function catchUp(rt: LinkRuntime, sid: string): void {
     for (const buffer of buffers.toArray()) {
       const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
       if (turnIds.length === 0) continue;
-      ws.send(JSON.stringify(rpcNotification(INSTANCE_REPLAY, { sessionId: buffer.session_id, turnIds, frames: buffer.frames, dropped: buffer.dropped })));
-      for (const { texts } of rt.sql.exec<{ texts: string }>("SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq", buffer.session_id)) {
+      ws.send(
+        JSON.stringify(
+          rpcNotification(INSTANCE_REPLAY, {
+            sessionId: buffer.session_id,
+            turnIds,
+            frames: buffer.frames,
+            dropped: buffer.dropped,
+          }),
+        ),
+      );
+      for (const { texts } of rt.sql.exec<{ texts: string }>(
+        "SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq",
+        buffer.session_id,
+      )) {
         for (const frame of texts.split(SEPARATOR)) ws.send(frame);
       }
     }

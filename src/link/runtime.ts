@@ -199,4 +199,8 @@ export class LinkRuntime {
   }
 }
 
-export const OFFLINE = { code: ErrorCode.Offline, message: "the device is not linked", data: { reason: "offline" } } as const;
+export const OFFLINE = {
+  code: ErrorCode.Offline,
+  message: "the device is not linked",
+  data: { reason: "offline" },
+} as const;

@@ -27,7 +27,12 @@ export const sidTag = (sid: string) => `sid:${sid}`;
 export const credentialTag = (credential: string) => `cred:${credential}`;
 
 /** Accepts the server end of a new pair for hibernation; the client end goes back in the 101 response. */
-export function acceptSocket(ctx: DurableObjectState, role: Role, uid: string, credential?: string): { peer: WebSocket; attachment: Attachment } {
+export function acceptSocket(
+  ctx: DurableObjectState,
+  role: Role,
+  uid: string,
+  credential?: string,
+): { peer: WebSocket; attachment: Attachment } {
   const pair = new WebSocketPair();
   const server = pair[1];
   const now = Date.now();

@@ -93,7 +93,11 @@ export class LinkStore {
     if (change.downAt !== undefined) columns.down_at = change.downAt;
     const names = Object.keys(columns);
     if (names.length === 0) return;
-    this.sql.exec(`UPDATE link SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE link_id = ?`, ...Object.values(columns), linkId);
+    this.sql.exec(
+      `UPDATE link SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE link_id = ?`,
+      ...Object.values(columns),
+      linkId,
+    );
     this.#cached = undefined;
   }
 

@@ -9,7 +9,13 @@
  * At most MAX_TERMINALS per link, opens in flight included: a further open is refused before the device sees it.
  */
 import { check } from "../protocol/issues";
-import { ErrorCode, rpcNotification, RpcError, type NotificationMessage, type ResponseMessage } from "../protocol/jsonrpc";
+import {
+  ErrorCode,
+  rpcNotification,
+  RpcError,
+  type NotificationMessage,
+  type ResponseMessage,
+} from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
 import type { z } from "zod";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
@@ -27,9 +33,11 @@ const ORPHANED_OPEN = "terminals/orphaned-open";
 const SCHEMA = [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`];
 
 const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
-  rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ?? null;
+  rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ??
+  null;
 
-const forget = (rt: LinkRuntime, terminalId: string) => void rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
+const forget = (rt: LinkRuntime, terminalId: string) =>
+  void rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
 
 /** The terminal an open's answer says the device opened, or null (an error, or a result not understood). */
 function openedTerminal(answer: ResponseMessage): string | null {
@@ -43,14 +51,25 @@ function openedTerminal(answer: ResponseMessage): string | null {
  * time the relay gave it (and it still counts toward MAX_TERMINALS until then). */
 function adoptOrphanedOpen(rt: LinkRuntime, request: OutboundRequest): void {
   if (rt.upLink()?.linkId !== request.linkId) return;
-  rt.track({ ...request, origin: INSTANCE_ORIGIN, originId: null, purpose: ORPHANED_OPEN, keep: false, memo: null, due: Date.now() + DEFAULT_ANSWER_WITHIN_MS });
+  rt.track({
+    ...request,
+    origin: INSTANCE_ORIGIN,
+    originId: null,
+    purpose: ORPHANED_OPEN,
+    keep: false,
+    memo: null,
+    due: Date.now() + DEFAULT_ANSWER_WITHIN_MS,
+  });
 }
 
 /** Input, resize and close pass only from the terminal's own socket; close also ends its ownership. */
 const fromOwner: BeforeForward = (rt, call) => {
   const { terminalId } = call.params as { terminalId: string };
   if (ownerOf(rt, terminalId) !== call.from.sid) {
-    throw new RpcError(ErrorCode.InvalidParams, `${call.method}: terminal ${terminalId} is not open on this socket (a terminal takes input only from the socket that opened it)`);
+    throw new RpcError(
+      ErrorCode.InvalidParams,
+      `${call.method}: terminal ${terminalId} is not open on this socket (a terminal takes input only from the socket that opened it)`,
+    );
   }
   if (call.method === CLOSE) forget(rt, terminalId);
 };
@@ -76,11 +95,18 @@ export const terminals: LinkFeature = {
   beforeForward: {
     [OPEN]: (rt, call) => {
       if (!socketById(rt.ctx, call.from.sid)) {
-        throw new RpcError(ErrorCode.InvalidRequest, `${OPEN} needs a client WebSocket: a terminal's output goes to the socket that opened it`);
+        throw new RpcError(
+          ErrorCode.InvalidRequest,
+          `${OPEN} needs a client WebSocket: a terminal's output goes to the socket that opened it`,
+        );
       }
-      const open = rt.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM terminals").one().n + rt.outbound.countOf(OPEN);
+      const open =
+        rt.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM terminals").one().n + rt.outbound.countOf(OPEN);
       if (open >= MAX_TERMINALS) {
-        throw new RpcError(ErrorCode.InvalidParams, `at most ${MAX_TERMINALS} terminals may be open on a device's link; close one first`);
+        throw new RpcError(
+          ErrorCode.InvalidParams,
+          `at most ${MAX_TERMINALS} terminals may be open on a device's link; close one first`,
+        );
       }
     },
     "_lembas/terminal/input": fromOwner,
@@ -107,7 +133,9 @@ export const terminals: LinkFeature = {
     "_lembas/terminal/exit": toOwner(TerminalExit, true),
   },
   onClientDetached: (rt, sid) => {
-    const owned = rt.sql.exec<{ terminal_id: string }>("DELETE FROM terminals WHERE owner = ? RETURNING terminal_id", sid).toArray();
+    const owned = rt.sql
+      .exec<{ terminal_id: string }>("DELETE FROM terminals WHERE owner = ? RETURNING terminal_id", sid)
+      .toArray();
     for (const { terminal_id } of owned) rt.sendToDevice(rpcNotification(CLOSE, { terminalId: terminal_id }));
   },
   onLinkDown: (rt) => void rt.sql.exec("DELETE FROM terminals"),

@@ -69,11 +69,21 @@ export class TurnStore {
   }
 
   #rows(where: string, ...args: SqlStorageValue[]): Turn[] {
-    return this.sql.exec<TurnRow>(`SELECT * FROM turns WHERE ${where} ORDER BY id`, ...args).toArray().map(toTurn);
+    return this.sql
+      .exec<TurnRow>(`SELECT * FROM turns WHERE ${where} ORDER BY id`, ...args)
+      .toArray()
+      .map(toTurn);
   }
 
   /** Records a running turn; its prompt params, when given, are kept for re-sending. */
-  start(turn: { sessionId: string; turnId: string | null; origin: string | null; originId: JsonRpcId | null; linkId: string | null; prompt?: string }): number {
+  start(turn: {
+    sessionId: string;
+    turnId: string | null;
+    origin: string | null;
+    originId: JsonRpcId | null;
+    linkId: string | null;
+    prompt?: string;
+  }): number {
     const { id } = this.sql
       .exec<{ id: number }>(
         "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -116,7 +126,9 @@ export class TurnStore {
   }
 
   isRunning(sessionId: string): boolean {
-    return this.sql.exec("SELECT 1 FROM turns WHERE session_id = ? AND running = 1 LIMIT 1", sessionId).toArray().length > 0;
+    return (
+      this.sql.exec("SELECT 1 FROM turns WHERE session_id = ? AND running = 1 LIMIT 1", sessionId).toArray().length > 0
+    );
   }
 
   setRunning(id: number, running: boolean): void {

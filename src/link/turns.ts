@@ -140,7 +140,13 @@ export const turns: LinkFeature = {
         } else if (known.length > 0) {
           for (const turn of known) store.setRunning(turn.id, true);
         } else {
-          store.start({ sessionId: params.data.sessionId, turnId: event.data.turnId, origin: null, originId: null, linkId: rt.link()?.linkId ?? null });
+          store.start({
+            sessionId: params.data.sessionId,
+            turnId: event.data.turnId,
+            origin: null,
+            originId: null,
+            linkId: rt.link()?.linkId ?? null,
+          });
         }
       },
     },
@@ -150,5 +156,7 @@ export const turns: LinkFeature = {
     for (const turn of store.all()) if (!turn.kept) endTurn(rt, store, turn);
   },
   onLinkUp: (rt, link) => resendKept(rt, link.linkId),
-  status: (rt) => ({ turns: new TurnStore(rt.sql).running().map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })) }),
+  status: (rt) => ({
+    turns: new TurnStore(rt.sql).running().map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })),
+  }),
 };

@@ -85,11 +85,19 @@ export const PromptParams = z
       const bytes = blockBytes(block);
       total += bytes;
       if (bytes > PROMPT_LIMITS.blockBytes) {
-        ctx.addIssue({ code: "custom", path: ["prompt", i], message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}` });
+        ctx.addIssue({
+          code: "custom",
+          path: ["prompt", i],
+          message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}`,
+        });
       }
     });
     if (total > PROMPT_LIMITS.promptBytes) {
-      ctx.addIssue({ code: "custom", path: ["prompt"], message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}` });
+      ctx.addIssue({
+        code: "custom",
+        path: ["prompt"],
+        message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}`,
+      });
     }
   });
 export type PromptParams = z.infer<typeof PromptParams>;
@@ -141,13 +149,19 @@ export const InitializeResult = z.looseObject({
     .looseObject({
       loadSession: z.boolean().optional(),
       promptCapabilities: z
-        .looseObject({ image: z.boolean().optional(), audio: z.boolean().optional(), embeddedContext: z.boolean().optional() })
+        .looseObject({
+          image: z.boolean().optional(),
+          audio: z.boolean().optional(),
+          embeddedContext: z.boolean().optional(),
+        })
         .optional(),
       mcpCapabilities: z.looseObject({ http: z.boolean().optional(), sse: z.boolean().optional() }).optional(),
     })
     .optional(),
   authMethods: z.array(z.unknown()).optional(),
-  agentInfo: z.looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() }).optional(),
+  agentInfo: z
+    .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })
+    .optional(),
   // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
   _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
 });
@@ -160,14 +174,20 @@ export const SessionNewResult = z.looseObject({
   modes: z
     .looseObject({
       currentModeId: z.string(),
-      availableModes: z.array(z.looseObject({ id: z.string(), name: z.string(), description: z.string().nullable().optional() })),
+      availableModes: z.array(
+        z.looseObject({ id: z.string(), name: z.string(), description: z.string().nullable().optional() }),
+      ),
     })
     .nullable()
     .optional(),
   _meta: z
     .looseObject({
       lembas: z
-        .looseObject({ model: z.string().nullable().optional(), mode: z.string().nullable().optional(), effort: z.string().nullable().optional() })
+        .looseObject({
+          model: z.string().nullable().optional(),
+          mode: z.string().nullable().optional(),
+          effort: z.string().nullable().optional(),
+        })
         .optional(),
     })
     .nullable()
@@ -188,7 +208,10 @@ export const PromptResult = z.looseObject({
           unsent: z.array(z.string()).optional(),
           command: z.string().optional(),
           summary: z.string().optional(),
-          undone: z.looseObject({ prompt: z.string(), files: z.array(z.string()) }).nullable().optional(),
+          undone: z
+            .looseObject({ prompt: z.string(), files: z.array(z.string()) })
+            .nullable()
+            .optional(),
           mode: z.string().optional(),
           message: z.string().optional(),
         })
@@ -212,7 +235,10 @@ export const KNOWN_SESSION_UPDATES = [
   z.looseObject({ sessionUpdate: z.literal("tool_call_update"), toolCallId: z.string() }),
   z.looseObject({ sessionUpdate: z.literal("plan"), entries: z.array(z.unknown()) }),
   z.looseObject({ sessionUpdate: z.literal("current_mode_update"), currentModeId: z.string() }),
-  z.looseObject({ sessionUpdate: z.literal("available_commands_update"), availableCommands: z.array(AvailableCommand) }),
+  z.looseObject({
+    sessionUpdate: z.literal("available_commands_update"),
+    availableCommands: z.array(AvailableCommand),
+  }),
 ] as const;
 export const KnownSessionUpdate = z.discriminatedUnion("sessionUpdate", KNOWN_SESSION_UPDATES);
 export type KnownSessionUpdate = z.infer<typeof KnownSessionUpdate>;

@@ -55,7 +55,11 @@ export interface ParamGate {
 
 const promptBlockTypes = (params: unknown): string[] => {
   const prompt = (params as { prompt?: unknown } | undefined)?.prompt;
-  return Array.isArray(prompt) ? prompt.map((block) => (block as { type?: unknown } | null)?.type).filter((t): t is string => typeof t === "string") : [];
+  return Array.isArray(prompt)
+    ? prompt
+        .map((block) => (block as { type?: unknown } | null)?.type)
+        .filter((t): t is string => typeof t === "string")
+    : [];
 };
 
 export const PARAM_GATES: readonly ParamGate[] = [
@@ -75,7 +79,11 @@ export function missingCapability(
 ): { capability: Capability; kind: "method" | "params"; sentence: string } | null {
   const needed = METHOD_CAPABILITY[method];
   if (needed && !capabilities.includes(needed)) {
-    return { capability: needed, kind: "method", sentence: `${method} needs the device capability "${needed}", which this device did not list` };
+    return {
+      capability: needed,
+      kind: "method",
+      sentence: `${method} needs the device capability "${needed}", which this device did not list`,
+    };
   }
   for (const gate of PARAM_GATES) {
     if (gate.method === method && !capabilities.includes(gate.capability) && gate.uses(params)) {

@@ -38,7 +38,12 @@ export const PermissionRequest = z.looseObject({
   _meta: z
     .looseObject({
       lembas: z
-        .looseObject({ reason: z.string(), purpose: z.string().optional(), always: z.unknown().optional(), patient: z.boolean().optional() })
+        .looseObject({
+          reason: z.string(),
+          purpose: z.string().optional(),
+          always: z.unknown().optional(),
+          patient: z.boolean().optional(),
+        })
         .optional(),
     })
     .nullable()
@@ -55,7 +60,10 @@ export const PermissionAnswer = z.looseObject({
     .looseObject({
       lembas: z
         .looseObject({ command: z.string().min(1).optional(), feedback: z.string().min(1).optional() })
-        .refine((l) => l.command === undefined || l.feedback === undefined, "send either a corrected command or feedback, not both")
+        .refine(
+          (l) => l.command === undefined || l.feedback === undefined,
+          "send either a corrected command or feedback, not both",
+        )
         .optional(),
     })
     .optional(),
@@ -68,9 +76,12 @@ export function validatePermissionAnswer(params: PermissionRequest, answer: unkn
   const checked = check(PermissionAnswer, answer);
   if (!checked.ok) return checked;
   const { outcome, _meta } = checked.value;
-  const chosen = outcome.outcome === "selected" ? params.options.find((o) => o.optionId === outcome.optionId) : undefined;
+  const chosen =
+    outcome.outcome === "selected" ? params.options.find((o) => o.optionId === outcome.optionId) : undefined;
   if (outcome.outcome === "selected" && !chosen) {
-    return fail(`optionId ${JSON.stringify(outcome.optionId)} is not one of this card's options (${quote(params.options.map((o) => o.optionId))})`);
+    return fail(
+      `optionId ${JSON.stringify(outcome.optionId)} is not one of this card's options (${quote(params.options.map((o) => o.optionId))})`,
+    );
   }
   if (_meta?.lembas?.command !== undefined && chosen?.kind !== "allow_once") {
     return fail("a corrected command can only go with an option that allows once");
@@ -98,7 +109,13 @@ export const QuestionRequest = z.looseObject({
         question: z.string(),
         multiple: z.boolean().optional(),
         options: z
-          .array(z.looseObject({ label: z.string().min(1), description: z.string().optional(), recommended: z.boolean().optional() }))
+          .array(
+            z.looseObject({
+              label: z.string().min(1),
+              description: z.string().optional(),
+              recommended: z.boolean().optional(),
+            }),
+          )
           .max(6, "a question has at most 6 options"),
       }),
     )
@@ -109,7 +126,10 @@ export const QuestionRequest = z.looseObject({
 export type QuestionRequest = z.infer<typeof QuestionRequest>;
 
 export const QuestionAnswerItem = z.discriminatedUnion("kind", [
-  z.looseObject({ kind: z.literal("options"), labels: z.array(z.string()).min(1, "choose at least one option, or skip the question") }),
+  z.looseObject({
+    kind: z.literal("options"),
+    labels: z.array(z.string()).min(1, "choose at least one option, or skip the question"),
+  }),
   z.looseObject({ kind: z.literal("custom"), text: z.string().min(1) }),
   z.looseObject({ kind: z.literal("back"), text: z.string().min(1) }),
   z.looseObject({ kind: z.literal("skipped") }),
@@ -129,7 +149,9 @@ function answerMismatch(question: QuestionRequest["questions"][number], answer: 
   if (new Set(answer.labels).size !== answer.labels.length) return "an option is chosen twice";
   const offered = question.options.map((o) => o.label);
   const stray = answer.labels.find((label) => !offered.some((o) => o === label || cardLabel(o) === label));
-  return stray === undefined ? null : `${JSON.stringify(stray)} is not one of its options (${quote(offered.map(cardLabel))})`;
+  return stray === undefined
+    ? null
+    : `${JSON.stringify(stray)} is not one of its options (${quote(offered.map(cardLabel))})`;
 }
 
 export function validateQuestionAnswer(params: QuestionRequest, answer: unknown): Checked<QuestionAnswer> {
@@ -164,7 +186,8 @@ export const PlanAnswer = z.discriminatedUnion("outcome", [
 ]);
 export type PlanAnswer = z.infer<typeof PlanAnswer>;
 
-export const validatePlanAnswer = (_params: PlanRequest, answer: unknown): Checked<PlanAnswer> => check(PlanAnswer, answer);
+export const validatePlanAnswer = (_params: PlanRequest, answer: unknown): Checked<PlanAnswer> =>
+  check(PlanAnswer, answer);
 
 // ---- the table ----
 
@@ -196,8 +219,15 @@ export const CARDS = {
     key: (p) => p.toolCall.toolCallId,
     patient: (p) => isPatient(p._meta),
   } satisfies CardKind<PermissionRequest, PermissionAnswer>,
-  "_lembas/question": { params: QuestionRequest, validateAnswer: validateQuestionAnswer, ...lembasCard } satisfies CardKind<QuestionRequest, QuestionAnswer>,
-  "_lembas/plan": { params: PlanRequest, validateAnswer: validatePlanAnswer, ...lembasCard } satisfies CardKind<PlanRequest, PlanAnswer>,
+  "_lembas/question": {
+    params: QuestionRequest,
+    validateAnswer: validateQuestionAnswer,
+    ...lembasCard,
+  } satisfies CardKind<QuestionRequest, QuestionAnswer>,
+  "_lembas/plan": { params: PlanRequest, validateAnswer: validatePlanAnswer, ...lembasCard } satisfies CardKind<
+    PlanRequest,
+    PlanAnswer
+  >,
 } as const;
 
 export type CardMethod = keyof typeof CARDS;

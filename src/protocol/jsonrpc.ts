@@ -12,7 +12,12 @@ export type JsonRpcId = z.infer<typeof JsonRpcId>;
 /** ACP params are objects; JSON-RPC also allows arrays. */
 const Params = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional();
 
-export const RequestMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, method: z.string().min(1), params: Params });
+export const RequestMessage = z.object({
+  jsonrpc: z.literal("2.0"),
+  id: JsonRpcId,
+  method: z.string().min(1),
+  params: Params,
+});
 export const NotificationMessage = z.object({ jsonrpc: z.literal("2.0"), method: z.string().min(1), params: Params });
 export const RpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
 export const SuccessMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, result: z.unknown() });
@@ -52,7 +57,12 @@ export const ErrorCode = {
   RequestCancelled: -32800,
 } as const;
 
-export const rpcRequest = (id: JsonRpcId, method: string, params?: unknown) => ({ jsonrpc: "2.0" as const, id, method, params });
+export const rpcRequest = (id: JsonRpcId, method: string, params?: unknown) => ({
+  jsonrpc: "2.0" as const,
+  id,
+  method,
+  params,
+});
 export const rpcNotification = (method: string, params?: unknown) => ({ jsonrpc: "2.0" as const, method, params });
 export const rpcResult = (id: JsonRpcId, result: unknown): SuccessMessage => ({ jsonrpc: "2.0", id, result });
 export const rpcError = (id: JsonRpcId | null, code: number, message: string, data?: unknown): ErrorMessage => ({
@@ -81,10 +91,14 @@ function idOf(value: unknown): JsonRpcId | null {
 
 /** Sorts a parsed JSON value into a message, or says (as an error answer) why it is not one. */
 export function classify(value: unknown): Classified | { kind: "invalid"; error: ErrorMessage } {
-  const invalid = (why: string) => ({ kind: "invalid" as const, error: rpcError(idOf(value), ErrorCode.InvalidRequest, why) });
+  const invalid = (why: string) => ({
+    kind: "invalid" as const,
+    error: rpcError(idOf(value), ErrorCode.InvalidRequest, why),
+  });
   if (Array.isArray(value)) return invalid("batches are not supported: send one JSON-RPC message per frame");
   if (typeof value !== "object" || value === null) return invalid("a frame must be a JSON-RPC 2.0 object");
-  if ("method" in value && ("result" in value || "error" in value)) return invalid("a message is a call or an answer, not both");
+  if ("method" in value && ("result" in value || "error" in value))
+    return invalid("a message is a call or an answer, not both");
   const schema =
     "method" in value
       ? "id" in value

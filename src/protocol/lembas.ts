@@ -18,8 +18,16 @@ export const FILES_SEARCH_MAX = 50;
 // ---- client → agent ----
 
 export const DirectoriesParams = z.looseObject({ path: z.string().optional() });
-export const ConfigureParams = z.looseObject({ sessionId: SessionId, model: z.string().min(1).optional(), effort: z.string().min(1).optional() });
-export const SteerParams = z.looseObject({ sessionId: SessionId, text: z.string().min(1, "say something to steer with"), messageId: z.string().optional() });
+export const ConfigureParams = z.looseObject({
+  sessionId: SessionId,
+  model: z.string().min(1).optional(),
+  effort: z.string().min(1).optional(),
+});
+export const SteerParams = z.looseObject({
+  sessionId: SessionId,
+  text: z.string().min(1, "say something to steer with"),
+  messageId: z.string().optional(),
+});
 export const SessionHistoryParams = WithSession;
 export const SessionStatusParams = WithSession;
 export const SessionDeleteParams = WithSession;
@@ -40,7 +48,11 @@ export const FilesSearchParams = z
   })
   .refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd");
 export const CommandsParams = z.looseObject({ sessionId: SessionId.optional(), cwd: AbsolutePath.optional() });
-export const TerminalOpenParams = z.looseObject({ cwd: AbsolutePath.optional(), cols: Cols.optional(), rows: Rows.optional() });
+export const TerminalOpenParams = z.looseObject({
+  cwd: AbsolutePath.optional(),
+  cols: Cols.optional(),
+  rows: Rows.optional(),
+});
 export const TerminalInputParams = z.looseObject({ terminalId: TerminalId, data: Base64 });
 export const TerminalResizeParams = z.looseObject({ terminalId: TerminalId, cols: Cols, rows: Rows });
 export const TerminalCloseParams = z.looseObject({ terminalId: TerminalId });
@@ -71,7 +83,12 @@ const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size:
 
 /** The engine events this protocol relies on; any other type is relayed as it comes. */
 export const KNOWN_EVENTS = [
-  z.looseObject({ type: z.literal("prompt"), text: z.string(), turnId: z.string().optional(), attachments: z.array(Attachment).optional() }),
+  z.looseObject({
+    type: z.literal("prompt"),
+    text: z.string(),
+    turnId: z.string().optional(),
+    attachments: z.array(Attachment).optional(),
+  }),
   z.looseObject({ type: z.literal("task"), state: z.enum(["start", "end"]), turnId: z.string().optional() }),
   z.looseObject({ type: z.literal("steered"), texts: z.array(z.string()), ids: z.array(z.string()).optional() }),
   z.looseObject({ type: z.literal("mode"), mode: z.string() }),

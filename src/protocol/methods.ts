@@ -4,7 +4,16 @@
  * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
  */
 import type { z } from "zod";
-import { CancelParams, InitializeResult, PromptParams, PromptResult, SessionNewParams, SessionNewResult, SessionUpdateParams, SetModeParams } from "./acp";
+import {
+  CancelParams,
+  InitializeResult,
+  PromptParams,
+  PromptResult,
+  SessionNewParams,
+  SessionNewResult,
+  SessionUpdateParams,
+  SetModeParams,
+} from "./acp";
 import {
   CommandsParams,
   ConfigureParams,
@@ -65,7 +74,8 @@ export const CLIENT_TO_AGENT = {
 } as const satisfies Record<string, ClientMethod>;
 
 export type ClientToAgentMethod = keyof typeof CLIENT_TO_AGENT;
-export const isClientToAgentMethod = (method: string): method is ClientToAgentMethod => Object.hasOwn(CLIENT_TO_AGENT, method);
+export const isClientToAgentMethod = (method: string): method is ClientToAgentMethod =>
+  Object.hasOwn(CLIENT_TO_AGENT, method);
 
 /** The device's notifications. The cards, its requests, are in cards.ts. */
 export const AGENT_NOTIFICATIONS = {
@@ -81,7 +91,8 @@ export const AGENT_NOTIFICATIONS = {
 } as const satisfies Record<string, z.ZodType>;
 
 export type AgentNotificationMethod = keyof typeof AGENT_NOTIFICATIONS;
-export const isAgentNotificationMethod = (method: string): method is AgentNotificationMethod => Object.hasOwn(AGENT_NOTIFICATIONS, method);
+export const isAgentNotificationMethod = (method: string): method is AgentNotificationMethod =>
+  Object.hasOwn(AGENT_NOTIFICATIONS, method);
 
 /** The results the instance itself reads (chats, turns, terminals); any other result is relayed as it comes. */
 export const RESULTS = {

@@ -26,7 +26,10 @@ const ProviderConfig = z.object({
   models: z.record(z.string().min(1), ModelConfig),
 });
 
-const ProvidersConfig = z.record(z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "provider names are lower-case letters, digits, _ and -"), ProviderConfig);
+const ProvidersConfig = z.record(
+  z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "provider names are lower-case letters, digits, _ and -"),
+  ProviderConfig,
+);
 
 export interface ServedModel {
   /** `<provider>/<model>`, as /v1/models lists it and clients ask for it. */
@@ -94,7 +97,10 @@ export function providerKey(env: Env, provider: string): string {
   const name = keySecretName(provider);
   const key: unknown = Reflect.get(env, name);
   if (typeof key !== "string" || key === "") {
-    throw new HttpError(503, `provider ${provider} has no API key on this instance; the operator sets the secret ${name}`);
+    throw new HttpError(
+      503,
+      `provider ${provider} has no API key on this instance; the operator sets the secret ${name}`,
+    );
   }
   return key;
 }

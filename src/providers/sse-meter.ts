@@ -31,7 +31,9 @@ const Chunk = z.looseObject({
 type Chunk = z.infer<typeof Chunk>;
 
 const carriesContent = (chunk: Chunk) =>
-  (chunk.choices ?? []).some(({ delta }) => !!(delta?.content || delta?.reasoning_content || delta?.reasoning || delta?.tool_calls?.length));
+  (chunk.choices ?? []).some(
+    ({ delta }) => !!(delta?.content || delta?.reasoning_content || delta?.reasoning || delta?.tool_calls?.length),
+  );
 
 export interface MeteredStream {
   body: ReadableStream<Uint8Array>;

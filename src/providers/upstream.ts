@@ -11,7 +11,8 @@ async function upstreamReason(response: Response): Promise<string> {
     if (typeof body === "object" && body !== null && "error" in body) {
       const error: unknown = body.error;
       if (typeof error === "string") return error;
-      if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string") return error.message;
+      if (typeof error === "object" && error !== null && "message" in error && typeof error.message === "string")
+        return error.message;
     }
   } catch {
     // not JSON: the text itself says why
@@ -34,7 +35,10 @@ export async function callUpstream(env: Env, model: ServedModel, path: string, b
       body: JSON.stringify(body),
     });
   } catch (err) {
-    throw new HttpError(502, `provider ${model.provider} could not be reached: ${err instanceof Error ? err.message : String(err)}`);
+    throw new HttpError(
+      502,
+      `provider ${model.provider} could not be reached: ${err instanceof Error ? err.message : String(err)}`,
+    );
   }
   if (response.ok) return response;
   const reason = await upstreamReason(response);

@@ -5,7 +5,9 @@ import { redialDelay } from "../../bin/bridge/backoff.js";
 describe("redialDelay", () => {
   it("doubles from about a second and never waits past 30 s", () => {
     const longest = (attempt: number) => redialDelay(attempt, () => 1);
-    expect([0, 1, 2, 3, 4, 5, 6, 20].map(longest)).toEqual([1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000]);
+    expect([0, 1, 2, 3, 4, 5, 6, 20].map(longest)).toEqual([
+      1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000, 30_000,
+    ]);
   });
 
   it("draws each wait between half and all of its ceiling", () => {

@@ -14,7 +14,8 @@ describe("readFrame", () => {
   });
 
   it("keeps fields it does not know, such as _meta", () => {
-    const text = '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]},"_meta":{"x":1}}';
+    const text =
+      '{"jsonrpc":"2.0","id":1,"method":"session/prompt","params":{"sessionId":"s","prompt":[]},"_meta":{"x":1}}';
     expect(readFrame(text)).toMatchObject({ kind: "message", message: JSON.parse(text) });
   });
 

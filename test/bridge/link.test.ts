@@ -9,7 +9,8 @@ import { EXAMPLE_AGENT, ROOT, runBridge, stopBridge, tempDir, type BridgeRun } f
 
 const TOKEN = "lbd_dev1_secret";
 const INITIALIZE = { protocolVersion: 1, clientCapabilities: { _meta: { lembas: { protocol: 1 } } } };
-const PACKAGE_VERSION = (JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8")) as { version: string }).version;
+const PACKAGE_VERSION = (JSON.parse(await readFile(path.join(ROOT, "package.json"), "utf8")) as { version: string })
+  .version;
 
 let server: LinkServer;
 let configHome: string;
@@ -19,7 +20,11 @@ beforeEach(async () => {
   server = await startLinkServer();
   configHome = await tempDir("config");
   bridge = null;
-  await saveCredential(configDir({ XDG_CONFIG_HOME: configHome }), { instance: server.origin, device_id: "dev1", token: TOKEN });
+  await saveCredential(configDir({ XDG_CONFIG_HOME: configHome }), {
+    instance: server.origin,
+    device_id: "dev1",
+    token: TOKEN,
+  });
 });
 
 afterEach(async () => {
@@ -85,7 +90,12 @@ describe("lembas-edge link", () => {
     const sessionId = created.result.sessionId as string;
     expect(sessionId).toMatch(/^[0-9a-f]{32}$/);
 
-    link.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "tidy the config" }] } });
+    link.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: "tidy the config" }] },
+    });
     const card = await link.next((m) => m.method === "session/request_permission");
     expect(card.params).toMatchObject({ sessionId, toolCall: { toolCallId: "call_2" } });
     link.send({ jsonrpc: "2.0", id: card.id!, result: { outcome: { outcome: "selected", optionId: "allow" } } });
@@ -101,7 +111,9 @@ describe("lembas-edge link", () => {
       "tool_call_update",
       "agent_message_chunk",
     ]);
-    const last = parsedFrames(link).filter((m) => m.method === "session/update").at(-1)!;
+    const last = parsedFrames(link)
+      .filter((m) => m.method === "session/update")
+      .at(-1)!;
     expect(last.params.update.content.text).toContain("successfully updated the configuration");
     expectOnlyProtocol(link);
     expect(run.stdout()).toBe("");
@@ -115,7 +127,12 @@ describe("lembas-edge link", () => {
     const firstAnswer = await initialize(first, 0);
     first.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: ROOT, mcpServers: [] } });
     const sessionId = (await first.next((m) => m.id === 1)).result.sessionId as string;
-    first.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: { sessionId, prompt: [{ type: "text", text: "go" }] } });
+    first.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "session/prompt",
+      params: { sessionId, prompt: [{ type: "text", text: "go" }] },
+    });
     await first.next((m) => m.method === "session/update");
     first.socket.terminate();
 
@@ -133,13 +150,18 @@ describe("lembas-edge link", () => {
     const card = await second.next((m) => m.method === "session/request_permission");
     second.send({ jsonrpc: "2.0", id: card.id!, result: { outcome: { outcome: "selected", optionId: "reject" } } });
     expect((await second.next((m) => m.id === 2)).result).toEqual({ stopReason: "end_turn" });
-    expect(updateKinds(second)).toEqual(expect.arrayContaining(["tool_call", "tool_call_update", "agent_message_chunk"]));
+    expect(updateKinds(second)).toEqual(
+      expect.arrayContaining(["tool_call", "tool_call_update", "agent_message_chunk"]),
+    );
     const answerAt = second.frames.findIndex((frame) => frame.includes('"again-1"'));
     const firstUpdateAt = second.frames.findIndex((frame) => frame.includes('"session/update"'));
     expect(answerAt).toBeGreaterThan(0);
     expect(firstUpdateAt).toBeGreaterThan(answerAt);
 
-    const received = (await readFile(agentInput, "utf8")).trim().split("\n").map((line) => JSON.parse(line) as Json);
+    const received = (await readFile(agentInput, "utf8"))
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Json);
     expect(received.filter((m) => m.method === "initialize")).toHaveLength(1);
     expectOnlyProtocol(first);
     expectOnlyProtocol(second);

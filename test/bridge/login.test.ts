@@ -31,7 +31,10 @@ async function startDeviceFlowServer(): Promise<DeviceFlowServer> {
       return reply(200, {
         protocol: 1,
         protocols: [1, 2],
-        endpoints: { device_authorization: `${flow.origin}/api/devices/authorize`, device_token: `${flow.origin}/api/devices/token` },
+        endpoints: {
+          device_authorization: `${flow.origin}/api/devices/authorize`,
+          device_token: `${flow.origin}/api/devices/token`,
+        },
       });
     }
     if (request.url === "/api/devices/authorize" && request.method === "POST") {
@@ -59,7 +62,10 @@ async function startDeviceFlowServer(): Promise<DeviceFlowServer> {
 }
 
 const pending: TokenAnswer = { status: 400, body: { error: "authorization_pending", detail: "not approved yet" } };
-const granted: TokenAnswer = { status: 200, body: { access_token: "lbd_dev9_secret", token_type: "Bearer", device_id: "dev9" } };
+const granted: TokenAnswer = {
+  status: 200,
+  body: { access_token: "lbd_dev9_secret", token_type: "Bearer", device_id: "dev9" },
+};
 
 let flow: DeviceFlowServer;
 let configHome: string;
@@ -80,7 +86,9 @@ describe("lembas-edge login", () => {
     expect(run.stderr()).toContain("WDJB-MJHT");
     expect(run.stdout()).toBe("");
     expect(flow.authorizeBody).toMatchObject({ platform: process.platform });
-    expect(flow.polls.map((poll) => poll.body)).toEqual(Array(4).fill({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: "lbc_code_secret" }));
+    expect(flow.polls.map((poll) => poll.body)).toEqual(
+      Array(4).fill({ grant_type: "urn:ietf:params:oauth:grant-type:device_code", device_code: "lbc_code_secret" }),
+    );
     // The interval was 0 s; slow_down made it 5 s for every later poll.
     expect(flow.polls[2]!.at - flow.polls[1]!.at).toBeGreaterThanOrEqual(4_900);
     expect(flow.polls[3]!.at - flow.polls[2]!.at).toBeGreaterThanOrEqual(4_900);
@@ -98,7 +106,9 @@ describe("lembas-edge login", () => {
     flow.answers = [granted];
     expect(await runBridge(["login", flow.origin], { configHome }).exited).toBe(0);
     const other = await startDeviceFlowServer();
-    other.answers = [{ status: 200, body: { access_token: "lbd_dev2_other", token_type: "Bearer", device_id: "dev2" } }];
+    other.answers = [
+      { status: 200, body: { access_token: "lbd_dev2_other", token_type: "Bearer", device_id: "dev2" } },
+    ];
     try {
       expect(await runBridge(["login", other.origin], { configHome }).exited).toBe(0);
     } finally {

@@ -23,9 +23,22 @@ const FILES = [
   { path: "src/my notes.md", kind: "file" },
   { path: "docs/a#b.md", kind: "file" },
 ] as const;
-const REVIEW = { name: "review", description: "Review the changes", input: { hint: "head | <branch>" }, _meta: { lembas: { kind: "builtin" } } };
-const COMPACT = { name: "compact", description: "Summarise the conversation so far", _meta: { lembas: { kind: "builtin" } } };
-const RELEASE_NOTES = { name: "release-notes", description: "Draft the release notes", _meta: { lembas: { kind: "skill" } } };
+const REVIEW = {
+  name: "review",
+  description: "Review the changes",
+  input: { hint: "head | <branch>" },
+  _meta: { lembas: { kind: "builtin" } },
+};
+const COMPACT = {
+  name: "compact",
+  description: "Summarise the conversation so far",
+  _meta: { lembas: { kind: "builtin" } },
+};
+const RELEASE_NOTES = {
+  name: "release-notes",
+  description: "Draft the release notes",
+  _meta: { lembas: { kind: "skill" } },
+};
 
 let instance: Instance;
 let browser: Browser;
@@ -46,10 +59,20 @@ const seen = {
 };
 
 const base64 = (text: string) => Buffer.from(text).toString("base64");
-const commandsUpdate = (availableCommands: unknown[]) => ({ sessionId: SESSION_ID, update: { sessionUpdate: "available_commands_update", availableCommands } }) as acp.SessionNotification;
+const commandsUpdate = (availableCommands: unknown[]) =>
+  ({
+    sessionId: SESSION_ID,
+    update: { sessionUpdate: "available_commands_update", availableCommands },
+  }) as acp.SessionNotification;
 
 function buildDevice(token: string): LembasDevice {
-  const built = new LembasDevice({ origin: instance.origin, token, capabilities: ["files", "commands", "terminal"], roots: [root], host: "ui-laptop" });
+  const built = new LembasDevice({
+    origin: instance.origin,
+    token,
+    capabilities: ["files", "commands", "terminal"],
+    roots: [root],
+    host: "ui-laptop",
+  });
   let terminals = 0;
   built.app
     .onRequest(acp.methods.agent.session.new, ({ client }) => {
@@ -90,7 +113,13 @@ beforeAll(async () => {
   root = await tempDir("ui-device-root");
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });
   page = await (await browser.newContext()).newPage();
 });
@@ -170,7 +199,10 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await panel.waitFor();
     expect(seen.terminalOpens).toEqual([{ cwd: root, cols: 100, rows: 30 }]);
 
-    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("\x1b]0;ui-laptop\x07\x1b[32mgreen\x1b[0m and plain\r\n") });
+    await device.client.notify("_lembas/terminal/output", {
+      terminalId: "term_1",
+      data: base64("\x1b]0;ui-laptop\x07\x1b[32mgreen\x1b[0m and plain\r\n"),
+    });
     // An escape cut between two frames is still taken out whole.
     await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("\x1b[1") });
     await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("mbold\x1b[0m $ ") });
@@ -180,10 +212,12 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await line.fill("ls -la");
     await line.press("Enter");
     await line.press("Control+c");
-    await expect.poll(() => seen.terminalInput).toEqual([
-      { terminalId: "term_1", data: base64("ls -la\r") },
-      { terminalId: "term_1", data: base64("\x03") },
-    ]);
+    await expect
+      .poll(() => seen.terminalInput)
+      .toEqual([
+        { terminalId: "term_1", data: base64("ls -la\r") },
+        { terminalId: "term_1", data: base64("\x03") },
+      ]);
     expect(await line.inputValue()).toBe("");
 
     await panel.getByRole("button", { name: "Close" }).click();
@@ -204,7 +238,13 @@ describe("the web UI with a device that lists files, commands and terminal", () 
 
   it("offers no file search and no terminal for a device that did not list them", async () => {
     const login = await loginDevice(instance.origin, person, "plain-box");
-    plain = new LembasDevice({ origin: instance.origin, token: login.token, capabilities: [], roots: [root], host: "plain-box" });
+    plain = new LembasDevice({
+      origin: instance.origin,
+      token: login.token,
+      capabilities: [],
+      roots: [root],
+      host: "plain-box",
+    });
     plain.app.onRequest(acp.methods.agent.session.new, () => ({ sessionId: "ses_plain_1" }));
     await plain.link();
 

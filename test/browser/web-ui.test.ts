@@ -25,7 +25,13 @@ beforeAll(async () => {
   workdir = await tempDir("ui-work");
   browser = await chromium.launch({
     executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--no-first-run"],
+    args: [
+      "--no-sandbox",
+      "--disable-gpu",
+      "--disable-background-networking",
+      "--disable-component-update",
+      "--no-first-run",
+    ],
   });
   page = await browser.newPage();
 });
@@ -61,7 +67,10 @@ describe("the web UI", () => {
   });
 
   it("shows the device online once the bridge links it", async () => {
-    const link = runBridge(["link", "--instance", instance.origin, "--", process.execPath, EXAMPLE_AGENT], { configHome, cwd: workdir });
+    const link = runBridge(["link", "--instance", instance.origin, "--", process.execPath, EXAMPLE_AGENT], {
+      configHome,
+      cwd: workdir,
+    });
     bridges.push(link);
     await page.goto(instance.origin);
     // The list refreshes by itself: the device turns online without a reload.

@@ -63,7 +63,11 @@ describe("a device linked through the bridge, driven from the client interface",
 
     expect(await login.exited).toBe(0);
     const saved = JSON.parse(await readFile(path.join(configHome, "lembas-edge", "credentials.json"), "utf8"));
-    expect(saved[instance.origin]).toMatchObject({ instance: instance.origin, device_id: deviceId, token: expect.stringMatching(/^lbd_/) });
+    expect(saved[instance.origin]).toMatchObject({
+      instance: instance.origin,
+      device_id: deviceId,
+      token: expect.stringMatching(/^lbd_/),
+    });
   });
 
   it("links the example agent and shows the link up", async () => {
@@ -78,7 +82,10 @@ describe("a device linked through the bridge, driven from the client interface",
       await new Promise((resolve) => setTimeout(resolve, 250));
       status = (await client.request("instance/status", {})).result;
     }
-    expect(status, `the link did not come up; the bridge said:\n${bridge.stderr()}\nwrangler said:\n${instance.logs().slice(-4000)}`).toMatchObject({
+    expect(
+      status,
+      `the link did not come up; the bridge said:\n${bridge.stderr()}\nwrangler said:\n${instance.logs().slice(-4000)}`,
+    ).toMatchObject({
       link: "up",
       hello: { protocol: 1, device: { platform: process.platform } },
     });
@@ -92,14 +99,20 @@ describe("a device linked through the bridge, driven from the client interface",
     expect(created.error).toBeUndefined();
     sessionId = created.result.sessionId;
 
-    const answer = client!.request("session/prompt", { sessionId, prompt: [{ type: "text", text: "tidy the config" }] });
+    const answer = client!.request("session/prompt", {
+      sessionId,
+      prompt: [{ type: "text", text: "tidy the config" }],
+    });
     const card = await client!.next((m) => m.method === "session/request_permission" && m.id !== undefined);
     expect(card.params).toMatchObject({ sessionId, toolCall: { toolCallId: "call_2", kind: "edit" } });
     client!.send({ jsonrpc: "2.0", id: card.id!, result: { outcome: { outcome: "selected", optionId: "allow" } } });
     expect((await answer).result).toMatchObject({ stopReason: "end_turn" });
 
     const updates = updatesOf(client!.messages, sessionId);
-    expect(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId)).toEqual(["call_1", "call_2"]);
+    expect(updates.filter((u) => u.sessionUpdate === "tool_call").map((u) => u.toolCallId)).toEqual([
+      "call_1",
+      "call_2",
+    ]);
     expect(updates.filter((u) => u.sessionUpdate === "tool_call_update").map((u) => [u.toolCallId, u.status])).toEqual([
       ["call_1", "completed"],
       ["call_2", "completed"],
@@ -139,7 +152,10 @@ describe("a device linked through the bridge, driven from the client interface",
 
   it("stops the bridge when its device is revoked", async () => {
     await bridge!.saw("linked to");
-    const revoked = await fetch(`${instance.origin}/api/devices/${deviceId}`, { method: "DELETE", headers: { cookie, origin: instance.origin } });
+    const revoked = await fetch(`${instance.origin}/api/devices/${deviceId}`, {
+      method: "DELETE",
+      headers: { cookie, origin: instance.origin },
+    });
     expect(revoked.ok).toBe(true);
     expect(await bridge!.exited).toBe(1);
     expect(bridge!.stderr()).toContain("this device was revoked; run lembas-edge login again");

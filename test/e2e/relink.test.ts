@@ -55,7 +55,13 @@ describe("a link dropped mid-turn and dialled again", () => {
     const person = await firstPerson(instance.origin);
     const login = await loginDevice(instance.origin, person, "e2e-relink");
     const root = await tempDir("relink-root");
-    device = new LembasDevice({ origin: instance.origin, token: login.token, capabilities: ["turns", "sessions", "status"], roots: [root], host: "e2e-relink" });
+    device = new LembasDevice({
+      origin: instance.origin,
+      token: login.token,
+      capabilities: ["turns", "sessions", "status"],
+      roots: [root],
+      host: "e2e-relink",
+    });
     device.app
       .onRequest(acp.methods.agent.session.new, () => ({ sessionId: SESSION_ID }))
       .onRequest(acp.methods.agent.session.prompt, async ({ params, client: instanceSide }) => {
@@ -73,7 +79,9 @@ describe("a link dropped mid-turn and dialled again", () => {
         return turn;
       });
 
-    client = await ClientSocket.open(`${instance.origin.replace(/^http/, "ws")}/api/devices/${login.deviceId}/client`, { authorization: person.apiAuth });
+    client = await ClientSocket.open(`${instance.origin.replace(/^http/, "ws")}/api/devices/${login.deviceId}/client`, {
+      authorization: person.apiAuth,
+    });
     await device.link();
     await linkNotice("up", 0);
     const created = await client.request("session/new", { cwd: root, mcpServers: [] });
@@ -84,7 +92,12 @@ describe("a link dropped mid-turn and dialled again", () => {
 
   it("keeps the client's prompt open across the drop, sends it again with the same turnId, and answers it once", async () => {
     const arrived = nextPrompt();
-    client.send({ jsonrpc: "2.0", id: "prompt-1", method: "session/prompt", params: { sessionId: SESSION_ID, prompt: [{ type: "text", text: "why is CI red?" }] } });
+    client.send({
+      jsonrpc: "2.0",
+      id: "prompt-1",
+      method: "session/prompt",
+      params: { sessionId: SESSION_ID, prompt: [{ type: "text", text: "why is CI red?" }] },
+    });
     await arrived;
     const chunk = await client.next((m) => m.method === "session/update" && m.params.sessionId === SESSION_ID);
     expect(chunk.params.update.content.text).toBe("Reading the logs first.");
@@ -99,7 +112,10 @@ describe("a link dropped mid-turn and dialled again", () => {
     const down = await linkNotice("down", mark);
     expect(client.messages.slice(mark).filter(isPromptAnswer)).toEqual([]);
     const whileDown = (await client.request("instance/status", {})).result;
-    expect(whileDown, JSON.stringify(down.params)).toMatchObject({ link: "down", turns: [expect.objectContaining({ sessionId: SESSION_ID, turnId })] });
+    expect(whileDown, JSON.stringify(down.params)).toMatchObject({
+      link: "down",
+      turns: [expect.objectContaining({ sessionId: SESSION_ID, turnId })],
+    });
 
     // The device dials again: a new socket, hello, initialize — then the same prompt, with the same turnId.
     const again = nextPrompt();

@@ -6,7 +6,9 @@ import { call, jsonOf } from "./requests";
 
 /** GET /api/chats?device=… as the person sees it. */
 export async function chatsOf(user: TestUser, deviceId: string): Promise<ChatInfo[]> {
-  return jsonOf<ChatInfo[]>(await call("GET", `/api/chats?device=${deviceId}`, { headers: { authorization: user.apiAuth } }));
+  return jsonOf<ChatInfo[]>(
+    await call("GET", `/api/chats?device=${deviceId}`, { headers: { authorization: user.apiAuth } }),
+  );
 }
 
 export interface PendingRow {
@@ -18,7 +20,9 @@ export interface PendingRow {
 
 /** Every pending_deletes row of a device, given up ones too. */
 export async function pendingRows(deviceId: string): Promise<PendingRow[]> {
-  const { results } = await env.DB.prepare("SELECT session_id, refusals, state, last_error FROM pending_deletes WHERE device_id = ? ORDER BY session_id")
+  const { results } = await env.DB.prepare(
+    "SELECT session_id, refusals, state, last_error FROM pending_deletes WHERE device_id = ? ORDER BY session_id",
+  )
     .bind(deviceId)
     .all<PendingRow>();
   return results;

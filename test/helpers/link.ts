@@ -37,12 +37,16 @@ export class Peer {
     ws.accept();
     ws.addEventListener("message", (event) => {
       if (event.data === "pong") return this.#pong?.();
-      const message = JSON.parse(typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data)) as Wire;
+      const message = JSON.parse(
+        typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data),
+      ) as Wire;
       const waiter = this.#waiting.shift();
       if (waiter) waiter(message);
       else this.#queue.push(message);
     });
-    this.closed = new Promise((resolve) => ws.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason })));
+    this.closed = new Promise((resolve) =>
+      ws.addEventListener("close", (event) => resolve({ code: event.code, reason: event.reason })),
+    );
   }
 
   send(message: unknown): void {
@@ -105,8 +109,23 @@ export class Peer {
 }
 
 export const CAPABILITIES_ALL = [
-  "directories", "configure", "steer", "terminal", "sessions", "status", "delete", "compact", "title", "files",
-  "commands", "attachments", "ask", "plan", "model", "turns", "shell",
+  "directories",
+  "configure",
+  "steer",
+  "terminal",
+  "sessions",
+  "status",
+  "delete",
+  "compact",
+  "title",
+  "files",
+  "commands",
+  "attachments",
+  "ask",
+  "plan",
+  "model",
+  "turns",
+  "shell",
 ];
 
 export function hello(protocol = 2) {
@@ -133,7 +152,15 @@ export function initializeResult(protocol = 2, capabilities: string[] = CAPABILI
     },
     authMethods: [],
     agentInfo: { name: "LLeMbas CLI", version: "1.4.0" },
-    _meta: { lembas: { protocol, harness_spec: "1.0.0", limits: { roots: ["~/work"], max_mode: "edit" }, connection: "example", capabilities } },
+    _meta: {
+      lembas: {
+        protocol,
+        harness_spec: "1.0.0",
+        limits: { roots: ["~/work"], max_mode: "edit" },
+        connection: "example",
+        capabilities,
+      },
+    },
   };
 }
 
@@ -158,7 +185,10 @@ export async function linkDevice(
 
 /** A client socket of a person on one of their devices. */
 export async function attachClient(user: TestUser, deviceId: string, via: "api" | "cookie" = "api"): Promise<Peer> {
-  const res = await upgrade(`/api/devices/${deviceId}/client`, via === "api" ? { authorization: user.apiAuth } : { cookie: user.cookie, origin: ORIGIN });
+  const res = await upgrade(
+    `/api/devices/${deviceId}/client`,
+    via === "api" ? { authorization: user.apiAuth } : { cookie: user.cookie, origin: ORIGIN },
+  );
   if (res.status !== 101 || !res.webSocket) throw new Error(`client refused: ${res.status} ${await res.text()}`);
   return new Peer(res.webSocket);
 }

@@ -59,7 +59,8 @@ function chat(body: ChatBody): Response {
       });
       if (hang) return;
       controller.enqueue(sse({ ...chunk(body.model, ""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
-      if (body.stream_options?.include_usage) controller.enqueue(sse({ ...chunk(body.model, ""), choices: [], usage: USAGE }));
+      if (body.stream_options?.include_usage)
+        controller.enqueue(sse({ ...chunk(body.model, ""), choices: [], usage: USAGE }));
       controller.enqueue(sse("[DONE]"));
       controller.close();
     },
@@ -69,16 +70,25 @@ function chat(body: ChatBody): Response {
 
 export async function fakeUpstream(request: Request): Promise<Response> {
   const url = new URL(request.url);
-  if (url.host !== "upstream.test") return Response.json({ error: `no network in tests (${url.host})` }, { status: 502 });
+  if (url.host !== "upstream.test")
+    return Response.json({ error: `no network in tests (${url.host})` }, { status: 502 });
   if (url.pathname === "/_received") {
     const tag = url.searchParams.get("tag") ?? "";
     return Response.json(received.filter((r) => r.body.includes(tag)));
   }
-  const record: Received = { url: request.url, authorization: request.headers.get("authorization"), body: await request.text() };
+  const record: Received = {
+    url: request.url,
+    authorization: request.headers.get("authorization"),
+    body: await request.text(),
+  };
   received.push(record);
   if (url.pathname === "/v1/chat/completions") return chat(JSON.parse(record.body) as ChatBody);
   if (url.pathname === "/v1/embeddings") {
-    return Response.json({ object: "list", data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2, 0.3] }], usage: { prompt_tokens: 7, total_tokens: 7 } });
+    return Response.json({
+      object: "list",
+      data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2, 0.3] }],
+      usage: { prompt_tokens: 7, total_tokens: 7 },
+    });
   }
   return Response.json({ error: { message: `no route ${url.pathname}` } }, { status: 404 });
 }

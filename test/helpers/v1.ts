@@ -3,7 +3,11 @@ import { env, SELF } from "cloudflare:test";
 
 export const BASE = "https://lembas.test";
 
-export function call(path: string, auth: string | null, init: { method?: string; body?: unknown; headers?: Record<string, string> } = {}): Promise<Response> {
+export function call(
+  path: string,
+  auth: string | null,
+  init: { method?: string; body?: unknown; headers?: Record<string, string> } = {},
+): Promise<Response> {
   const headers: Record<string, string> = { ...init.headers };
   if (auth) headers.authorization = auth;
   if (init.body !== undefined) headers["content-type"] = "application/json";
@@ -25,7 +29,9 @@ export interface UsageRow {
 }
 
 export async function usageRows(userId: string): Promise<UsageRow[]> {
-  const { results } = await env.DB.prepare("SELECT * FROM usage WHERE user_id = ? ORDER BY id").bind(userId).all<UsageRow>();
+  const { results } = await env.DB.prepare("SELECT * FROM usage WHERE user_id = ? ORDER BY id")
+    .bind(userId)
+    .all<UsageRow>();
   return results;
 }
 
@@ -52,8 +58,13 @@ export async function upstreamReceived(tag: string): Promise<ReceivedUpstream[]>
 }
 
 /** A usage row as if a request had been made at `at` (ms). */
-export async function spend(userId: string, usage: { cost: number; at?: number; deviceId?: string | null; tokensIn?: number; tokensOut?: number }): Promise<void> {
-  await env.DB.prepare("INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', ?, ?, ?, ?)")
+export async function spend(
+  userId: string,
+  usage: { cost: number; at?: number; deviceId?: string | null; tokensIn?: number; tokensOut?: number },
+): Promise<void> {
+  await env.DB.prepare(
+    "INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', ?, ?, ?, ?)",
+  )
     .bind(userId, usage.deviceId ?? null, usage.tokensIn ?? 0, usage.tokensOut ?? 0, usage.cost, usage.at ?? Date.now())
     .run();
 }

@@ -19,7 +19,10 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
   const text = await res.text();
   const data: unknown = text ? JSON.parse(text) : null;
   if (!res.ok) {
-    const detail = data && typeof data === "object" && "detail" in data ? String((data as { detail: unknown }).detail) : res.statusText;
+    const detail =
+      data && typeof data === "object" && "detail" in data
+        ? String((data as { detail: unknown }).detail)
+        : res.statusText;
     throw new ApiError(res.status, detail);
   }
   return data as T;
@@ -59,5 +62,6 @@ export const setup = (email: string, password: string) => api<unknown>("POST", "
 export const signOut = () => api<unknown>("POST", "/api/auth/logout");
 export const devices = () => api<Device[]>("GET", "/api/devices");
 export const chats = (deviceId: string) => api<Chat[]>("GET", `/api/chats?device=${encodeURIComponent(deviceId)}`);
-export const approveCode = (userCode: string) => api<{ device_id: string; name: string }>("POST", "/api/devices/approve", { user_code: userCode });
+export const approveCode = (userCode: string) =>
+  api<{ device_id: string; name: string }>("POST", "/api/devices/approve", { user_code: userCode });
 export const denyCode = (userCode: string) => api<unknown>("POST", "/api/devices/deny", { user_code: userCode });

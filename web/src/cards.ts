@@ -8,9 +8,22 @@ import type { IncomingRequest, Params } from "./client-socket.js";
 type Json = Params[string];
 type Answer = (result: Json) => void;
 
-interface PermissionOption { optionId: string; name: string; kind: string }
-interface QuestionOption { label: string; description?: string; recommended?: boolean }
-interface Question { header?: string; question: string; multiple?: boolean; options: QuestionOption[] }
+interface PermissionOption {
+  optionId: string;
+  name: string;
+  kind: string;
+}
+interface QuestionOption {
+  label: string;
+  description?: string;
+  recommended?: boolean;
+}
+interface Question {
+  header?: string;
+  question: string;
+  multiple?: boolean;
+  options: QuestionOption[];
+}
 
 export function toolCallIdOf(params: Params): string {
   const toolCall = params.toolCall as { toolCallId?: string } | undefined;
@@ -20,7 +33,8 @@ export function toolCallIdOf(params: Params): string {
 export function renderCard(request: IncomingRequest, answer: Answer): HTMLElement | null {
   const p = request.params;
   const key = toolCallIdOf(p);
-  const card = (title: string, ...body: (Node | string | null)[]) => h("section", { class: "card-request", "data-tool-call-id": key }, h("h3", {}, title), ...body);
+  const card = (title: string, ...body: (Node | string | null)[]) =>
+    h("section", { class: "card-request", "data-tool-call-id": key }, h("h3", {}, title), ...body);
   switch (request.method) {
     case "session/request_permission": {
       const toolCall = p.toolCall as { title?: string; rawInput?: Json } | undefined;
@@ -28,7 +42,20 @@ export function renderCard(request: IncomingRequest, answer: Answer): HTMLElemen
       return card(
         "Approve?",
         h("p", {}, toolCall?.title ?? "a tool call"),
-        h("div", { class: "actions" }, ...options.map((o) => h("button", { class: o.kind.startsWith("reject") ? "secondary" : "", onclick: () => answer({ outcome: { outcome: "selected", optionId: o.optionId } }) }, o.name))),
+        h(
+          "div",
+          { class: "actions" },
+          ...options.map((o) =>
+            h(
+              "button",
+              {
+                class: o.kind.startsWith("reject") ? "secondary" : "",
+                onclick: () => answer({ outcome: { outcome: "selected", optionId: o.optionId } }),
+              },
+              o.name,
+            ),
+          ),
+        ),
       );
     }
     case "_lembas/question": {
@@ -36,29 +63,62 @@ export function renderCard(request: IncomingRequest, answer: Answer): HTMLElemen
       const form = h("form", {});
       questions.forEach((q, i) => {
         form.append(
-          h("fieldset", {}, h("legend", {}, q.header ? `${q.header}: ${q.question}` : q.question),
-            ...q.options.map((o) => h("label", {}, h("input", { type: q.multiple ? "checkbox" : "radio", name: `q${i}`, value: o.label.slice(0, 240) }), ` ${o.label.slice(0, 240)}`)),
+          h(
+            "fieldset",
+            {},
+            h("legend", {}, q.header ? `${q.header}: ${q.question}` : q.question),
+            ...q.options.map((o) =>
+              h(
+                "label",
+                {},
+                h("input", { type: q.multiple ? "checkbox" : "radio", name: `q${i}`, value: o.label.slice(0, 240) }),
+                ` ${o.label.slice(0, 240)}`,
+              ),
+            ),
           ),
         );
       });
       const send = () => {
         const answers = questions.map((_, i): Json => {
-          const labels = [...form.querySelectorAll<HTMLInputElement>(`input[name="q${i}"]:checked`)].map((x) => x.value);
+          const labels = [...form.querySelectorAll<HTMLInputElement>(`input[name="q${i}"]:checked`)].map(
+            (x) => x.value,
+          );
           return labels.length ? { kind: "options", labels } : { kind: "skipped" };
         });
         answer({ outcome: "answered", answers });
       };
-      return card("Question", typeof p.why === "string" ? h("p", {}, p.why) : null, form,
-        h("div", { class: "actions" }, h("button", { onclick: send }, "Answer"), h("button", { class: "secondary", onclick: () => answer({ outcome: "dismissed" }) }, "Dismiss")));
+      return card(
+        "Question",
+        typeof p.why === "string" ? h("p", {}, p.why) : null,
+        form,
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { onclick: send }, "Answer"),
+          h("button", { class: "secondary", onclick: () => answer({ outcome: "dismissed" }) }, "Dismiss"),
+        ),
+      );
     }
     case "_lembas/plan": {
       const feedback = h("textarea", { placeholder: "What should change?" });
-      return card("Plan", h("p", {}, String(p.path ?? "")), h("pre", {}, String(p.text ?? "")), feedback,
-        h("div", { class: "actions" },
+      return card(
+        "Plan",
+        h("p", {}, String(p.path ?? "")),
+        h("pre", {}, String(p.text ?? "")),
+        feedback,
+        h(
+          "div",
+          { class: "actions" },
           h("button", { onclick: () => answer({ outcome: "approve", mode: "edit" }) }, "Approve (edit)"),
           h("button", { onclick: () => answer({ outcome: "approve", mode: "manual" }) }, "Approve (manual)"),
-          h("button", { class: "secondary", onclick: () => answer({ outcome: "revise", feedback: feedback.value }) }, "Revise"),
-          h("button", { class: "secondary", onclick: () => answer({ outcome: "dismissed" }) }, "Dismiss")));
+          h(
+            "button",
+            { class: "secondary", onclick: () => answer({ outcome: "revise", feedback: feedback.value }) },
+            "Revise",
+          ),
+          h("button", { class: "secondary", onclick: () => answer({ outcome: "dismissed" }) }, "Dismiss"),
+        ),
+      );
     }
     default:
       return null;

@@ -40,7 +40,12 @@ export const escapePath = (path: string) => path.replace(/[ #]/g, "\\$&");
 const unescapePath = (text: string) => text.replace(/\\(.)/g, "$1");
 
 export class Composer {
-  readonly text = h("textarea", { name: "prompt", placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line, @ for a file, / for a command)", rows: 3, disabled: true });
+  readonly text = h("textarea", {
+    name: "prompt",
+    placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line, @ for a file, / for a command)",
+    rows: 3,
+    disabled: true,
+  });
   readonly list = h("ul", { class: "suggestions", role: "listbox", hidden: true });
   private readonly commands = new Map<string, Command[]>();
   private items: Suggestion[] = [];
@@ -79,7 +84,10 @@ export class Composer {
   }
 
   private setCommands(sessionId: string, commands: Command[] | undefined): void {
-    this.commands.set(sessionId, (commands ?? []).filter((c) => typeof c?.name === "string"));
+    this.commands.set(
+      sessionId,
+      (commands ?? []).filter((c) => typeof c?.name === "string"),
+    );
   }
 
   private update(): void {
@@ -110,7 +118,11 @@ export class Composer {
     const ask = ++this.asked;
     this.timer = setTimeout(async () => {
       try {
-        const res = await this.socket.request<{ files: FileMatch[] }>("_lembas/files/search", { sessionId, query, limit: SEARCH_LIMIT });
+        const res = await this.socket.request<{ files: FileMatch[] }>("_lembas/files/search", {
+          sessionId,
+          query,
+          limit: SEARCH_LIMIT,
+        });
         if (ask !== this.asked) return;
         this.show(
           res.files.map((f) => {
@@ -122,7 +134,13 @@ export class Composer {
       } catch (err) {
         if (ask !== this.asked) return;
         this.close();
-        this.list.append(h("li", { class: "error" }, `file search failed: ${err instanceof RpcFailure || err instanceof Error ? err.message : String(err)}`));
+        this.list.append(
+          h(
+            "li",
+            { class: "error" },
+            `file search failed: ${err instanceof RpcFailure || err instanceof Error ? err.message : String(err)}`,
+          ),
+        );
         this.list.hidden = false;
       }
     }, SEARCH_DELAY_MS);

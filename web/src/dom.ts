@@ -23,7 +23,9 @@ export function h<K extends keyof HTMLElementTagNameMap>(
 
 export function replace(parent: Element, ...children: Child[]): void {
   parent.replaceChildren();
-  for (const child of children) if (child !== null && child !== undefined && child !== false) parent.append(typeof child === "number" ? String(child) : child);
+  for (const child of children)
+    if (child !== null && child !== undefined && child !== false)
+      parent.append(typeof child === "number" ? String(child) : child);
 }
 
 /** Reads a form's named fields as strings. */

@@ -23,7 +23,11 @@ async function route(): Promise<void> {
     }
     throw err;
   }
-  replace(bar, h("span", {}, who.email), h("button", { class: "link", onclick: () => void signOut().then(route) }, "Sign out"));
+  replace(
+    bar,
+    h("span", {}, who.email),
+    h("button", { class: "link", onclick: () => void signOut().then(route) }, "Sign out"),
+  );
   if (location.pathname === "/device") return approveView(root, new URLSearchParams(location.search).get("code") ?? "");
   const m = /^#\/devices\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
   if (m) {

@@ -13,7 +13,8 @@ const ROWS = 30;
 
 /** CSI (colours, cursor moves), OSC ended by BEL or ST (titles, the shell integration's 133 and 7 marks), charset
  * selections and other two-byte escapes; then the control characters a plain <pre> cannot show. */
-const ESCAPES = /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+#][ -~]|[^[\]])|[\x00-\x08\x0b-\x1f\x7f]/g;
+const ESCAPES =
+  /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+#][ -~]|[^[\]])|[\x00-\x08\x0b-\x1f\x7f]/g;
 /** An escape cut off at the end of a frame, kept until the next frame completes it. */
 const UNFINISHED = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[()*+#])?$/;
 
@@ -31,7 +32,13 @@ function toBase64(text: string): string {
 export class TerminalPanel {
   readonly el: HTMLElement;
   private readonly screen = h("pre", { class: "terminal-output", "aria-live": "polite" });
-  private readonly line = h("input", { class: "terminal-input", "aria-label": "Terminal input", placeholder: "A command, Enter to send (Ctrl-C interrupts)", autocomplete: "off", spellcheck: "false" });
+  private readonly line = h("input", {
+    class: "terminal-input",
+    "aria-label": "Terminal input",
+    placeholder: "A command, Enter to send (Ctrl-C interrupts)",
+    autocomplete: "off",
+    spellcheck: "false",
+  });
   /** Streaming, so a character split across two frames is decoded whole. */
   private readonly decoder = new TextDecoder();
   private unfinished = "";
@@ -47,14 +54,22 @@ export class TerminalPanel {
     this.el = h(
       "section",
       { class: "terminal", "data-terminal-id": terminalId },
-      h("div", { class: "terminal-bar" }, h("span", { class: "muted" }, `Terminal in ${cwd}`), h("button", { class: "secondary", onclick: () => this.close() }, "Close")),
+      h(
+        "div",
+        { class: "terminal-bar" },
+        h("span", { class: "muted" }, `Terminal in ${cwd}`),
+        h("button", { class: "secondary", onclick: () => this.close() }, "Close"),
+      ),
       this.screen,
       this.line,
     );
   }
 
   static async open(socket: ClientSocket, cwd: string, onEnd: (note: string) => void): Promise<TerminalPanel> {
-    const res = await socket.request<{ terminalId: string; cwd: string }>("_lembas/terminal/open", cwd ? { cwd, cols: COLS, rows: ROWS } : { cols: COLS, rows: ROWS });
+    const res = await socket.request<{ terminalId: string; cwd: string }>(
+      "_lembas/terminal/open",
+      cwd ? { cwd, cols: COLS, rows: ROWS } : { cols: COLS, rows: ROWS },
+    );
     return new TerminalPanel(socket, res.terminalId, res.cwd, onEnd);
   }
 

@@ -2,7 +2,15 @@
 import { h } from "./dom.js";
 import type { Params } from "./client-socket.js";
 
-type Update = { sessionUpdate?: string; content?: { type?: string; text?: string }; toolCallId?: string; title?: string; status?: string; kind?: string; entries?: { content?: string; status?: string }[] };
+type Update = {
+  sessionUpdate?: string;
+  content?: { type?: string; text?: string };
+  toolCallId?: string;
+  title?: string;
+  status?: string;
+  kind?: string;
+  entries?: { content?: string; status?: string }[];
+};
 
 export class Transcript {
   readonly el = h("div", { class: "transcript", "aria-live": "polite" });
@@ -38,7 +46,13 @@ export class Transcript {
         this.tool(update, false);
         break;
       case "plan":
-        this.el.append(h("ul", { class: "msg plan" }, ...(update.entries ?? []).map((e) => h("li", { class: e.status ?? "" }, e.content ?? ""))));
+        this.el.append(
+          h(
+            "ul",
+            { class: "msg plan" },
+            ...(update.entries ?? []).map((e) => h("li", { class: e.status ?? "" }, e.content ?? "")),
+          ),
+        );
         this.current = null;
         break;
     }
@@ -59,7 +73,13 @@ export class Transcript {
     const id = update.toolCallId ?? "";
     let el = this.tools.get(id);
     if (!el && (created || id)) {
-      el = h("div", { class: "msg tool", "data-tool-call-id": id }, h("span", { class: "tool-title" }), " ", h("span", { class: "tool-status" }));
+      el = h(
+        "div",
+        { class: "msg tool", "data-tool-call-id": id },
+        h("span", { class: "tool-title" }),
+        " ",
+        h("span", { class: "tool-status" }),
+      );
       this.tools.set(id, el);
       this.el.append(el);
       this.current = null;

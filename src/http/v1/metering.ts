@@ -33,7 +33,12 @@ export async function reportWindow(env: Env, userId: string, now: number, w: Win
       : w.oldest === null
         ? null
         : w.oldest + w.seconds * 1000;
-  return { window: w.window, limit: w.limit, spent: w.spent, frees_at: freesAt === null ? null : new Date(freesAt).toISOString() };
+  return {
+    window: w.window,
+    limit: w.limit,
+    spent: w.spent,
+    frees_at: freesAt === null ? null : new Date(freesAt).toISOString(),
+  };
 }
 
 const shown = (n: number) => (Math.abs(n) < 1000 ? n.toFixed(2) : n.toFixed(0));
@@ -46,9 +51,13 @@ export async function assertMayUse(env: Env, caller: ApiCaller, now = Date.now()
   const standing = await readStanding(env.DB, caller.userId, now);
   if (standing.admin || standing.plan === null) return standing;
   if (standing.balance !== null && standing.balance <= 0) {
-    throw new HttpError(402, `no credits left on plan ${standing.plan.name} (balance ${shown(standing.balance)}); ask the operator for more`, {
-      balance: standing.balance,
-    });
+    throw new HttpError(
+      402,
+      `no credits left on plan ${standing.plan.name} (balance ${shown(standing.balance)}); ask the operator for more`,
+      {
+        balance: standing.balance,
+      },
+    );
   }
   const full = standing.windows.find((w) => w.spent >= w.limit);
   if (full) {
@@ -66,7 +75,13 @@ export async function assertMayUse(env: Env, caller: ApiCaller, now = Date.now()
 }
 
 /** Writes the request's usage row once `counts` settles, without holding the answer back. */
-export function chargeLater(env: Env, ctx: ExecutionContext, caller: ApiCaller, model: ServedModel, counts: Promise<TokenCounts>): void {
+export function chargeLater(
+  env: Env,
+  ctx: ExecutionContext,
+  caller: ApiCaller,
+  model: ServedModel,
+  counts: Promise<TokenCounts>,
+): void {
   ctx.waitUntil(
     counts
       .then((t) =>
@@ -85,7 +100,13 @@ export function chargeLater(env: Env, ctx: ExecutionContext, caller: ApiCaller, 
 }
 
 /** Relays an unstreamed provider answer and charges the usage it reports (none reported: nothing charged). */
-export async function relayJson(env: Env, ctx: ExecutionContext, caller: ApiCaller, model: ServedModel, upstream: Response): Promise<Response> {
+export async function relayJson(
+  env: Env,
+  ctx: ExecutionContext,
+  caller: ApiCaller,
+  model: ServedModel,
+  upstream: Response,
+): Promise<Response> {
   let answer: unknown;
   try {
     answer = await upstream.json();

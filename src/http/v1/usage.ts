@@ -19,7 +19,10 @@ export const usage: Handler = async (request, env) => {
   const caller = await authenticateCaller(request, env);
   const now = Date.now();
   const from = monthStart(now);
-  const [standing, spend] = await Promise.all([readStanding(env.DB, caller.userId, now), spendSince(env.DB, caller.userId, caller.deviceId, from)]);
+  const [standing, spend] = await Promise.all([
+    readStanding(env.DB, caller.userId, now),
+    spendSince(env.DB, caller.userId, caller.deviceId, from),
+  ]);
   const { plan } = standing;
   const value = plan?.currency && plan.credit_value !== null ? plan.credit_value : null;
   const money = (credits: number | null) => (credits === null ? null : credits * value!);
@@ -34,6 +37,8 @@ export const usage: Handler = async (request, env) => {
     ...(value !== null && { currency: plan!.currency, credit_value: value, balance_money: money(standing.balance) }),
     ...(standing.admin
       ? { admin: true }
-      : standing.windows.length > 0 && { windows: await Promise.all(standing.windows.map((w) => reportWindow(env, caller.userId, now, w))) }),
+      : standing.windows.length > 0 && {
+          windows: await Promise.all(standing.windows.map((w) => reportWindow(env, caller.userId, now, w))),
+        }),
   });
 };

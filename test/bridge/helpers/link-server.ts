@@ -18,7 +18,13 @@ export interface LinkConnection {
   send(message: Json): void;
 }
 
-export type Json = Record<string, unknown> & { id?: string | number | null; method?: string; params?: any; result?: any; error?: any };
+export type Json = Record<string, unknown> & {
+  id?: string | number | null;
+  method?: string;
+  params?: any;
+  result?: any;
+  error?: any;
+};
 
 export interface LinkServer {
   origin: string;
@@ -38,7 +44,13 @@ export async function startLinkServer(): Promise<LinkServer> {
   const http: Server = createServer((request, response) => {
     if (request.url === "/.well-known/lembas.json") {
       response.writeHead(200, { "content-type": "application/json" });
-      response.end(JSON.stringify({ protocol: 1, protocols: server.protocols, endpoints: { link: `${wsOrigin()}/api/devices/link` } }));
+      response.end(
+        JSON.stringify({
+          protocol: 1,
+          protocols: server.protocols,
+          endpoints: { link: `${wsOrigin()}/api/devices/link` },
+        }),
+      );
       return;
     }
     response.writeHead(404, { "content-type": "application/json" });
@@ -52,8 +64,7 @@ export async function startLinkServer(): Promise<LinkServer> {
     refuseWith: null,
     answerPings: true,
     protocols: [1, 2],
-    connection: (n, timeoutMs = 20_000) =>
-      until(() => server.connections[n], waiting, timeoutMs, `connection ${n}`),
+    connection: (n, timeoutMs = 20_000) => until(() => server.connections[n], waiting, timeoutMs, `connection ${n}`),
     close: async () => {
       for (const client of wss.clients) client.terminate();
       await new Promise<void>((resolve) => wss.close(() => resolve()));
@@ -65,7 +76,9 @@ export async function startLinkServer(): Promise<LinkServer> {
   http.on("upgrade", (request: IncomingMessage, socket, head) => {
     if (request.url !== "/api/devices/link" || server.refuseWith !== null) {
       const status = server.refuseWith ?? 404;
-      socket.end(`HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"detail":"refused"}`);
+      socket.end(
+        `HTTP/1.1 ${status} Refused\r\ncontent-type: application/json\r\nconnection: close\r\n\r\n{"detail":"refused"}`,
+      );
       return;
     }
     wss.handleUpgrade(request, socket, head, (ws) => {
@@ -89,13 +102,11 @@ export async function startLinkServer(): Promise<LinkServer> {
         authorization: request.headers.authorization,
         closed,
         next: (predicate, timeoutMs = 20_000) =>
-          until(() => messages.find(predicate), arrivals, timeoutMs, "a message").then(
-            (found) => {
-              // A message is handed out once, so a test can wait for the next one of the same kind.
-              messages.splice(messages.indexOf(found), 1);
-              return found;
-            },
-          ),
+          until(() => messages.find(predicate), arrivals, timeoutMs, "a message").then((found) => {
+            // A message is handed out once, so a test can wait for the next one of the same kind.
+            messages.splice(messages.indexOf(found), 1);
+            return found;
+          }),
         send: (message) => ws.send(JSON.stringify(message)),
       });
       for (const wake of waiting) wake();

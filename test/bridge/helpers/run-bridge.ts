@@ -25,7 +25,10 @@ export async function tempDir(prefix: string): Promise<string> {
   return mkdtemp(path.join(process.env[TEMP_ROOT_ENV] ?? tmpdir(), `lembas-edge-${prefix}-`));
 }
 
-export function runBridge(args: string[], options: { configHome: string; cwd?: string; env?: NodeJS.ProcessEnv }): BridgeRun {
+export function runBridge(
+  args: string[],
+  options: { configHome: string; cwd?: string; env?: NodeJS.ProcessEnv },
+): BridgeRun {
   const child = spawn(process.execPath, [BRIDGE, ...args], {
     cwd: options.cwd ?? ROOT,
     env: { ...process.env, XDG_CONFIG_HOME: options.configHome, ...options.env },

@@ -16,7 +16,13 @@ export interface LoggedInDevice {
   token: string;
 }
 
-async function post<T>(origin: string, route: string, body: unknown, headers: Record<string, string>, want: number): Promise<{ body: T; response: Response }> {
+async function post<T>(
+  origin: string,
+  route: string,
+  body: unknown,
+  headers: Record<string, string>,
+  want: number,
+): Promise<{ body: T; response: Response }> {
   const response = await fetch(`${origin}${route}`, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -40,8 +46,26 @@ export async function firstPerson(origin: string): Promise<Person> {
 
 /** A device through the whole device login, approved by the signed-in person. */
 export async function loginDevice(origin: string, person: Person, host: string): Promise<LoggedInDevice> {
-  const code = await post<{ device_code: string; user_code: string }>(origin, "/api/devices/authorize", { host, platform: "linux" }, {}, 200);
-  await post(origin, "/api/devices/approve", { user_code: code.body.user_code }, { cookie: person.cookie, origin }, 200);
-  const token = await post<{ access_token: string; device_id: string }>(origin, "/api/devices/token", { device_code: code.body.device_code }, {}, 200);
+  const code = await post<{ device_code: string; user_code: string }>(
+    origin,
+    "/api/devices/authorize",
+    { host, platform: "linux" },
+    {},
+    200,
+  );
+  await post(
+    origin,
+    "/api/devices/approve",
+    { user_code: code.body.user_code },
+    { cookie: person.cookie, origin },
+    200,
+  );
+  const token = await post<{ access_token: string; device_id: string }>(
+    origin,
+    "/api/devices/token",
+    { device_code: code.body.device_code },
+    {},
+    200,
+  );
   return { deviceId: token.body.device_id, token: token.body.access_token };
 }

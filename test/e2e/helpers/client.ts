@@ -1,7 +1,14 @@
 /** A person's script on the client interface: GET /api/devices/:deviceId/client, JSON-RPC 2.0, one message a frame. */
 import WebSocket from "ws";
 
-export type Message = { jsonrpc: "2.0"; id?: string | number | null; method?: string; params?: any; result?: any; error?: any };
+export type Message = {
+  jsonrpc: "2.0";
+  id?: string | number | null;
+  method?: string;
+  params?: any;
+  result?: any;
+  error?: any;
+};
 
 export class ClientSocket {
   private nextId = 1;
@@ -23,7 +30,9 @@ export class ClientSocket {
     return new Promise((resolve, reject) => {
       const socket = new WebSocket(url, { headers });
       socket.once("open", () => resolve(new ClientSocket(socket)));
-      socket.once("unexpected-response", (_request, response) => reject(new Error(`client socket refused: HTTP ${response.statusCode}`)));
+      socket.once("unexpected-response", (_request, response) =>
+        reject(new Error(`client socket refused: HTTP ${response.statusCode}`)),
+      );
       socket.once("error", reject);
     });
   }
@@ -51,7 +60,11 @@ export class ClientSocket {
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.arrivals.delete(check);
-        reject(new Error(`no matching message in ${timeoutMs} ms; received:\n${this.received.map((m) => JSON.stringify(m)).join("\n")}`));
+        reject(
+          new Error(
+            `no matching message in ${timeoutMs} ms; received:\n${this.received.map((m) => JSON.stringify(m)).join("\n")}`,
+          ),
+        );
       }, timeoutMs);
       const check = () => {
         const found = this.received.find((m, i) => i >= after && !this.handedOut.has(m) && predicate(m));

@@ -63,7 +63,15 @@ export class LembasDevice {
           },
           authMethods: [],
           agentInfo: { name: "LLeMbas CLI", version: "0.0.0-e2e" },
-          _meta: { lembas: { protocol: 2, harness_spec: "1.0.0", limits, connection: "e2e", capabilities: [...options.capabilities] } },
+          _meta: {
+            lembas: {
+              protocol: 2,
+              harness_spec: "1.0.0",
+              limits,
+              connection: "e2e",
+              capabilities: [...options.capabilities],
+            },
+          },
         };
       });
   }

@@ -26,7 +26,12 @@ export function approveView(root: Element, initialCode: string): void {
     { class: "card narrow", onsubmit: (e: Event) => (e.preventDefault(), void act(true, form)) },
     h("h1", {}, "Link a device"),
     h("p", {}, "Check that this code is the one your terminal shows, then approve it."),
-    h("label", {}, "Code", h("input", { name: "user_code", value: initialCode, required: true, autocomplete: "off", class: "code" })),
+    h(
+      "label",
+      {},
+      "Code",
+      h("input", { name: "user_code", value: initialCode, required: true, autocomplete: "off", class: "code" }),
+    ),
     h("button", { type: "submit" }, "Approve"),
     h("button", { type: "button", class: "secondary", onclick: () => void act(false, form) }, "Deny"),
     result,

@@ -13,7 +13,10 @@ interface Status {
   capabilities?: string[];
 }
 
-interface HistoryTurn { role: "user" | "assistant"; text: string }
+interface HistoryTurn {
+  role: "user" | "assistant";
+  text: string;
+}
 
 export function deviceView(root: Element, deviceId: string, initialSession: string | null): () => void {
   const socket = new ClientSocket(deviceId);
@@ -23,20 +26,32 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   const badge = h("span", { class: "badge", id: "link-state" }, "connecting…");
   const title = h("span", {}, deviceId);
-  void devices().then((list) => (title.textContent = list.find((d) => d.id === deviceId)?.name ?? deviceId), () => {});
+  void devices().then(
+    (list) => (title.textContent = list.find((d) => d.id === deviceId)?.name ?? deviceId),
+    () => {},
+  );
   const chatList = h("ul", { class: "chats" });
   const cardsEl = h("div", { class: "cards" });
   const pane = h("div", { class: "pane" });
   const error = h("p", { class: "error", role: "alert" });
   const cwd = h("input", { name: "cwd", placeholder: "/absolute/path/to/project", required: true });
   // The composer waits for a session: a prompt typed before one exists would have nowhere to go.
-  const composer = new Composer(socket, { session: () => current, capabilities: () => status.capabilities ?? [], send: () => void send() });
+  const composer = new Composer(socket, {
+    session: () => current,
+    capabilities: () => status.capabilities ?? [],
+    send: () => void send(),
+  });
   const text = composer.text;
   const terminalSlot = h("div", { class: "terminal-slot" });
   let terminal: TerminalPanel | null = null;
-  const terminalButton = h("button", { class: "secondary", hidden: true, onclick: () => void openTerminal() }, "Terminal");
+  const terminalButton = h(
+    "button",
+    { class: "secondary", hidden: true, onclick: () => void openTerminal() },
+    "Terminal",
+  );
 
-  const show = (err: unknown) => (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
+  const show = (err: unknown) =>
+    (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
   const transcript = (sessionId: string) => {
     let t = transcripts.get(sessionId);
     if (!t) transcripts.set(sessionId, (t = new Transcript()));
@@ -63,7 +78,20 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   const refreshChats = async () => {
     const list: Chat[] = await chats(deviceId).catch(() => []);
-    replace(chatList, ...list.map((c) => h("li", {}, h("a", { href: "#", onclick: (e: Event) => (e.preventDefault(), void select(c.session_id)) }, c.title ?? c.session_id))));
+    replace(
+      chatList,
+      ...list.map((c) =>
+        h(
+          "li",
+          {},
+          h(
+            "a",
+            { href: "#", onclick: (e: Event) => (e.preventDefault(), void select(c.session_id)) },
+            c.title ?? c.session_id,
+          ),
+        ),
+      ),
+    );
   };
 
   const newSession = async (e: Event) => {
@@ -86,7 +114,10 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     text.value = "";
     t.userMessage(value);
     try {
-      const res = await socket.request<{ stopReason: string }>("session/prompt", { sessionId, prompt: [{ type: "text", text: value }] });
+      const res = await socket.request<{ stopReason: string }>("session/prompt", {
+        sessionId,
+        prompt: [{ type: "text", text: value }],
+      });
       t.note(`turn ended: ${res.stopReason}`);
     } catch (err) {
       t.note(err instanceof Error ? err.message : String(err), "error");
@@ -167,15 +198,43 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   replace(
     root,
     h("h1", {}, h("a", { href: "#/" }, "Devices"), " / ", title, " ", badge),
-    h("div", { class: "device" },
-      h("aside", {}, h("h2", {}, "Chats"), chatList,
-        h("form", { onsubmit: newSession }, h("label", {}, "New session in", cwd), h("button", { type: "submit" }, "Start"))),
-      h("main", {}, cardsEl, pane, error,
-        h("div", { class: "composer" }, text,
+    h(
+      "div",
+      { class: "device" },
+      h(
+        "aside",
+        {},
+        h("h2", {}, "Chats"),
+        chatList,
+        h(
+          "form",
+          { onsubmit: newSession },
+          h("label", {}, "New session in", cwd),
+          h("button", { type: "submit" }, "Start"),
+        ),
+      ),
+      h(
+        "main",
+        {},
+        cardsEl,
+        pane,
+        error,
+        h(
+          "div",
+          { class: "composer" },
+          text,
           h("button", { onclick: () => void send() }, "Send"),
-          h("button", { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) }, "Cancel"),
-          terminalButton),
-        composer.list, terminalSlot)),
+          h(
+            "button",
+            { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) },
+            "Cancel",
+          ),
+          terminalButton,
+        ),
+        composer.list,
+        terminalSlot,
+      ),
+    ),
   );
   socket.connect();
   void refreshChats();

@@ -17,7 +17,13 @@ async function render(root: Element): Promise<void> {
     root,
     h("h1", {}, "Devices"),
     list.length === 0
-      ? h("p", {}, "No device yet. On a machine, run ", h("code", {}, `lembas-edge login ${location.origin}`), " (or log LLeMbas CLI in) and approve the code here.")
+      ? h(
+          "p",
+          {},
+          "No device yet. On a machine, run ",
+          h("code", {}, `lembas-edge login ${location.origin}`),
+          " (or log LLeMbas CLI in) and approve the code here.",
+        )
       : h(
           "ul",
           { class: "devices" },

@@ -20,9 +20,24 @@ export function signInView(root: Element, done: () => void): void {
     { class: "card narrow", onsubmit: (e: Event) => (e.preventDefault(), void run(false, form)) },
     h("h1", {}, "Sign in"),
     h("label", {}, "Email", h("input", { name: "email", type: "email", required: true, autocomplete: "username" })),
-    h("label", {}, "Password", h("input", { name: "password", type: "password", required: true, minlength: 8, autocomplete: "current-password" })),
+    h(
+      "label",
+      {},
+      "Password",
+      h("input", {
+        name: "password",
+        type: "password",
+        required: true,
+        minlength: 8,
+        autocomplete: "current-password",
+      }),
+    ),
     h("button", { type: "submit" }, "Sign in"),
-    h("button", { type: "button", class: "secondary", onclick: () => form.reportValidity() && void run(true, form) }, "Create the first account"),
+    h(
+      "button",
+      { type: "button", class: "secondary", onclick: () => form.reportValidity() && void run(true, form) },
+      "Create the first account",
+    ),
     error,
   );
   replace(root, form);
