@@ -110,7 +110,10 @@ export async function measureLinkStages(
       },
       tick,
     );
-    for (const [linked, bareLink] of more) relayLinks.push(linked), bareLinks.push(bareLink);
+    for (const [linked, bareLink] of more) {
+      relayLinks.push(linked);
+      bareLinks.push(bareLink);
+    }
     log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
     await sleep(HIBERNATE_AFTER_MS);
     for (const [key, count] of Object.entries(

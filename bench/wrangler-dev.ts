@@ -181,7 +181,14 @@ function descendants(pid: number): { pid: number; comm: string; cmdline: string 
 
 async function waitUntilAnswering(url: string, exited: Promise<void>): Promise<void> {
   let gone = false;
-  void exited.then(() => (gone = true));
+  exited.then(
+    () => {
+      gone = true;
+    },
+    () => {
+      gone = true;
+    },
+  );
   const deadline = Date.now() + READY_WITHIN_MS;
   while (Date.now() < deadline) {
     if (gone) throw new Error("wrangler dev exited before the Worker answered");

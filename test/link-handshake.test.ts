@@ -172,7 +172,7 @@ describe("link handshake", () => {
   });
 
   it("marks the device offline and tells clients when the link closes", async () => {
-    const { user, device, link: peer, client } = await linkedDevice();
+    const { device, link: peer, client } = await linkedDevice();
     peer.close();
     expect(await client.next()).toEqual({
       jsonrpc: "2.0",
@@ -184,7 +184,7 @@ describe("link handshake", () => {
   });
 
   it("revoke() closes the link with 4401 and the client sockets with 4404", async () => {
-    const { user, device, link: peer, client } = await linkedDevice();
+    const { device, link: peer, client } = await linkedDevice();
     await linkStub(device.deviceId).revoke();
     expect((await peer.closed).code).toBe(4401);
     expect((await client.closed).code).toBe(4404);

@@ -107,7 +107,8 @@ describe("GET /v1/usage", () => {
     const laptop = await createDevice(user.userId, "laptop");
     const desktop = await createDevice(user.userId, "desktop");
     await assignPlan(admin.apiAuth, user.userId, "pro");
-    const oldest = Date.now() - 2 * HOUR;
+    // Two hours ago, or just after the month began when that was less than two hours ago: the month counts it.
+    const oldest = Math.max(Date.now() - 2 * HOUR, monthStart() + 1000);
     await spend(user.userId, { cost: 2, at: oldest, deviceId: laptop.deviceId, tokensIn: 100, tokensOut: 10 });
     await spend(user.userId, { cost: 3, deviceId: desktop.deviceId, tokensIn: 200, tokensOut: 20 });
     await spend(user.userId, {

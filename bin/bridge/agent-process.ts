@@ -8,7 +8,8 @@ import { say } from "./log.js";
 export interface AgentProcess {
   /** Messages the agent writes, one per line of its stdout. */
   readonly messages: ReadableStream<AnyMessage>;
-  send(message: AnyMessage): Promise<void>;
+  /** Queues a message for the agent's stdin; never fails (see below). */
+  send(message: AnyMessage): void;
   /** Resolves with the agent's exit code once it has exited and its output is drained. */
   readonly exited: Promise<number>;
   terminate(): void;
@@ -39,7 +40,9 @@ export function startAgent([program, ...args]: readonly [string, ...string[]]): 
   return {
     messages: stream.readable,
     // A write after the agent closed its stdin cannot reach it; the exit that follows ends the bridge.
-    send: (message) => writer.write(message).catch(() => {}),
+    send: (message) => {
+      writer.write(message).catch(() => {});
+    },
     exited,
     terminate: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGTERM");

@@ -24,7 +24,7 @@ export class InitializeOnce {
   async answerFor(id: string | number, params: unknown): Promise<AnyResponse> {
     if (this.answer === null) {
       this.answer = new Promise<Answer>((resolve) => (this.settle = resolve));
-      void this.agent.send({ jsonrpc: "2.0", id: INITIALIZE_ID, method: "initialize", params });
+      this.agent.send({ jsonrpc: "2.0", id: INITIALIZE_ID, method: "initialize", params });
     }
     const answer = await this.answer;
     return { jsonrpc: "2.0", id, ...answer };

@@ -143,18 +143,24 @@ class Relay {
       return;
     }
     if (frame.initializeId === null) {
-      void this.agent.send(frame.message);
+      this.agent.send(frame.message);
       return;
     }
     const params = "params" in frame.message ? frame.message.params : undefined;
-    void this.initialize.answerFor(frame.initializeId, params).then((answer) => {
-      if (socket !== this.socket || socket.readyState !== WebSocket.OPEN) return;
-      socket.send(JSON.stringify(answer));
-      if ("error" in answer) return;
-      this.ready = true;
-      say("the link is up: the instance can drive the agent");
-      this.flush(socket);
-    });
+    this.answerInitialize(socket, frame.initializeId, params).catch((err: unknown) =>
+      say(`answering initialize failed: ${String(err)}`),
+    );
+  }
+
+  /** Answers the instance's initialize from the agent's (first) answer, if this socket is still the link's. */
+  private async answerInitialize(socket: WebSocket, id: string | number, params: unknown): Promise<void> {
+    const answer = await this.initialize.answerFor(id, params);
+    if (socket !== this.socket || socket.readyState !== WebSocket.OPEN) return;
+    socket.send(JSON.stringify(answer));
+    if ("error" in answer) return;
+    this.ready = true;
+    say("the link is up: the instance can drive the agent");
+    this.flush(socket);
   }
 
   /** The agent's messages go out as they come while the link is up, and wait in the outbox while it is not. */

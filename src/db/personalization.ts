@@ -46,7 +46,7 @@ export async function updatePersonalization(
   now: number,
 ): Promise<void> {
   const given = COLUMNS.filter((c) => change[c] !== undefined);
-  const values = given.map((c) => (c === "enabled" ? (change.enabled ? 1 : 0) : change[c]!));
+  const values = given.map((c) => (c === "enabled" ? Number(change.enabled) : change[c]!));
   const sets = given.map((c) => `${c} = excluded.${c}`).concat("updated_at = excluded.updated_at");
   await db
     .prepare(

@@ -42,6 +42,22 @@ export function readCookie(request: Request, name: string): string | null {
 
 const unauthorized = (detail: string) => new HttpError(401, detail, {}, { "www-authenticate": "Bearer" });
 
+/** The stored row of a credential of this kind (a sign-in only while it has not expired). */
+async function credentialRow(env: Env, kind: TokenKind, id: string) {
+  switch (kind) {
+    case "lbs": {
+      const session = await findSession(env.DB, id);
+      return session && session.expires_at > Date.now() ? session : null;
+    }
+    case "lba":
+      return findApiToken(env.DB, id);
+    case "lbd":
+      return findDeviceCredential(env.DB, id);
+    default:
+      return null;
+  }
+}
+
 /** The credential's row, if its token parses, exists, is not expired and its secret matches. */
 async function checkToken(
   env: Env,
@@ -50,14 +66,7 @@ async function checkToken(
 ): Promise<{ kind: TokenKind; id: string; userId: string } | null> {
   const parsed = parseToken(token);
   if (!parsed || !kinds.includes(parsed.kind)) return null;
-  const row =
-    parsed.kind === "lbs"
-      ? await findSession(env.DB, parsed.id).then((s) => (s && s.expires_at > Date.now() ? s : null))
-      : parsed.kind === "lba"
-        ? await findApiToken(env.DB, parsed.id)
-        : parsed.kind === "lbd"
-          ? await findDeviceCredential(env.DB, parsed.id)
-          : null;
+  const row = await credentialRow(env, parsed.kind, parsed.id);
   if (!row || !(await secretMatches(parsed.secret, row.secret_hash))) return null;
   return { kind: parsed.kind, id: parsed.id, userId: row.user_id };
 }

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import type { z } from "zod";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "./respond";
 

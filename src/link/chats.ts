@@ -5,7 +5,7 @@
  * the D1 writes run after, in the background.
  */
 import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../db/chats";
-import { SessionNewParams, SessionNewResult } from "../protocol/acp";
+import { type SessionNewParams, SessionNewResult } from "../protocol/acp";
 import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";

@@ -96,7 +96,8 @@ export class Deadlines {
     if (next === this.#armed) return;
     this.#armed = next;
     // Storage writes are ordered and confirmed before any output leaves the object; no need to await them here.
-    void (next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next));
+    const change = next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next);
+    change.catch((err: unknown) => console.error("moving the alarm failed", err));
   }
 
   #earliest(): number | null {
@@ -113,6 +114,6 @@ export class Deadlines {
   #ringBy(armed: number | null, due: number): void {
     if (armed !== null && armed <= due) return;
     this.#armed = due;
-    void this.storage.setAlarm(due);
+    this.storage.setAlarm(due).catch((err: unknown) => console.error("setting the alarm failed", err));
   }
 }

@@ -92,7 +92,10 @@ export async function onClientSocketMessage(
   if (ws.readyState !== WebSocket.OPEN) return;
   const frame = readFrame(data, "client");
   const verdict = rt.flood.take(attachment.sid, "client");
-  if (!verdict.over) return void (await onClientFrame(rt, { sid: attachment.sid, userId: attachment.uid }, ws, frame));
+  if (!verdict.over) {
+    await onClientFrame(rt, { sid: attachment.sid, userId: attachment.uid }, ws, frame);
+    return;
+  }
   sendJson(ws, floodRefusal(frame, verdict.retryAfterMs));
   if (!verdict.close) return;
   closeSocket(ws, CloseCode.Flood, floodCloseReason("client"));

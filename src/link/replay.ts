@@ -190,7 +190,10 @@ function rows(held: Held[]): Held[][] {
 const instances = new WeakMap<SqlStorage, Buffers>();
 function buffersOf(sql: SqlStorage): Buffers {
   let buffers = instances.get(sql);
-  if (!buffers) instances.set(sql, (buffers = new Buffers(sql)));
+  if (!buffers) {
+    buffers = new Buffers(sql);
+    instances.set(sql, buffers);
+  }
   return buffers;
 }
 

@@ -72,7 +72,7 @@ export function sendJson(ws: WebSocket, message: unknown): boolean {
 export function closeReason(text: string): string {
   const bytes = new TextEncoder().encode(text);
   if (bytes.length <= 123) return text;
-  return new TextDecoder().decode(bytes.slice(0, 120)).replace(/\uFFFD+$/, "") + "…";
+  return `${new TextDecoder().decode(bytes.slice(0, 120)).replace(/\uFFFD+$/, "")}…`;
 }
 
 /** Closes without throwing on a socket that is already closed. */

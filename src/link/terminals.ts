@@ -36,8 +36,9 @@ const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
   rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ??
   null;
 
-const forget = (rt: LinkRuntime, terminalId: string) =>
-  void rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
+const forget = (rt: LinkRuntime, terminalId: string): void => {
+  rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
+};
 
 /** The terminal an open's answer says the device opened, or null (an error, or a result not understood). */
 function openedTerminal(answer: ResponseMessage): string | null {
@@ -138,5 +139,7 @@ export const terminals: LinkFeature = {
       .toArray();
     for (const { terminal_id } of owned) rt.sendToDevice(rpcNotification(CLOSE, { terminalId: terminal_id }));
   },
-  onLinkDown: (rt) => void rt.sql.exec("DELETE FROM terminals"),
+  onLinkDown: (rt) => {
+    rt.sql.exec("DELETE FROM terminals");
+  },
 };

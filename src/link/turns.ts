@@ -41,21 +41,26 @@ function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
  * request is still open — an HTTP call may have given up — or by the instance's own re-send). */
 function stopRunning(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
   const clientWaits = turn.origin !== null && turn.originId !== null && rt.outbound.has(turn.origin, turn.originId);
-  if (!clientWaits && turn.deviceRequestId === null) return endTurn(rt, store, turn);
+  if (!clientWaits && turn.deviceRequestId === null) {
+    endTurn(rt, store, turn);
+    return;
+  }
   store.setRunning(turn.id, false);
   if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
+}
+
+/** The outstanding row a kept turn's prompt was sent under (its client's, or the instance's own re-send), taken. */
+function takeOutstanding(rt: LinkRuntime, turn: Turn) {
+  if (turn.origin !== null && turn.originId !== null) return rt.outbound.takeByOrigin(turn.origin, turn.originId);
+  if (turn.deviceRequestId !== null) return rt.outbound.take(turn.deviceRequestId);
+  return null;
 }
 
 /** Sends the prompts kept from an earlier link again, to their clients if still there, else as the instance's. */
 function resendKept(rt: LinkRuntime, linkId: string): void {
   const store = new TurnStore(rt.sql);
   for (const turn of store.keptFor(linkId)) {
-    const previous =
-      turn.origin !== null && turn.originId !== null
-        ? rt.outbound.takeByOrigin(turn.origin, turn.originId)
-        : turn.deviceRequestId !== null
-          ? rt.outbound.take(turn.deviceRequestId)
-          : null;
+    const previous = takeOutstanding(rt, turn);
     const client = previous && previous.origin !== INSTANCE_ORIGIN && previous.originId !== null ? previous : null;
     const prompt = store.prompts.get(String(turn.id));
     if (!hasTurns(rt) || prompt === null) {

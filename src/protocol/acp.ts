@@ -38,7 +38,9 @@ export type ContentBlock = z.infer<typeof ContentBlock>;
 
 /** Bytes of a base64 string once decoded. */
 function base64Bytes(data: string): number {
-  const padding = data.endsWith("==") ? 2 : data.endsWith("=") ? 1 : 0;
+  let padding = 0;
+  if (data.endsWith("==")) padding = 2;
+  else if (data.endsWith("=")) padding = 1;
   return Math.floor((data.length * 3) / 4) - padding;
 }
 
@@ -49,8 +51,11 @@ function utf8Bytes(text: string): number {
     const c = text.charCodeAt(i);
     if (c < 0x80) bytes += 1;
     else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c < 0xdc00) (bytes += 4), i++;
-    else bytes += 3;
+    else if (c >= 0xd800 && c < 0xdc00) {
+      // A surrogate pair: one 4-byte character for two UTF-16 units.
+      bytes += 4;
+      i++;
+    } else bytes += 3;
   }
   return bytes;
 }
@@ -66,7 +71,8 @@ export function blockBytes(block: ContentBlock): number {
       return base64Bytes(block.data);
     case "resource": {
       const { blob, text } = block.resource;
-      return typeof blob === "string" ? base64Bytes(blob) : typeof text === "string" ? utf8Bytes(text) : 0;
+      if (typeof blob === "string") return base64Bytes(blob);
+      return typeof text === "string" ? utf8Bytes(text) : 0;
     }
   }
 }

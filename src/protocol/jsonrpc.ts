@@ -89,6 +89,14 @@ function idOf(value: unknown): JsonRpcId | null {
   return id.success ? id.data : null;
 }
 
+/** Which envelope a JSON object claims to be, by its members. */
+function envelopeSchema(value: object) {
+  if ("method" in value) return "id" in value ? RequestMessage : NotificationMessage;
+  if ("error" in value) return ErrorMessage;
+  if ("result" in value) return SuccessMessage;
+  return null;
+}
+
 /** Sorts a parsed JSON value into a message, or says (as an error answer) why it is not one. */
 export function classify(value: unknown): Classified | { kind: "invalid"; error: ErrorMessage } {
   const invalid = (why: string) => ({
@@ -99,16 +107,7 @@ export function classify(value: unknown): Classified | { kind: "invalid"; error:
   if (typeof value !== "object" || value === null) return invalid("a frame must be a JSON-RPC 2.0 object");
   if ("method" in value && ("result" in value || "error" in value))
     return invalid("a message is a call or an answer, not both");
-  const schema =
-    "method" in value
-      ? "id" in value
-        ? RequestMessage
-        : NotificationMessage
-      : "error" in value
-        ? ErrorMessage
-        : "result" in value
-          ? SuccessMessage
-          : null;
+  const schema = envelopeSchema(value);
   if (!schema) return invalid("not a JSON-RPC 2.0 message: it has neither a method nor a result or error");
   const parsed = schema.safeParse(value);
   if (!parsed.success) return invalid(`not a JSON-RPC 2.0 message: ${describeIssues(parsed.error)}`);

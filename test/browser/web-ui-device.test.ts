@@ -77,7 +77,9 @@ function buildDevice(token: string): LembasDevice {
   built.app
     .onRequest(acp.methods.agent.session.new, ({ client }) => {
       // As the CLI does: the session's command set follows the answer.
-      setTimeout(() => void client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT])), 0);
+      setTimeout(() => {
+        client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT])).catch(() => {});
+      }, 0);
       return { sessionId: SESSION_ID };
     })
     .onRequest(acp.methods.agent.session.prompt, ({ params }) => {

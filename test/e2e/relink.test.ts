@@ -69,7 +69,7 @@ describe("a link dropped mid-turn and dialled again", () => {
         deliveries.push({ link: device.initializations.length, turnId });
         promptArrived();
         const known = turnId === null ? undefined : turns.get(turnId);
-        if (known) return known;
+        if (known !== undefined) return known;
         const turn = new Promise<acp.PromptResponse>((resolve) => (finishTurn = resolve));
         if (turnId !== null) turns.set(turnId, turn);
         await instanceSide.notify(acp.methods.client.session.update, {

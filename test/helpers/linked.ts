@@ -27,20 +27,18 @@ export async function statusOf(client: Peer): Promise<Record<string, unknown>> {
 /** Makes every deadline of this kind due, then runs the object's alarm. */
 export async function fireDeadlines(deviceId: string, kind: string): Promise<void> {
   const stub = linkStub(deviceId);
-  await runInDurableObject(
-    stub,
-    (_instance, state) => void state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind),
-  );
+  await runInDurableObject(stub, (_instance, state) => {
+    state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind);
+  });
   await runDurableObjectAlarm(stub);
 }
 
 /** Makes every relayed request's answer time (kept in its outbound row) run out, then runs the object's alarm. */
 export async function fireRequestDeadlines(deviceId: string): Promise<void> {
   const stub = linkStub(deviceId);
-  await runInDurableObject(
-    stub,
-    (_instance, state) => void state.storage.sql.exec("UPDATE outbound SET due = 0 WHERE due IS NOT NULL"),
-  );
+  await runInDurableObject(stub, (_instance, state) => {
+    state.storage.sql.exec("UPDATE outbound SET due = 0 WHERE due IS NOT NULL");
+  });
   await runDurableObjectAlarm(stub);
 }
 

@@ -14,7 +14,7 @@ export function call(
   return SELF.fetch(`${BASE}${path}`, {
     method: init.method ?? (init.body === undefined ? "GET" : "POST"),
     headers,
-    body: init.body === undefined ? undefined : typeof init.body === "string" ? init.body : JSON.stringify(init.body),
+    body: typeof init.body === "string" || init.body === undefined ? init.body : JSON.stringify(init.body),
   });
 }
 

@@ -96,12 +96,14 @@ export class Composer {
     const command = COMMAND.exec(before);
     if (command && session) {
       this.start = 0;
-      return this.show(this.commandsMatching(session, command[1]!));
+      this.show(this.commandsMatching(session, command[1]!));
+      return;
     }
     const mention = MENTION.exec(before);
     if (mention && session && this.host.capabilities().includes("files")) {
       this.start = before.length - mention[1]!.length - 1;
-      return this.search(session, unescapePath(mention[1]!));
+      this.search(session, unescapePath(mention[1]!));
+      return;
     }
     this.close();
   }
@@ -149,14 +151,23 @@ export class Composer {
   private show(items: Suggestion[]): void {
     this.items = items;
     this.active = 0;
-    if (items.length === 0) return this.close();
+    if (items.length === 0) {
+      this.close();
+      return;
+    }
     replace(
       this.list,
       ...items.map((s, i) =>
         h(
           "li",
           // mousedown, not click: the prompt box keeps the focus (and its caret) while a match is chosen.
-          { role: "option", onmousedown: (e: Event) => (e.preventDefault(), this.choose(i)) },
+          {
+            role: "option",
+            onmousedown: (e: Event) => {
+              e.preventDefault();
+              this.choose(i);
+            },
+          },
           h("span", { class: "name" }, s.label),
           s.hint ? h("span", { class: "hint" }, ` ${s.hint}`) : null,
           s.detail ? h("span", { class: "muted" }, ` — ${s.detail}`) : null,
@@ -168,7 +179,8 @@ export class Composer {
   }
 
   private highlight(): void {
-    [...this.list.children].forEach((li, i) => li.setAttribute("aria-selected", String(i === this.active)));
+    for (const [i, li] of [...this.list.children].entries())
+      li.setAttribute("aria-selected", String(i === this.active));
   }
 
   private choose(index: number): void {

@@ -1,6 +1,6 @@
 /** The web UI's entry: sign in when needed, then route by the URL. */
 import { ApiError, me, signOut } from "./api.js";
-import { h, replace } from "./dom.js";
+import { background, h, replace } from "./dom.js";
 import { approveView } from "./views/approve.js";
 import { devicesView } from "./views/devices.js";
 import { deviceView } from "./views/device.js";
@@ -13,20 +13,20 @@ let leave: (() => void) | null = null;
 async function route(): Promise<void> {
   leave?.();
   leave = null;
-  let who;
+  let who: Awaited<ReturnType<typeof me>>;
   try {
     who = await me();
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) {
       replace(bar);
-      return signInView(root, () => void route());
+      return signInView(root, () => background(route()));
     }
     throw err;
   }
   replace(
     bar,
     h("span", {}, who.email),
-    h("button", { class: "link", onclick: () => void signOut().then(route) }, "Sign out"),
+    h("button", { class: "link", onclick: () => background(signOut().then(route)) }, "Sign out"),
   );
   if (location.pathname === "/device") return approveView(root, new URLSearchParams(location.search).get("code") ?? "");
   const m = /^#\/devices\/([^/]+)(?:\/(.+))?$/.exec(location.hash);
@@ -37,5 +37,5 @@ async function route(): Promise<void> {
   leave = devicesView(root);
 }
 
-window.addEventListener("hashchange", () => void route());
-void route();
+window.addEventListener("hashchange", () => background(route()));
+background(route());

@@ -14,8 +14,10 @@ const ROWS = 30;
 /** CSI (colours, cursor moves), OSC ended by BEL or ST (titles, the shell integration's 133 and 7 marks), charset
  * selections and other two-byte escapes; then the control characters a plain <pre> cannot show. */
 const ESCAPES =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: matching terminal control sequences is this pattern's job
   /\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()*+#][ -~]|[^[\]])|[\x00-\x08\x0b-\x1f\x7f]/g;
 /** An escape cut off at the end of a frame, kept until the next frame completes it. */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: as above
 const UNFINISHED = /\x1b(?:\[[0-?]*[ -/]*|\][^\x07\x1b]*\x1b?|[()*+#])?$/;
 
 export function stripEscapes(text: string): { shown: string; rest: string } {

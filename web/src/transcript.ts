@@ -12,6 +12,9 @@ type Update = {
   entries?: { content?: string; status?: string }[];
 };
 
+/** How each streamed kind of text is styled; anything else is the agent's. */
+const MESSAGE_CLASS: Record<string, string> = { agent_thought_chunk: "thought", user_message_chunk: "user" };
+
 export class Transcript {
   readonly el = h("div", { class: "transcript", "aria-live": "polite" });
   private current: HTMLElement | null = null;
@@ -61,7 +64,7 @@ export class Transcript {
 
   private appendText(kind: string, text: string): void {
     if (!this.current || this.currentKind !== kind) {
-      const cls = kind === "agent_thought_chunk" ? "thought" : kind === "user_message_chunk" ? "user" : "agent";
+      const cls = MESSAGE_CLASS[kind] ?? "agent";
       this.current = h("div", { class: `msg ${cls}` });
       this.currentKind = kind;
       this.el.append(this.current);

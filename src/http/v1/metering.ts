@@ -27,12 +27,9 @@ export interface WindowReport {
  * to be under it again; under it, when its oldest spend leaves; null when nothing was spent in it.
  */
 export async function reportWindow(env: Env, userId: string, now: number, w: WindowSpend): Promise<WindowReport> {
-  const freesAt =
-    w.spent >= w.limit
-      ? await windowFreesAt(env.DB, userId, now, w.seconds, w.spent, w.limit)
-      : w.oldest === null
-        ? null
-        : w.oldest + w.seconds * 1000;
+  let freesAt: number | null = null;
+  if (w.spent >= w.limit) freesAt = await windowFreesAt(env.DB, userId, now, w.seconds, w.spent, w.limit);
+  else if (w.oldest !== null) freesAt = w.oldest + w.seconds * 1000;
   return {
     window: w.window,
     limit: w.limit,

@@ -4,7 +4,8 @@
  */
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
-import WebSocket, { WebSocketServer } from "ws";
+import type WebSocket from "ws";
+import { WebSocketServer } from "ws";
 
 export interface LinkConnection {
   socket: WebSocket;
@@ -21,8 +22,11 @@ export interface LinkConnection {
 export type Json = Record<string, unknown> & {
   id?: string | number | null;
   method?: string;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   params?: any;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   result?: any;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   error?: any;
 };
 

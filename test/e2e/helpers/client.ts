@@ -5,8 +5,11 @@ export type Message = {
   jsonrpc: "2.0";
   id?: string | number | null;
   method?: string;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   params?: any;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   result?: any;
+  // biome-ignore lint/suspicious/noExplicitAny: a received frame is read loosely; each assertion states the shape it expects
   error?: any;
 };
 

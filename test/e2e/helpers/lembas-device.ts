@@ -40,7 +40,7 @@ export class LembasDevice {
       .agent({ name: "lembas-e2e-device" })
       .onConnect((connection) => {
         // Before the connection reads anything: the hello is the link's first frame.
-        void connection.client
+        connection.client
           .notify("_lembas/hello", {
             protocol: 2,
             version: "0.0.0-e2e",

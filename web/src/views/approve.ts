@@ -1,6 +1,6 @@
 /** /device: a person approves (or denies) the code their CLI printed. */
 import { approveCode, denyCode, ApiError } from "../api.js";
-import { formValues, h, replace } from "../dom.js";
+import { background, formValues, h, replace } from "../dom.js";
 
 export function approveView(root: Element, initialCode: string): void {
   const result = h("p", { role: "status" });
@@ -15,7 +15,7 @@ export function approveView(root: Element, initialCode: string): void {
         await denyCode(code);
         result.textContent = "Denied: the CLI will be told no.";
       }
-      form.querySelectorAll("button").forEach((b) => (b.disabled = true));
+      for (const button of form.querySelectorAll("button")) button.disabled = true;
     } catch (err) {
       result.className = "error";
       result.textContent = err instanceof ApiError ? err.message : String(err);
@@ -23,7 +23,13 @@ export function approveView(root: Element, initialCode: string): void {
   };
   const form: HTMLFormElement = h(
     "form",
-    { class: "card narrow", onsubmit: (e: Event) => (e.preventDefault(), void act(true, form)) },
+    {
+      class: "card narrow",
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        background(act(true, form));
+      },
+    },
     h("h1", {}, "Link a device"),
     h("p", {}, "Check that this code is the one your terminal shows, then approve it."),
     h(
@@ -33,7 +39,7 @@ export function approveView(root: Element, initialCode: string): void {
       h("input", { name: "user_code", value: initialCode, required: true, autocomplete: "off", class: "code" }),
     ),
     h("button", { type: "submit" }, "Approve"),
-    h("button", { type: "button", class: "secondary", onclick: () => void act(false, form) }, "Deny"),
+    h("button", { type: "button", class: "secondary", onclick: () => background(act(false, form)) }, "Deny"),
     result,
   );
   replace(root, form);

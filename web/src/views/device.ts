@@ -3,7 +3,7 @@ import { chats, devices, type Chat } from "../api.js";
 import { ClientSocket, RpcFailure, type Params } from "../client-socket.js";
 import { renderCard, toolCallIdOf } from "../cards.js";
 import { Composer } from "../composer.js";
-import { h, replace } from "../dom.js";
+import { background, h, replace } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { Transcript } from "../transcript.js";
 
@@ -26,9 +26,11 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   const badge = h("span", { class: "badge", id: "link-state" }, "connecting…");
   const title = h("span", {}, deviceId);
-  void devices().then(
-    (list) => (title.textContent = list.find((d) => d.id === deviceId)?.name ?? deviceId),
-    () => {},
+  background(
+    devices().then(
+      (list) => (title.textContent = list.find((d) => d.id === deviceId)?.name ?? deviceId),
+      () => {},
+    ),
   );
   const chatList = h("ul", { class: "chats" });
   const cardsEl = h("div", { class: "cards" });
@@ -39,14 +41,14 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   const composer = new Composer(socket, {
     session: () => current,
     capabilities: () => status.capabilities ?? [],
-    send: () => void send(),
+    send: () => background(send()),
   });
   const text = composer.text;
   const terminalSlot = h("div", { class: "terminal-slot" });
   let terminal: TerminalPanel | null = null;
   const terminalButton = h(
     "button",
-    { class: "secondary", hidden: true, onclick: () => void openTerminal() },
+    { class: "secondary", hidden: true, onclick: () => background(openTerminal()) },
     "Terminal",
   );
 
@@ -54,7 +56,10 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     (error.textContent = err instanceof RpcFailure || err instanceof Error ? err.message : String(err));
   const transcript = (sessionId: string) => {
     let t = transcripts.get(sessionId);
-    if (!t) transcripts.set(sessionId, (t = new Transcript()));
+    if (!t) {
+      t = new Transcript();
+      transcripts.set(sessionId, t);
+    }
     return t;
   };
 
@@ -65,7 +70,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     const fresh = !transcripts.has(sessionId);
     const t = transcript(sessionId);
     replace(pane, t.el);
-    void composer.load(sessionId);
+    background(composer.load(sessionId));
     if (fresh && status.capabilities?.includes("sessions")) {
       try {
         const past = await socket.request<{ turns: HistoryTurn[] }>("_lembas/session/history", { sessionId });
@@ -86,7 +91,13 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
           {},
           h(
             "a",
-            { href: "#", onclick: (e: Event) => (e.preventDefault(), void select(c.session_id)) },
+            {
+              href: "#",
+              onclick: (e: Event) => {
+                e.preventDefault();
+                background(select(c.session_id));
+              },
+            },
             c.title ?? c.session_id,
           ),
         ),
@@ -144,7 +155,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   const applyStatus = (s: Status) => {
     status = s;
     terminalButton.hidden = !s.capabilities?.includes("terminal");
-    if (current) void composer.load(current);
+    if (current) background(composer.load(current));
   };
 
   socket.onState = async (state) => {
@@ -169,7 +180,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   socket.onNotification = (method, params: Params) => {
     if (method === "instance/link") {
       setLink(params.link === "up" ? "up" : "down");
-      if (params.link === "up") void socket.request<Status>("instance/status").then(applyStatus);
+      if (params.link === "up") background(socket.request<Status>("instance/status").then(applyStatus));
       // Every terminal closes with the link.
       else terminal?.end("The device's link went down; its terminal closed.");
     } else if (method === "session/update" && typeof params.sessionId === "string") {
@@ -182,7 +193,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     } else if (method === "_lembas/permission/settled") {
       cardsEl.querySelector(`[data-tool-call-id="${CSS.escape(String(params.toolCallId))}"]`)?.remove();
     } else if (method === "_lembas/session/announce" || method === "_lembas/session/deleted") {
-      void refreshChats();
+      background(refreshChats());
     }
   };
   socket.onRequest = (request) => {
@@ -223,7 +234,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
           "div",
           { class: "composer" },
           text,
-          h("button", { onclick: () => void send() }, "Send"),
+          h("button", { onclick: () => background(send()) }, "Send"),
           h(
             "button",
             { class: "secondary", onclick: () => current && socket.notify("session/cancel", { sessionId: current }) },
@@ -237,7 +248,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     ),
   );
   socket.connect();
-  void refreshChats();
-  if (initialSession) void select(initialSession);
+  background(refreshChats());
+  if (initialSession) background(select(initialSession));
   return () => socket.close();
 }

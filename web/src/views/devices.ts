@@ -1,12 +1,12 @@
 /** The person's devices, online first; refreshed every few seconds so a device that links shows up by itself. */
 import { devices } from "../api.js";
-import { h, replace } from "../dom.js";
+import { background, h, replace } from "../dom.js";
 
 const REFRESH_MS = 3_000;
 
 export function devicesView(root: Element): () => void {
-  void render(root);
-  const timer = setInterval(() => void render(root), REFRESH_MS);
+  background(render(root));
+  const timer = setInterval(() => background(render(root)), REFRESH_MS);
   return () => clearInterval(timer);
 }
 

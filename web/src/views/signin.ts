@@ -1,6 +1,6 @@
 /** Sign in; on a fresh instance, create the first (admin) account. */
 import { ApiError, setup, signIn } from "../api.js";
-import { formValues, h, replace } from "../dom.js";
+import { background, formValues, h, replace } from "../dom.js";
 
 export function signInView(root: Element, done: () => void): void {
   const error = h("p", { class: "error", role: "alert" });
@@ -17,7 +17,13 @@ export function signInView(root: Element, done: () => void): void {
   };
   const form = h(
     "form",
-    { class: "card narrow", onsubmit: (e: Event) => (e.preventDefault(), void run(false, form)) },
+    {
+      class: "card narrow",
+      onsubmit: (e: Event) => {
+        e.preventDefault();
+        background(run(false, form));
+      },
+    },
     h("h1", {}, "Sign in"),
     h("label", {}, "Email", h("input", { name: "email", type: "email", required: true, autocomplete: "username" })),
     h(
@@ -35,7 +41,7 @@ export function signInView(root: Element, done: () => void): void {
     h("button", { type: "submit" }, "Sign in"),
     h(
       "button",
-      { type: "button", class: "secondary", onclick: () => form.reportValidity() && void run(true, form) },
+      { type: "button", class: "secondary", onclick: () => form.reportValidity() && background(run(true, form)) },
       "Create the first account",
     ),
     error,
