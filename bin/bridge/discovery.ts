@@ -1,5 +1,5 @@
 /** GET /.well-known/lembas.json: which link protocols the instance speaks and where its endpoints are. */
-import { z } from "zod";
+import * as z from "zod";
 import { Stop } from "./log.js";
 
 const Discovery = z.object({

@@ -1,6 +1,6 @@
 /** The instance's frames, checked before they reach the agent: one JSON-RPC 2.0 message per WebSocket message. */
 import type { AnyMessage } from "@agentclientprotocol/sdk";
-import { z } from "zod";
+import * as z from "zod";
 
 const Id = z.union([z.string(), z.number()]);
 const Request = z.object({

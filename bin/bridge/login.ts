@@ -1,7 +1,7 @@
 /** `lembas-edge login`: the OAuth 2.0 Device Authorization Grant (RFC 8628) against the instance. */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { configDir, credentialsPath, saveCredential } from "./config-store.js";
 import { PROTOCOL_MISMATCH, errorText, readDiscovery, speaksOurProtocol } from "./discovery.js";
 import { Stop, say } from "./log.js";

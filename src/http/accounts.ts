@@ -1,7 +1,7 @@
 /**
  * Signing in: the first account (setup), password sign-in with the session cookie, sign-out, and who am I.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";

@@ -11,7 +11,7 @@
  *   PUT    /api/admin/accounts/:account/admin          { admin: boolean }
  *   PUT    /api/admin/accounts/:account/personalization { available: boolean }
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { IRequest } from "itty-router";
 import type { Env } from "../env";
 import type { Handler } from "./routes";

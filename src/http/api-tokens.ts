@@ -1,5 +1,5 @@
 /** A person's API tokens for scripts: made (the secret shown once), listed (never the secret), deleted. */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";

@@ -1,4 +1,4 @@
-import type { z } from "zod";
+import type * as z from "zod";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "./respond";
 

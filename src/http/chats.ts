@@ -2,7 +2,7 @@
  * A person's chats: listed (all, or one device's), and deleted — the device's object tells the device, or keeps
  * the delete pending until it can.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "./routes";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";

@@ -2,7 +2,7 @@
  * Device login, the OAuth 2.0 Device Authorization Grant (RFC 8628): the CLI asks for a code, a signed-in person
  * approves (or denies) it in the browser, the CLI polls and receives its device token, once.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Env } from "../env";
 import type { Handler } from "./routes";
 import { readJson } from "./body";

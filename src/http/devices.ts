@@ -1,5 +1,5 @@
 /** A person's devices: listed with what their last link said, renamed, revoked. */
-import { z } from "zod";
+import * as z from "zod";
 import { deviceLinkOf, type Env } from "../env";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./routes";

@@ -2,7 +2,7 @@
  * Bodies of the device-login endpoints a CLI calls: form-encoded, as OAuth clients send them (RFC 8628 §3.1,
  * RFC 6749 §4.1.3), or JSON. An empty body is an empty object, so a client with nothing to say may send nothing.
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import { describeIssues } from "./body";
 import { HttpError } from "./respond";
 

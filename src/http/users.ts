@@ -1,5 +1,5 @@
 /** Accounts, managed by admins: add a person, list everyone, remove a person with all they own. */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";

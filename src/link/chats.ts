@@ -9,7 +9,7 @@ import { type SessionNewParams, SessionNewResult } from "../protocol/acp";
 import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
-import type { z } from "zod";
+import type * as z from "zod";
 import { deviceOf, inBackground } from "./background";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";

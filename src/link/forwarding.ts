@@ -26,7 +26,7 @@ import {
   type RequestMessage,
   type ResponseMessage,
 } from "../protocol/jsonrpc";
-import { z } from "zod";
+import * as z from "zod";
 import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";

@@ -17,7 +17,7 @@ import {
   type ResponseMessage,
 } from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
-import type { z } from "zod";
+import type * as z from "zod";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
 import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";

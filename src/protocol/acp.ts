@@ -3,7 +3,7 @@
  * fields. Objects are loose — a field the instance does not read passes through untouched — while the fields it
  * relies on are checked.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { openUnion } from "./open-union";
 
 export const SessionId = z.string().min(1, "a session id is required");

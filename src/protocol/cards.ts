@@ -4,7 +4,7 @@
  * its card (the option chosen is one offered, one answer per question, …) so a bad one gets a sentence back and the
  * card stays open.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { SessionId } from "./acp";
 import { check, type Checked } from "./issues";
 

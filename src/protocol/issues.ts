@@ -1,5 +1,5 @@
 /** Validation results as sentences: what a browser, a device or an HTTP client is told when its input is refused. */
-import type { z } from "zod";
+import type * as z from "zod";
 
 /** One readable sentence from a zod error: "email: Invalid email address; password: Too small". */
 export function describeIssues(error: z.ZodError): string {

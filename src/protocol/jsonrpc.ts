@@ -2,7 +2,7 @@
  * The JSON-RPC 2.0 envelope every link and client frame is (one message per WebSocket frame), its error codes, and
  * the builders for what the instance sends. Batches are not part of the link: a frame is one message.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { describeIssues } from "./issues";
 
 /** Ids are strings or numbers; a device's own request ids may start at 0. */

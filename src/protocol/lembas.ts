@@ -2,7 +2,7 @@
  * The `_lembas/*` messages (spec: "_lembas/* methods"), except the cards (cards.ts). Loose objects, strict on the
  * fields the instance relies on.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { AbsolutePath, DeviceLimits, SessionId } from "./acp";
 import { openUnion } from "./open-union";
 

@@ -3,7 +3,7 @@
  * instance reads, of the result) — so a forwarder validates a frame by looking its method up, not by an if-chain.
  * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
  */
-import type { z } from "zod";
+import type * as z from "zod";
 import {
   CancelParams,
   InitializeResult,

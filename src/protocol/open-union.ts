@@ -3,7 +3,7 @@
  * speak a newer ACP or engine than this instance knows, and what the instance does not rely on must still reach the
  * browsers. The known kinds' schemas stay exported for the code that reads their fields.
  */
-import { z } from "zod";
+import * as z from "zod";
 
 type Tagged<K extends string> = z.ZodObject<{ [P in K]: z.ZodLiteral<string> } & z.ZodRawShape>;
 

@@ -3,7 +3,7 @@
  * OpenAI-compatible base URL and its models with a kind and prices. Keys are secrets, never config:
  * `PROVIDER_<NAME>_API_KEY`. Validated once per isolate, at first use, so a typo is a clear error, not a crash.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "../http/respond";

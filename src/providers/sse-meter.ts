@@ -8,7 +8,7 @@
  * When the instance asked for usage on the client's behalf, the usage it added is taken out again: a usage-only
  * chunk is dropped, a chunk that also carries choices loses its `usage` field.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { reportedUsage, type TokenCounts } from "./usage-report";
 
 const Chunk = z.looseObject({

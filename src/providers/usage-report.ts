@@ -1,5 +1,5 @@
 /** The token counts a provider reports in `usage` (OpenAI's shape), validated: a provider is an edge too. */
-import { z } from "zod";
+import * as z from "zod";
 
 const Usage = z.object({
   prompt_tokens: z.number().int().nonnegative(),

@@ -10,7 +10,7 @@ import { existsSync } from "node:fs";
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type Page } from "playwright-core";
-import { z } from "zod";
+import * as z from "zod";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";

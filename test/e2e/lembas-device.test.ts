@@ -6,7 +6,7 @@
  */
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type Person } from "./helpers/accounts.js";
 import { ClientSocket, type Message } from "./helpers/client.js";

@@ -3,7 +3,7 @@
  * streamed answer is passed through event by event (never buffered whole) and metered as it goes; an unstreamed one
  * is metered from its `usage`. A failed upstream call charges nothing.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";

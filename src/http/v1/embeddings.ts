@@ -1,5 +1,5 @@
 /** POST /v1/embeddings: for models of kind `embedding`, forwarded and metered like a chat completion. */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";

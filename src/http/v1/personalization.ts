@@ -3,7 +3,7 @@
  * uses in place of its local ones. A PUT changes only the fields it sends. Only a device's token may write, and only
  * when the operator made personalization available to the account.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Handler } from "../routes";
 import { authenticateCaller, type ApiCaller } from "../auth";
 import { readJson } from "../body";

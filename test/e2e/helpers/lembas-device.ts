@@ -8,7 +8,7 @@
 import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import WebSocket from "ws";
-import { z } from "zod";
+import * as z from "zod";
 
 const LINKED_WITHIN_MS = 20_000;
 
