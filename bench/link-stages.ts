@@ -3,7 +3,7 @@
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
  * event) and the RSS of each Worker's workerd process is read. The first links are made one at a time and timed,
- * each watched by a client socket until `instance/link` says up; the rest in parallel. After the last stage the
+ * each watched by a client socket until `_instance/link` says up; the rest in parallel. After the last stage the
  * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
  * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
  * the new constructions count the idle links that held no object in memory. The baseline's rooms are probed alike.
@@ -46,7 +46,7 @@ function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took over ${ms / 1000} s`)))]);
 }
 
-/** One device linked while a client socket of its owner watches for `instance/link` up. */
+/** One device linked while a client socket of its owner watches for `_instance/link` up. */
 async function timedLink(
   relay: Dev,
   person: Person,
@@ -56,7 +56,7 @@ async function timedLink(
   const watcher = await Client.attach(relay.origin, device.id, person.auth);
   const up = new Promise<number>((resolve) => {
     watcher.onNotification = (method, params) => {
-      if (method === "instance/link" && (params as { link?: string }).link === "up") resolve(performance.now());
+      if (method === "_instance/link" && (params as { link?: string }).link === "up") resolve(performance.now());
     };
   });
   const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);

@@ -85,13 +85,13 @@ function linkRows(rows: [string, string, string, string][], links: LinkStagesRes
   ]);
   rows.push([`link set-up p50: upgrade → initialize request`, ms(s.relayInitialize.p50), "—", ""]);
   rows.push([
-    `link set-up p50: upgrade → instance/link up`,
+    `link set-up p50: upgrade → _instance/link up`,
     ms(s.relayUp.p50),
     ms(s.bareOpen.p50),
     ratio(s.relayUp.p50 / s.bareOpen.p50),
   ]);
   rows.push([
-    `link set-up p99: upgrade → instance/link up`,
+    `link set-up p99: upgrade → _instance/link up`,
     ms(s.relayUp.p99),
     ms(s.bareOpen.p99),
     ratio(s.relayUp.p99 / s.bareOpen.p99),

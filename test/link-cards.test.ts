@@ -239,7 +239,7 @@ describe("cards", () => {
     expect(seen).toEqual(expect.arrayContaining([settled("call_1"), settled("call_q")]));
     expect(seen).toContainEqual({
       jsonrpc: "2.0",
-      method: "instance/link",
+      method: "_instance/link",
       params: { link: "down", reason: "closed" },
     });
     expect((await statusOf(a)).cards).toEqual([]);

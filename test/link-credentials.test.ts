@@ -18,7 +18,7 @@ describe("client sockets end with the credential they were opened with", () => {
     expect(res.status).toBe(204);
     const closed = await client.closed;
     expect(closed.code).toBe(4403);
-    expect((await browser.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await browser.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
   });
 
   it("signing out closes the browser's sockets (4403) while the script's stay", async () => {
@@ -27,6 +27,6 @@ describe("client sockets end with the credential they were opened with", () => {
     const res = await call("POST", "/api/auth/logout", { headers: { cookie: user.cookie, origin: ORIGIN } });
     expect(res.status).toBe(204);
     expect((await browser.closed).code).toBe(4403);
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
   });
 });

@@ -59,7 +59,7 @@ describe("deleting a chat while the device is linked", () => {
     const { peer: link } = await linkDevice(device);
     const client = await attachClient(user, device.deviceId);
     await until(
-      () => client.call(crypto.randomUUID(), "instance/status"),
+      () => client.call(crypto.randomUUID(), "_instance/status"),
       (s) => (s.result as { link: string }).link === "up",
     );
     const pending = deleteOverHttp(user, device.deviceId, "ses_http");
@@ -219,7 +219,7 @@ describe("pending deletes", () => {
     const { peer: link } = await linkDevice(device, { capabilities: WITHOUT_DELETE });
     const client = await attachClient(user, device.deviceId);
     await until(
-      () => client.call(crypto.randomUUID(), "instance/status"),
+      () => client.call(crypto.randomUUID(), "_instance/status"),
       (s) => (s.result as { link: string }).link === "up",
     );
     const answer = await client.call(1, DELETE, { sessionId: "ses_old" });

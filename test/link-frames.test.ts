@@ -12,13 +12,13 @@ describe("bad frames", () => {
       id: null,
       error: { code: -32700, message: "the frame is not valid JSON" },
     });
-    client.send(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "instance/status" }]));
+    client.send(JSON.stringify([{ jsonrpc: "2.0", id: 1, method: "_instance/status" }]));
     expect((await client.next()).error).toMatchObject({ code: -32600, message: expect.stringContaining("batches") });
-    client.send(JSON.stringify({ jsonrpc: "1.0", id: 2, method: "instance/status" }));
+    client.send(JSON.stringify({ jsonrpc: "1.0", id: 2, method: "_instance/status" }));
     expect(await client.next()).toMatchObject({ id: 2, error: { code: -32600 } });
     client.send(JSON.stringify({ jsonrpc: "2.0", id: 3 }));
     expect(await client.next()).toMatchObject({ id: 3, error: { code: -32600 } });
-    client.send(JSON.stringify({ jsonrpc: "2.0", id: { x: 1 }, method: "instance/status" }));
+    client.send(JSON.stringify({ jsonrpc: "2.0", id: { x: 1 }, method: "_instance/status" }));
     expect(await client.next()).toMatchObject({ id: null, error: { code: -32600 } });
     const unknown = await client.call(4, "session/load", { sessionId: "ses_1" });
     expect(unknown.error).toMatchObject({ code: -32601, message: expect.stringContaining("session/load") });
@@ -51,7 +51,7 @@ describe("bad frames", () => {
     await client.silent();
     link.send({ jsonrpc: "2.0", id: inFlight.id, result: { sessionId: "ses_k" } });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "keep", result: { sessionId: "ses_k" } });
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
   });
 
   it("refuses a reused id while the first request with it is in flight", async () => {
@@ -124,7 +124,7 @@ describe("frame size limits", () => {
     expect((await link.closed).code).toBe(4413);
     expect(await client.next(20_000)).toEqual({
       jsonrpc: "2.0",
-      method: "instance/link",
+      method: "_instance/link",
       params: { link: "down", reason: "closed" },
     });
   }, 60_000);

@@ -39,7 +39,7 @@ describe("link handshake", () => {
 
     const client = await attachClient(user, device.deviceId);
     await waitUntilUp(client);
-    const status = await client.call(1, "instance/status");
+    const status = await client.call(1, "_instance/status");
     expect(status.result).toEqual({
       link: "up",
       protocol: 2,
@@ -153,15 +153,15 @@ describe("link handshake", () => {
     expect(closed.code).toBe(4409);
     expect(await client.next()).toEqual({
       jsonrpc: "2.0",
-      method: "instance/link",
+      method: "_instance/link",
       params: { link: "down", reason: "replaced" },
     });
     second.send(hello(2));
     const init = await second.next();
     second.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
-    expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "up", protocol: 2 } });
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "up", protocol: 2 } });
     // The old link's close came and went without touching the new one.
-    const status = await client.call("s", "instance/status");
+    const status = await client.call("s", "_instance/status");
     expect(status.result).toMatchObject({ link: "up" });
     expect((await deviceRow(device.deviceId))!.online).toBe(1);
     const answer = client.call("n1", "session/new", { cwd: "/home/me/work" });
@@ -176,11 +176,11 @@ describe("link handshake", () => {
     peer.close();
     expect(await client.next()).toEqual({
       jsonrpc: "2.0",
-      method: "instance/link",
+      method: "_instance/link",
       params: { link: "down", reason: "closed" },
     });
     expect((await deviceRow(device.deviceId))!.online).toBe(0);
-    expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down", protocol: 2 });
+    expect((await client.call(2, "_instance/status")).result).toMatchObject({ link: "down", protocol: 2 });
   });
 
   it("revoke() closes the link with 4401 and the client sockets with 4404", async () => {

@@ -53,7 +53,7 @@ describe("keep-alive and the sweep", () => {
     expect(await client.next()).toEqual(PROBE);
     // Within the grace the sweep waits for an answer.
     await sweep(device.deviceId);
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
@@ -75,7 +75,7 @@ describe("keep-alive and the sweep", () => {
     await client.ping();
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
     await link.silent();
   });
 
@@ -84,7 +84,7 @@ describe("keep-alive and the sweep", () => {
     await link.ping();
     await client.ping();
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ link: "up" });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
     // The sweep is armed again while sockets are attached.
     const due = await runInDurableObject(
       linkStub(device.deviceId),
@@ -97,14 +97,14 @@ describe("keep-alive and the sweep", () => {
   it("keeps a socket that sent a frame since, without pings", async () => {
     const { device, link, client } = await linkedDevice();
     await makeSilent(device.deviceId, LONG_SILENT_MS);
-    await client.call(1, "instance/status");
+    await client.call(1, "_instance/status");
     await sweep(device.deviceId);
     expect(await link.next()).toEqual(PROBE);
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
-    expect((await client.call(2, "instance/status")).result).toMatchObject({ link: "down" });
+    expect((await client.call(2, "_instance/status")).result).toMatchObject({ link: "down" });
     // The client, which spoke, was never asked: all it heard was the link going down.
-    expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "down", reason: "stale" } });
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down", reason: "stale" } });
     await client.silent();
   });
 });

@@ -47,7 +47,7 @@ describe("late joiners", () => {
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toEqual({
       jsonrpc: "2.0",
-      method: "instance/replay",
+      method: "_instance/replay",
       params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0 },
     });
     for (const frame of before.slice(0, 4)) expect(await late.next()).toEqual(frame);
@@ -81,7 +81,7 @@ describe("late joiners", () => {
 
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
-      method: "instance/replay",
+      method: "_instance/replay",
       params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 },
     });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
@@ -99,7 +99,7 @@ describe("late joiners", () => {
 
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
-      method: "instance/replay",
+      method: "_instance/replay",
       params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 },
     });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
@@ -130,7 +130,7 @@ describe("late joiners", () => {
 
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
-      method: "instance/replay",
+      method: "_instance/replay",
       params: { sessionId: "ses_1", turnIds: ["t-burst"], frames: 11, dropped: 0 },
     });
     for (const frame of [...frames, odd]) expect(await late.next(10_000)).toEqual(frame);
@@ -147,7 +147,7 @@ describe("late joiners", () => {
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toEqual({
       jsonrpc: "2.0",
-      method: "instance/replay",
+      method: "_instance/replay",
       params: { sessionId: "ses_1", turnIds: ["t-long"], frames: REPLAY_LIMITS.frames, dropped: 5 },
     });
     for (const frame of frames.slice(5)) expect(await late.next()).toEqual(frame);
@@ -165,7 +165,7 @@ describe("late joiners", () => {
     await deviceSends(link, a, [...frames, tooBig]);
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ method: "instance/replay", params: { frames: 4, dropped: 2 } });
+    expect(await late.next()).toMatchObject({ method: "_instance/replay", params: { frames: 4, dropped: 2 } });
     for (const frame of frames.slice(1)) expect(await late.next(10_000)).toEqual(frame);
     await late.silent();
   }, 30_000);

@@ -61,7 +61,7 @@ describe("GET /api/devices/link", () => {
     const client = await attachClient(user, mine.deviceId);
     await new Promise((r) => setTimeout(r, 100));
     // The hello reached this user's own device's object, not the other one.
-    expect((await client.call(1, "instance/status")).result).toMatchObject({ hello: { device: { host: "h" } } });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ hello: { device: { host: "h" } } });
   });
 });
 
@@ -119,11 +119,11 @@ describe("POST /api/devices/:deviceId/rpc", () => {
     expect(await res.json()).toEqual({ jsonrpc: "2.0", id: 42, result: { sessionId: "ses_rpc" } });
   });
 
-  it("answers instance/status itself, 202 for a notification, JSON-RPC errors for bad bodies and offline", async () => {
+  it("answers _instance/status itself, 202 for a notification, JSON-RPC errors for bad bodies and offline", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const auth = { authorization: user.apiAuth };
-    const status = await rpc(device.deviceId, { jsonrpc: "2.0", id: 1, method: "instance/status" }, auth);
+    const status = await rpc(device.deviceId, { jsonrpc: "2.0", id: 1, method: "_instance/status" }, auth);
     expect(await status.json()).toMatchObject({ id: 1, result: { link: "down" } });
     const offline = await rpc(
       device.deviceId,
@@ -144,7 +144,7 @@ describe("POST /api/devices/:deviceId/rpc", () => {
   it("applies the same owner and origin rules as the socket", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
-    const body = { jsonrpc: "2.0", id: 1, method: "instance/status" };
+    const body = { jsonrpc: "2.0", id: 1, method: "_instance/status" };
     expect((await rpc(device.deviceId, body, {})).status).toBe(401);
     expect((await rpc(device.deviceId, body, { authorization: (await createUser()).apiAuth })).status).toBe(404);
     expect((await rpc(device.deviceId, body, { cookie: user.cookie, origin: "https://evil.example" })).status).toBe(

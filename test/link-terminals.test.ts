@@ -116,7 +116,7 @@ describe("terminals belong to the socket that opened them", () => {
     const failed = await link.next();
     leaves.close();
     await leaves.closed;
-    await stays.call("status", "instance/status");
+    await stays.call("status", "_instance/status");
     await evictDurableObject(linkStub(device.deviceId));
     link.send({ jsonrpc: "2.0", id: failed.id, error: { code: -32603, message: "no pty" } });
     link.send({ jsonrpc: "2.0", id: late.id, result: { terminalId: "t-late", cwd: "/w", cols: 80, rows: 24 } });

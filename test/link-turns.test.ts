@@ -18,13 +18,13 @@ const WITHOUT_TURNS = CAPABILITIES_ALL.filter((c) => c !== "turns");
 /** Drops the link and waits until the client has seen it go down. */
 async function dropLink(link: Peer, client: Peer): Promise<void> {
   link.close();
-  expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "down" } });
+  expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down" } });
 }
 
 /** Links the device again; the client sees the link come up. */
 async function relink(device: TestDevice, client: Peer, capabilities?: string[]): Promise<Peer> {
   const { peer } = await linkDevice(device, { capabilities });
-  expect(await client.next()).toMatchObject({ method: "instance/link", params: { link: "up" } });
+  expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "up" } });
   return peer;
 }
 

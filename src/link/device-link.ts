@@ -14,7 +14,7 @@
  * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
  * (feature.ts) listed in FEATURES below. It may declare:
  *   schema               its own SQLite tables (CREATE … IF NOT EXISTS), run when the object starts
- *   clientMethods        methods a client calls on the instance (e.g. "instance/status"); return the result,
+ *   clientMethods        methods a client calls on the instance (e.g. "_instance/status"); return the result,
  *                        throw RpcError, or return ANSWER_LATER and answer with rt.sendToClient — a spec
  *                        client→agent method named here is taken over from the relay (_lembas/session/delete)
  *   beforeForward        per relayed method: see or change a client's call before it goes to the device, keep
@@ -31,7 +31,7 @@
  *   clientAnswers        answers from clients to requests the instance sent them, by id prefix ("card:…")
  *   deadlines            handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs)
  *   onLinkUp / onLinkDown / onClientAttached / onClientDetached   lifecycle; run in FEATURES order
- *   status               fields merged into instance/status (cards: open cards, turns: running turns)
+ *   status               fields merged into _instance/status (cards: open cards, turns: running turns)
  * The LinkRuntime (runtime.ts) each handler receives gives the storage (links, outbound, deadlines, sql) and the
  * ways to send (sendToDevice, requestDevice, sendToClient, broadcast). Anything large a feature persists (a
  * prompt kept for re-sending) must be stored in chunks: SQLite values are limited to about 2 MB.
@@ -39,7 +39,7 @@
  * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), flood.ts (a frame
  * budget per socket), handshake.ts (hello, initialize, replacement, link up/down, D1 presence), store.ts (link
  * state, request ids), outbound.ts (outstanding requests and their answer deadlines), forwarding.ts (the relay,
- * $/cancel_request, time-outs), instance-methods.ts (instance/status, initialize, instance/link), deadlines.ts (one
+ * $/cancel_request, time-outs), instance-methods.ts (_instance/status, initialize, _instance/link), deadlines.ts (one
  * alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";

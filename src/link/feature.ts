@@ -18,7 +18,7 @@ export interface ClientPeer {
 }
 
 /**
- * A method a client calls on the instance itself (instance/status, initialize, $/cancel_request, …). For a request,
+ * A method a client calls on the instance itself (_instance/status, initialize, $/cancel_request, …). For a request,
  * the returned value is the result; throw an RpcError to answer with an error; return ANSWER_LATER when the handler
  * answers itself later (rt.sendToClient), e.g. once the device has answered. For a notification nothing is sent.
  */
@@ -115,7 +115,7 @@ export interface LinkFeature {
   onLinkDown?: (rt: LinkRuntime, link: LinkRecord, reason: LinkDownReason, wasUp: boolean) => void | Promise<void>;
   onClientAttached?: (rt: LinkRuntime, peer: ClientPeer) => void | Promise<void>;
   onClientDetached?: (rt: LinkRuntime, sid: string) => void | Promise<void>;
-  /** Fields this feature adds to instance/status (e.g. cards, turns). */
+  /** Fields this feature adds to _instance/status (e.g. cards, turns). */
   status?: (rt: LinkRuntime) => Record<string, unknown>;
 }
 

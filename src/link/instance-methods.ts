@@ -1,12 +1,12 @@
 /**
- * Methods a client calls on the instance itself, and the `instance/link` notification.
+ * Methods a client calls on the instance itself, and the `_instance/link` notification.
  *
- * - `instance/status` → { link: "up" | "down", hello, lembas (the device's initialize `_meta.lembas`), agentInfo,
+ * - `_instance/status` → { link: "up" | "down", hello, lembas (the device's initialize `_meta.lembas`), agentInfo,
  *   protocol, capabilities, cards, turns, … }: the last link's facts even while down; other features add fields
  *   (cards, turns) through their `status` hook.
  * - `initialize` is answered here with the device's own initialize result (the last link's), so an ACP client SDK
  *   can attach to the relay as if to the agent; the device is not asked again. Before any link: -32001 offline.
- * - `instance/link` { link: "up", protocol, hello, lembas, agentInfo } goes to every client when the link comes up
+ * - `_instance/link` { link: "up", protocol, hello, lembas, agentInfo } goes to every client when the link comes up
  *   (after initialize), and { link: "down", reason } when an up link goes down.
  */
 import { rpcNotification, RpcError } from "../protocol/jsonrpc";
@@ -14,7 +14,7 @@ import type { LinkFeature } from "./feature";
 import { OFFLINE, type LinkRuntime } from "./runtime";
 import type { LinkRecord } from "./store";
 
-export const INSTANCE_LINK = "instance/link";
+export const INSTANCE_LINK = "_instance/link";
 
 function linkFacts(link: LinkRecord | null) {
   const init = link?.initialize ?? null;
@@ -42,6 +42,9 @@ export function instanceStatus(rt: LinkRuntime): Record<string, unknown> {
 export const instanceMethods: LinkFeature = {
   name: "instance-methods",
   clientMethods: {
+    "_instance/status": (rt) => instanceStatus(rt),
+    // The name before instance methods were named as ACP extensions; a client may still ask by it. What the
+    // instance sends is only ever under the new names.
     "instance/status": (rt) => instanceStatus(rt),
     initialize: (rt) => {
       const init = rt.link()?.initialize;

@@ -2,7 +2,7 @@
  * Late joiners. While a session has a running turn (turn-store.ts), its session/update and _lembas/event
  * notifications are kept as they were sent, in a bounded buffer per session: the last REPLAY_LIMITS.frames frames
  * within REPLAY_LIMITS.bytes, the oldest dropped first; a single frame over REPLAY_LIMITS.frameBytes is not kept
- * (it counts as dropped). A socket that attaches mid-turn gets, for each such session, `instance/replay`
+ * (it counts as dropped). A socket that attaches mid-turn gets, for each such session, `_instance/replay`
  * { sessionId, turnIds, frames, dropped } — dropped > 0 says the oldest frames are missing — then those frames, then
  * the live ones: attaching runs in one event, so no live frame falls between the buffer and the live stream, and
  * none comes twice. The buffer goes when the session's last running turn ends.
@@ -28,7 +28,7 @@ import { TurnStore } from "./turn-store";
 
 const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
-export const INSTANCE_REPLAY = "instance/replay";
+export const INSTANCE_REPLAY = "_instance/replay";
 
 const REPLAY_SCHEMA = [
   // No index: the table holds only running turns' bounded buffers, and rows are read in seq order.

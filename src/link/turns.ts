@@ -1,6 +1,6 @@
 /**
  * Turns. Every session/prompt starts a running turn (turn-store.ts), and so does the device's task start event (a
- * turn typed at a terminal); the answer or the task end stops it. instance/status lists the running ones.
+ * turn typed at a terminal); the answer or the task end stops it. _instance/status lists the running ones.
  *
  * With capability turns, each prompt carries `_meta.lembas.turnId` — the client's own, or one made here — and is
  * kept across a dropped link: its params go to chunks (a prompt may be 33 MB of base64), the client's request stays

@@ -77,10 +77,10 @@ describe("a device linked through the bridge, driven from the client interface",
       origin: instance.origin,
     });
     // The link may come up before or after this socket attached: the status says so either way.
-    let status = (await client.request("instance/status", {})).result;
+    let status = (await client.request("_instance/status", {})).result;
     for (let tries = 0; status.link !== "up" && tries < 40; tries++) {
       await new Promise((resolve) => setTimeout(resolve, 250));
-      status = (await client.request("instance/status", {})).result;
+      status = (await client.request("_instance/status", {})).result;
     }
     expect(
       status,
@@ -146,8 +146,8 @@ describe("a device linked through the bridge, driven from the client interface",
     bridge = runBridge(["link", "--", process.execPath, EXAMPLE_AGENT], { configHome, cwd: workdir });
     expect(await older.exited).toBe(1);
     expect(older.stderr()).toContain("another link of this device took over");
-    await client!.next((m) => m.method === "instance/link" && m.params.link === "up", { after: seen });
-    expect((await client!.request("instance/status", {})).result).toMatchObject({ link: "up" });
+    await client!.next((m) => m.method === "_instance/link" && m.params.link === "up", { after: seen });
+    expect((await client!.request("_instance/status", {})).result).toMatchObject({ link: "up" });
   });
 
   it("stops the bridge when its device is revoked", async () => {

@@ -155,7 +155,7 @@ describe("a protocol 2 device on the ACP SDK, driven from two client sockets", (
     });
 
     for (const socket of [a, b]) {
-      const up = await socket.next((m) => m.method === "instance/link" && m.params.link === "up");
+      const up = await socket.next((m) => m.method === "_instance/link" && m.params.link === "up");
       expect(up.params).toMatchObject({
         protocol: 2,
         hello: { protocol: 2, device: { host: "e2e-laptop", platform: "linux" }, limits: { roots: [root] } },

@@ -39,7 +39,7 @@ afterAll(async () => {
 
 const isPromptAnswer = (m: Message) => m.id === "prompt-1" && m.method === undefined;
 const linkNotice = (state: "up" | "down", after: number) =>
-  client.next((m) => m.method === "instance/link" && m.params.link === state, { after });
+  client.next((m) => m.method === "_instance/link" && m.params.link === state, { after });
 /** Resolves when the device next receives a prompt. */
 const nextPrompt = (withinMs = 20_000) =>
   new Promise<void>((resolve, reject) => {
@@ -103,7 +103,7 @@ describe("a link dropped mid-turn and dialled again", () => {
     expect(chunk.params.update.content.text).toBe("Reading the logs first.");
     expect(deliveries).toEqual([{ link: 1, turnId: expect.stringMatching(/^turn_/) }]);
     turnId = deliveries[0]!.turnId!;
-    const running = (await client.request("instance/status", {})).result;
+    const running = (await client.request("_instance/status", {})).result;
     expect(running.turns).toEqual([expect.objectContaining({ sessionId: SESSION_ID, turnId })]);
 
     // The network goes: no close frame. The instance sees the link down, and the prompt is not failed.
@@ -111,7 +111,7 @@ describe("a link dropped mid-turn and dialled again", () => {
     device.drop();
     const down = await linkNotice("down", mark);
     expect(client.messages.slice(mark).filter(isPromptAnswer)).toEqual([]);
-    const whileDown = (await client.request("instance/status", {})).result;
+    const whileDown = (await client.request("_instance/status", {})).result;
     expect(whileDown, JSON.stringify(down.params)).toMatchObject({
       link: "down",
       turns: [expect.objectContaining({ sessionId: SESSION_ID, turnId })],
@@ -135,6 +135,6 @@ describe("a link dropped mid-turn and dialled again", () => {
     expect(answer.result).toEqual({ stopReason: "end_turn", _meta: { lembas: { turnId } } });
     await new Promise((resolve) => setTimeout(resolve, QUIET_MS));
     expect(client.messages.filter(isPromptAnswer)).toHaveLength(1);
-    expect((await client.request("instance/status", {})).result).toMatchObject({ link: "up", turns: [] });
+    expect((await client.request("_instance/status", {})).result).toMatchObject({ link: "up", turns: [] });
   });
 });

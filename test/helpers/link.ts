@@ -193,10 +193,10 @@ export async function attachClient(user: TestUser, deviceId: string, via: "api" 
   return new Peer(res.webSocket);
 }
 
-/** Waits until the link is up, as a client sees it (instance/status). */
+/** Waits until the link is up, as a client sees it (_instance/status). */
 export async function waitUntilUp(client: Peer): Promise<void> {
   for (let i = 0; i < 50; i++) {
-    const status = await client.call(`status-${i}`, "instance/status");
+    const status = await client.call(`status-${i}`, "_instance/status");
     if ((status.result as { link?: string }).link === "up") return;
     await new Promise((r) => setTimeout(r, 20));
   }

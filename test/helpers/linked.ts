@@ -1,4 +1,4 @@
-/** Link tests with several client sockets: set-up, instance/status, deadlines, and reading a race's messages. */
+/** Link tests with several client sockets: set-up, _instance/status, deadlines, and reading a race's messages. */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import type { TestDevice, TestUser } from "./fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer, type Wire } from "./link";
@@ -18,9 +18,9 @@ export async function linkedWithClients(count: number, capabilities?: string[]):
   return { user, device, link, clients };
 }
 
-/** instance/status as a client sees it. */
+/** _instance/status as a client sees it. */
 export async function statusOf(client: Peer): Promise<Record<string, unknown>> {
-  const answer = await client.call(`status-${crypto.randomUUID()}`, "instance/status");
+  const answer = await client.call(`status-${crypto.randomUUID()}`, "_instance/status");
   return answer.result as Record<string, unknown>;
 }
 

@@ -166,7 +166,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
       return;
     }
     try {
-      applyStatus(await socket.request<Status>("instance/status"));
+      applyStatus(await socket.request<Status>("_instance/status"));
       setLink(status.link);
       if (!cwd.value) cwd.value = status.hello?.limits?.roots?.[0] ?? "";
     } catch (err) {
@@ -178,9 +178,9 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
     badge.className = link === "up" ? "badge online" : "badge";
   };
   socket.onNotification = (method, params: Params) => {
-    if (method === "instance/link") {
+    if (method === "_instance/link") {
       setLink(params.link === "up" ? "up" : "down");
-      if (params.link === "up") background(socket.request<Status>("instance/status").then(applyStatus));
+      if (params.link === "up") background(socket.request<Status>("_instance/status").then(applyStatus));
       // Every terminal closes with the link.
       else terminal?.end("The device's link went down; its terminal closed.");
     } else if (method === "session/update" && typeof params.sessionId === "string") {
