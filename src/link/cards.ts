@@ -15,9 +15,10 @@ import { secondsVar, type Env } from "../env";
 import { CARDS, isCardMethod, openCard, type CardMethod } from "../protocol/cards";
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
-import { Chunks, CHUNKS_SCHEMA } from "./chunks";
+import { Chunks } from "./chunks";
 import type { DeviceRequestHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";
+import type { SchemaStep } from "./schema-steps";
 import { attachmentOf, sendJson, socketById } from "./sockets";
 
 export const SETTLED = "_lembas/permission/settled";
@@ -28,12 +29,16 @@ export const DEFAULT_CARD_TIMEOUT_SECONDS = 300;
 /** How long an ended card is remembered (so a late answer is told it came too late, and why). */
 const REMEMBER_ENDED_MS = 60 * 60_000;
 
-const CARDS_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS cards (
-     tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL,
-     link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
-     ended_at INTEGER, ended_how TEXT)`,
-  ...CHUNKS_SCHEMA,
+const CARDS_STEPS: readonly SchemaStep[] = [
+  {
+    step: 1,
+    run: [
+      `CREATE TABLE IF NOT EXISTS cards (
+         tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL,
+         link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
+         ended_at INTEGER, ended_how TEXT)`,
+    ],
+  },
 ];
 
 type EndedHow = "answered" | "timed_out" | "settled" | "link_down";
@@ -135,7 +140,9 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
 
 export const cards: LinkFeature = {
   name: "cards",
-  schema: CARDS_SCHEMA,
+  // A late joiner sees the running turn's transcript (replay), then the cards open in it.
+  after: ["core", "replay"],
+  migrations: CARDS_STEPS,
   deviceRequests: Object.fromEntries(Object.keys(CARDS).map((method) => [method, onCardRequest])),
   clientAnswers: {
     [CARD_PREFIX]: (rt, peer, answer) => {

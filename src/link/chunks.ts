@@ -1,11 +1,8 @@
 /**
  * Text too large for one SQLite value (a Durable Object's SQLite takes about 2 MB a value): kept as ordered chunks
  * under (owner, key). A prompt kept for re-sending may be 33 MB of base64; a card's params may carry a large diff.
+ * The table is core's (core.ts).
  */
-export const CHUNKS_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS chunks (owner TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL,
-     PRIMARY KEY (owner, key, seq))`,
-];
 
 /** UTF-16 units a chunk holds: at most 3 bytes each in UTF-8, so a chunk stays under 1.5 MB. */
 export const CHUNK_UNITS = 512 * 1024;

@@ -1,18 +1,15 @@
 /**
  * One alarm for every deadline of the object. Deadlines are rows (kind, key, due) — in the deadlines table, or a
  * `due` column of a table that keeps its own (outbound.ts: a request's answer time lives in its row, so a request
- * writes one row, not two); the alarm rings no later than the earliest one. When it rings, every due row is removed and handed to the handler its kind registered (handshake
- * timeouts, request timeouts, the heartbeat sweep, and whatever features add).
+ * writes one row, not two); the alarm rings no later than the earliest one. When it rings, every due row is removed
+ * and handed to the handler its kind registered (handshake timeouts, request timeouts, the heartbeat sweep, and
+ * whatever features add). The table is core's (core.ts).
  *
  * setAlarm is a storage write that the next output waits for, so the alarm is moved only when a new deadline falls
  * before the time it is armed for — remembered in memory, and after an eviction taken to be the earliest row, which
  * it never rings later than. A cleared deadline leaves the alarm where it is: if it rings with nothing due, it is
  * just armed again for the earliest row (one early wake, instead of a write on every clear).
  */
-export const DEADLINES_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS deadlines (kind TEXT NOT NULL, key TEXT NOT NULL, due INTEGER NOT NULL, PRIMARY KEY (kind, key))`,
-];
-
 export interface DueDeadline {
   kind: string;
   key: string;

@@ -13,7 +13,10 @@
  *
  * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
  * (feature.ts) listed in FEATURES below. It may declare:
- *   schema               its own SQLite tables (CREATE … IF NOT EXISTS), run when the object starts
+ *   after                the features whose hooks (and schema steps) must run before its own; the registry sorts
+ *                        the features by it and refuses a circle or an unknown name at start-up
+ *   migrations           its own SQLite tables, as numbered steps each applied once and recorded in the object's
+ *                        table schema_steps (schema-steps.ts): a change to a table is a new step, never an edit
  *   clientMethods        methods a client calls on the instance (e.g. "_instance/status"); return the result,
  *                        throw RpcError, or return ANSWER_LATER and answer with rt.sendToClient — a spec
  *                        client→agent method named here is taken over from the relay (_lembas/session/delete)
@@ -47,33 +50,30 @@ import type { Env } from "../env";
 import type { DeleteOutcome } from "../db/pending-deletes";
 import { json } from "../http/respond";
 import { CloseCode } from "../protocol/close-codes";
-import { DEADLINES_SCHEMA } from "./deadlines";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { buildRegistry, type LinkFeature } from "./feature";
 import { flood } from "./flood";
 import { forwarding } from "./forwarding";
 import { cards } from "./cards";
 import { chats } from "./chats";
+import { core } from "./core";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
 import { identityOf } from "./identity";
 import { instanceMethods } from "./instance-methods";
-import { OUTBOUND_SCHEMA } from "./outbound";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
 import { acceptSocket, attachmentOf, closeSocket, credentialTag, markSeen } from "./sockets";
-import { STORE_SCHEMA } from "./store";
 import { terminals } from "./terminals";
 import { turns } from "./turns";
 
-const core: LinkFeature = { name: "core", schema: [...STORE_SCHEMA, ...OUTBOUND_SCHEMA, ...DEADLINES_SCHEMA] };
-
-/** Every feature of the link, in the order their hooks run. */
-// turns before replay (a task start must open its turn before its own frame is buffered); replay before cards, so a
-// late joiner sees the transcript, then the open cards. Neither may follow a feature whose onClientAttached awaits
-// I/O: a live frame could then reach the new socket before its catch-up.
+/**
+ * Every feature of the link. The order their hooks run in is what each declares (`after`); this list only breaks
+ * ties. A feature whose onClientAttached awaits I/O must run after replay and cards (after: ["cards"]): a live frame
+ * could otherwise reach a new socket before its catch-up.
+ */
 const FEATURES: readonly LinkFeature[] = [
   core,
   flood,

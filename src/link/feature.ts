@@ -3,12 +3,16 @@
  * handle; device-link.ts lists the features, and the registry built from them is what the dispatcher consults.
  * Two features may not claim the same method, answer purpose, id prefix or deadline kind (the registry throws at
  * start-up), so which module handles what is never ambiguous. Observers (beforeForward, deviceNotifications,
- * relayedAnswers and the lifecycle hooks) may be registered by several features and run in the order the features
- * are listed.
+ * relayedAnswers and the lifecycle hooks) may be registered by several features and run in the registry's order.
+ *
+ * That order is declared, not remembered: a feature names in `after` the features whose hooks (and schema steps)
+ * must come before its own, and the registry sorts the features so every such promise holds — where nothing is
+ * declared, they keep the order they are listed in. An unknown name or a circle refuses the object at start-up.
  */
 import type { JsonRpcId, NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
 import type { LinkRuntime } from "./runtime";
 import type { OutboundRequest } from "./outbound";
+import { checkSteps, type SchemaStep } from "./schema-steps";
 import type { LinkRecord } from "./store";
 
 /** A client: a browser or script socket, or one HTTP /rpc call (sid `http:…`). */
@@ -98,9 +102,12 @@ export type LinkDownReason =
   | "flood";
 
 export interface LinkFeature {
+  /** Unique, and never renamed: its schema steps are recorded under it. */
   name: string;
-  /** SQL run when the object starts (CREATE TABLE IF NOT EXISTS …): the feature's own tables. */
-  schema?: readonly string[];
+  /** Features whose hooks and schema steps must run before this one's. */
+  after?: readonly string[];
+  /** The feature's own tables, as numbered steps applied once each (schema-steps.ts). */
+  migrations?: readonly SchemaStep[];
   clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
   beforeForward?: Readonly<Record<string, BeforeForward>>;
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
@@ -123,8 +130,8 @@ type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "clientAnswe
 type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
 
 export interface Registry {
+  /** In the order their hooks run. */
   readonly features: readonly LinkFeature[];
-  readonly schema: readonly string[];
   readonly clientMethods: ReadonlyMap<string, ClientMethodHandler>;
   readonly deviceRequests: ReadonlyMap<string, DeviceRequestHandler>;
   readonly deviceAnswers: ReadonlyMap<string, DeviceAnswerHandler>;
@@ -159,10 +166,41 @@ function observed<K extends Observed>(features: readonly LinkFeature[], field: K
   return map;
 }
 
-export function buildRegistry(features: readonly LinkFeature[]): Registry {
+/**
+ * The features in an order where each comes after every feature it names in `after`; among those free to go next,
+ * the first listed goes first. Throws on a name no feature has, a repeated name, or a circle.
+ */
+export function orderFeatures(listed: readonly LinkFeature[]): LinkFeature[] {
+  const byName = new Map<string, LinkFeature>();
+  for (const feature of listed) {
+    if (byName.has(feature.name)) throw new Error(`two features are named ${feature.name}`);
+    byName.set(feature.name, feature);
+  }
+  for (const feature of listed) {
+    for (const name of feature.after ?? []) {
+      if (!byName.has(name)) throw new Error(`${feature.name} runs after ${name}, but no feature is named ${name}`);
+    }
+  }
+  const ordered: LinkFeature[] = [];
+  const placed = new Set<string>();
+  while (ordered.length < listed.length) {
+    const next = listed.find((f) => !placed.has(f.name) && (f.after ?? []).every((name) => placed.has(name)));
+    if (!next) {
+      const waiting = listed.filter((f) => !placed.has(f.name));
+      const why = waiting.map((f) => `${f.name} after ${(f.after ?? []).filter((n) => !placed.has(n)).join(", ")}`);
+      throw new Error(`the features' order is impossible (a circle): ${why.join("; ")}`);
+    }
+    ordered.push(next);
+    placed.add(next.name);
+  }
+  return ordered;
+}
+
+export function buildRegistry(listed: readonly LinkFeature[]): Registry {
+  const features = orderFeatures(listed);
+  for (const feature of features) checkSteps(feature);
   return {
     features,
-    schema: features.flatMap((f) => f.schema ?? []),
     clientMethods: keyed(features, "clientMethods"),
     deviceRequests: keyed(features, "deviceRequests"),
     deviceAnswers: keyed(features, "deviceAnswers"),

@@ -3,26 +3,10 @@
  * reservation (store.ts: two clients' ids never collide, and an id is never reused after an eviction) and a row
  * saying where the answer goes: back to a client socket (or an HTTP /rpc call) under that client's own id, or to the
  * feature that sent it (origin "instance", by purpose). The row also holds the answer's deadline (`due`), which the
- * deadline alarm reads from here (deadlines.ts) — one row written per request, removed with its answer.
+ * deadline alarm reads from here (deadlines.ts) — one row written per request, removed with its answer. The table
+ * is core's (core.ts).
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
-
-export const OUTBOUND_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS outbound (
-     id INTEGER PRIMARY KEY,
-     link_id TEXT NOT NULL,
-     origin TEXT NOT NULL,
-     origin_id TEXT,
-     method TEXT NOT NULL,
-     session_id TEXT,
-     purpose TEXT,
-     keep INTEGER NOT NULL DEFAULT 0,
-     memo TEXT,
-     created_at INTEGER NOT NULL,
-     due INTEGER)`,
-  `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin, origin_id)`,
-  `CREATE INDEX IF NOT EXISTS outbound_link ON outbound (link_id)`,
-];
 
 /** Where the answer to the instance's own requests goes. */
 export const INSTANCE_ORIGIN = "instance";
@@ -77,14 +61,7 @@ const toRequest = (row: Row): OutboundRequest => ({
 export const OUTBOUND_DEADLINES = { table: "outbound", key: "id" } as const;
 
 export class Outbound {
-  constructor(private readonly sql: SqlStorage) {
-    // Tables made before answer deadlines moved into this row get the column once.
-    try {
-      sql.exec("SELECT due FROM outbound LIMIT 0");
-    } catch {
-      sql.exec("ALTER TABLE outbound ADD COLUMN due INTEGER");
-    }
-  }
+  constructor(private readonly sql: SqlStorage) {}
 
   /** Records a request; its deadline (due) must already be known to the alarm (LinkRuntime.track). */
   add(request: OutboundRequest): void {

@@ -23,6 +23,7 @@ import { rpcNotification } from "../protocol/jsonrpc";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
 import { frameBytes } from "./frames";
 import type { LinkRuntime } from "./runtime";
+import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
 import { TurnStore } from "./turn-store";
 
@@ -30,15 +31,20 @@ const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
 export const INSTANCE_REPLAY = "_instance/replay";
 
-const REPLAY_SCHEMA = [
-  // No index: the table holds only running turns' bounded buffers, and rows are read in seq order.
-  `CREATE TABLE IF NOT EXISTS replay_batches (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, frames INTEGER NOT NULL, bytes INTEGER NOT NULL, texts TEXT NOT NULL)`,
-  // A row a frame, as they were written before (a turn running at deploy loses what it had kept).
-  `DROP TABLE IF EXISTS replay`,
-  // Written only when a frame is dropped; a buffer's size is counted from its rows (and kept in memory meanwhile).
-  `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY, dropped INTEGER NOT NULL)`,
-  // Where the counts used to be written with every frame.
-  `DROP TABLE IF EXISTS replay_sessions`,
+const REPLAY_STEPS: readonly SchemaStep[] = [
+  {
+    step: 1,
+    run: [
+      // No index: the table holds only running turns' bounded buffers, and rows are read in seq order.
+      `CREATE TABLE IF NOT EXISTS replay_batches (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, frames INTEGER NOT NULL, bytes INTEGER NOT NULL, texts TEXT NOT NULL)`,
+      // A row a frame, as objects from before batches kept them (a turn running then loses what it had kept).
+      `DROP TABLE IF EXISTS replay`,
+      // Written only when a frame is dropped; a buffer's size is counted from its rows (and kept in memory meanwhile).
+      `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY, dropped INTEGER NOT NULL)`,
+      // Where the counts used to be written with every frame.
+      `DROP TABLE IF EXISTS replay_sessions`,
+    ],
+  },
 ];
 
 /** How long a kept frame may wait in memory for others to be written with it. */
@@ -252,7 +258,9 @@ function catchUp(rt: LinkRuntime, sid: string): void {
 
 export const replay: LinkFeature = {
   name: "replay",
-  schema: REPLAY_SCHEMA,
+  // A task start must open its turn (turns) before its own frame is kept.
+  after: ["turns"],
+  migrations: REPLAY_STEPS,
   deviceNotifications: { "session/update": buffered, "_lembas/event": buffered },
   onClientAttached: (rt, peer) => catchUp(rt, peer.sid),
 };

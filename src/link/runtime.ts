@@ -10,6 +10,7 @@ import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
+import { applySteps } from "./schema-steps";
 import { closeSocket, sendJson, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
 
@@ -49,7 +50,7 @@ export class LinkRuntime {
     readonly registry: Registry,
   ) {
     this.sql = ctx.storage.sql;
-    for (const statement of registry.schema) this.sql.exec(statement);
+    applySteps(ctx.storage, registry.features);
     this.links = new LinkStore(this.sql);
     this.outbound = new Outbound(this.sql);
     this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);

@@ -1,7 +1,8 @@
 /**
  * The link's state in the object's SQLite: the current (or last) link — its handshake progress, hello and
  * initialize result — and a few facts about the object (which device it is, its owner, the request ids reserved).
- * The handshake lives here, not in memory, so it completes even if the object is evicted halfway.
+ * The handshake lives here, not in memory, so it completes even if the object is evicted halfway. The tables are
+ * core's (core.ts).
  */
 import type { Hello } from "../protocol/lembas";
 import type { InitializeResult } from "../protocol/acp";
@@ -20,14 +21,6 @@ export interface LinkRecord {
   upAt: number | null;
   downAt: number | null;
 }
-
-export const STORE_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS link (
-     one INTEGER PRIMARY KEY CHECK (one = 1),
-     link_id TEXT NOT NULL, state TEXT NOT NULL, protocol INTEGER, hello TEXT, initialize TEXT,
-     connected_at INTEGER NOT NULL, up_at INTEGER, down_at INTEGER)`,
-  `CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
-];
 
 interface LinkRow extends Record<string, SqlStorageValue> {
   link_id: string;

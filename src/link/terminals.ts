@@ -22,6 +22,7 @@ import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./fe
 import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import type { LinkRuntime } from "./runtime";
+import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
 
 export const MAX_TERMINALS = 4;
@@ -30,7 +31,9 @@ const CLOSE = "_lembas/terminal/close";
 /** The purpose of an open whose socket went before its answer. */
 const ORPHANED_OPEN = "terminals/orphaned-open";
 
-const SCHEMA = [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`];
+const STEPS: readonly SchemaStep[] = [
+  { step: 1, run: [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`] },
+];
 
 const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
   rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ??
@@ -92,7 +95,7 @@ function toOwner(schema: z.ZodType<{ terminalId: string }>, ends: boolean): Devi
 
 export const terminals: LinkFeature = {
   name: "terminals",
-  schema: SCHEMA,
+  migrations: STEPS,
   beforeForward: {
     [OPEN]: (rt, call) => {
       if (!socketById(rt.ctx, call.from.sid)) {

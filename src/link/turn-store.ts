@@ -5,17 +5,22 @@
  * its params in chunks, to be sent again on the next link.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
-import { Chunks, CHUNKS_SCHEMA } from "./chunks";
+import { Chunks } from "./chunks";
+import type { SchemaStep } from "./schema-steps";
 
-export const TURNS_SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS turns (
-     id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL,
-     running INTEGER NOT NULL DEFAULT 1,
-     origin TEXT, origin_id TEXT, device_request_id INTEGER,
-     kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)`,
-  `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
-  `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
-  ...CHUNKS_SCHEMA,
+export const TURNS_STEPS: readonly SchemaStep[] = [
+  {
+    step: 1,
+    run: [
+      `CREATE TABLE IF NOT EXISTS turns (
+         id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL,
+         running INTEGER NOT NULL DEFAULT 1,
+         origin TEXT, origin_id TEXT, device_request_id INTEGER,
+         kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)`,
+      `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
+      `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
+    ],
+  },
 ];
 
 interface TurnRow extends Record<string, SqlStorageValue> {

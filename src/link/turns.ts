@@ -17,7 +17,7 @@ import type { LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import { clearReplay } from "./replay";
 import type { LinkRuntime } from "./runtime";
-import { TurnStore, TURNS_SCHEMA, type Turn } from "./turn-store";
+import { TurnStore, TURNS_STEPS, type Turn } from "./turn-store";
 
 /** The purpose of a prompt the instance sent again for a client that left. */
 const TURN_ANSWER = "turns/answer";
@@ -89,7 +89,8 @@ function resendKept(rt: LinkRuntime, linkId: string): void {
 
 export const turns: LinkFeature = {
   name: "turns",
-  schema: TURNS_SCHEMA,
+  after: ["core"],
+  migrations: TURNS_STEPS,
   beforeForward: {
     "session/prompt": (rt, call) => {
       if (call.id === null) return;

@@ -1,0 +1,71 @@
+/**
+ * The object's SQLite schema, as numbered steps per feature. A feature lists its steps (`migrations`); when the
+ * object starts, every step it has not applied yet is run once, in a transaction with the row that records it in
+ * the object's own table `schema_steps` (feature, step). A step that fails leaves nothing behind and the object
+ * does not start (a half-changed schema would lose rows later, which is worse than refusing now).
+ *
+ * Rules for a step: numbered 1, 2, 3, … within its feature, in order; once landed it is never edited, renumbered or
+ * removed, and a feature is never renamed (the name is the key its steps are recorded under) — a change is a new
+ * step. Step 1 of the features that existed before steps were numbered uses `CREATE … IF NOT EXISTS`, so an object
+ * written by that earlier schema adopts its tables, rows and all; later steps say exactly what they change.
+ *
+ * Features run their steps in the registry's order (feature.ts), so a step may rely on the tables of the features
+ * its feature declares it runs after.
+ */
+
+/** One numbered change of a feature's tables: SQL statements run in order, or a function for what SQL cannot say. */
+export interface SchemaStep {
+  readonly step: number;
+  readonly run: readonly string[] | ((sql: SqlStorage) => void);
+}
+
+/** What the migration runner needs of a feature. */
+export interface Migrating {
+  readonly name: string;
+  readonly migrations?: readonly SchemaStep[];
+}
+
+const STEPS_TABLE = `CREATE TABLE IF NOT EXISTS schema_steps (
+  feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))`;
+
+/** Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out). */
+export function checkSteps(feature: Migrating): void {
+  (feature.migrations ?? []).forEach(({ step }, index) => {
+    if (step !== index + 1) {
+      throw new Error(
+        `${feature.name}'s schema steps must be numbered 1, 2, 3, … in order; step ${index + 1} is numbered ${step}`,
+      );
+    }
+  });
+}
+
+/** Applies every step not applied yet, feature by feature in the given order; returns the steps applied. */
+export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): string[] {
+  const { sql } = storage;
+  sql.exec(STEPS_TABLE);
+  const applied = new Set(
+    sql
+      .exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps")
+      .toArray()
+      .map((row) => `${row.feature}/${row.step}`),
+  );
+  const ran: string[] = [];
+  for (const feature of features) {
+    for (const { step, run } of feature.migrations ?? []) {
+      const key = `${feature.name}/${step}`;
+      if (applied.has(key)) continue;
+      storage.transactionSync(() => {
+        if (typeof run === "function") run(sql);
+        else for (const statement of run) sql.exec(statement);
+        sql.exec(
+          "INSERT INTO schema_steps (feature, step, applied_at) VALUES (?, ?, ?)",
+          feature.name,
+          step,
+          Date.now(),
+        );
+      });
+      ran.push(key);
+    }
+  }
+  return ran;
+}

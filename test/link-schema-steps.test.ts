@@ -1,0 +1,142 @@
+import { evictDurableObject, runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feature";
+import { applySteps } from "../src/link/schema-steps";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
+import { statusOf } from "./helpers/linked";
+import { dropAllTables, SCHEMA_BEFORE_STEPS } from "./helpers/schema-before-steps";
+
+const names = (features: readonly LinkFeature[]) => features.map((f) => f.name);
+
+describe("feature order", () => {
+  it("puts every feature after the ones it names, keeping the listed order where nothing is declared", () => {
+    const order = orderFeatures([
+      { name: "cards", after: ["replay"] },
+      { name: "chats" },
+      { name: "replay", after: ["turns"] },
+      { name: "turns" },
+    ]);
+    expect(names(order)).toEqual(["chats", "turns", "replay", "cards"]);
+    expect(names(buildRegistry([{ name: "b", after: ["a"] }, { name: "a" }]).features)).toEqual(["a", "b"]);
+  });
+
+  it("refuses a circle, a name no feature has, and two features of one name", () => {
+    expect(() => buildRegistry([{ name: "a", after: ["b"] }, { name: "b", after: ["a"] }, { name: "c" }])).toThrow(
+      "the features' order is impossible (a circle): a after b; b after a",
+    );
+    expect(() => buildRegistry([{ name: "a", after: ["push"] }])).toThrow(
+      "a runs after push, but no feature is named push",
+    );
+    expect(() => buildRegistry([{ name: "a" }, { name: "a" }])).toThrow("two features are named a");
+  });
+
+  it("refuses schema steps that are not numbered 1, 2, 3 … in order", () => {
+    const step = (n: number) => ({ step: n, run: [] });
+    expect(() => buildRegistry([{ name: "a", migrations: [step(1), step(3)] }])).toThrow(
+      "a's schema steps must be numbered 1, 2, 3, … in order; step 2 is numbered 3",
+    );
+    expect(() => buildRegistry([{ name: "a", migrations: [step(1), step(1)] }])).toThrow("step 2 is numbered 1");
+  });
+});
+
+describe("schema steps", () => {
+  it("applies each step once, a later step on an object that has the earlier ones, and nothing of a failing step", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const first = { step: 1, run: ["CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"] };
+    const second = { step: 2, run: ["ALTER TABLE notes ADD COLUMN at INTEGER", "UPDATE notes SET at = 7"] };
+    const failing = { step: 3, run: ["INSERT INTO notes (text) VALUES ('half')", "INSERT INTO nowhere VALUES (1)"] };
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const { sql } = state.storage;
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }])).toEqual(["notes/1"]);
+      sql.exec("INSERT INTO notes (text) VALUES ('kept')");
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }])).toEqual([]);
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first, second] }])).toEqual(["notes/2"]);
+      expect(sql.exec("SELECT text, at FROM notes").toArray()).toEqual([{ text: "kept", at: 7 }]);
+      expect(() => applySteps(state.storage, [{ name: "notes", migrations: [first, second, failing] }])).toThrow(
+        /no such table: nowhere/,
+      );
+      expect(sql.exec("SELECT text FROM notes").toArray()).toEqual([{ text: "kept" }]);
+      const recorded = sql.exec("SELECT step FROM schema_steps WHERE feature = 'notes' ORDER BY step").toArray();
+      expect(recorded).toEqual([{ step: 1 }, { step: 2 }]);
+    });
+  });
+
+  it("opens an object written by the schema before numbered steps and finds its rows: the last link, a kept prompt, its turn's frames, an ended card", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const stub = linkStub(device.deviceId);
+    const frames = [1, 2].map((n) =>
+      JSON.stringify({
+        jsonrpc: "2.0",
+        method: "session/update",
+        params: {
+          sessionId: "ses_old",
+          update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: `part ${n}` } },
+        },
+      }),
+    );
+    const prompt = {
+      sessionId: "ses_old",
+      prompt: [{ type: "text", text: "kept" }],
+      _meta: { lembas: { turnId: "turn_old" } },
+    };
+    const now = Date.now();
+    await runInDurableObject(stub, (_instance, state) => {
+      const { sql } = state.storage;
+      dropAllTables(sql);
+      for (const statement of SCHEMA_BEFORE_STEPS) sql.exec(statement);
+      const said = hello().params;
+      sql.exec(
+        "INSERT INTO link VALUES (1, 'link-old', 'down', 2, ?, ?, ?, ?, ?)",
+        JSON.stringify({ ...said, device: { host: "old-host", platform: "linux" } }),
+        JSON.stringify(initializeResult()),
+        now - 60_000,
+        now - 59_000,
+        now - 1_000,
+      );
+      sql.exec("INSERT INTO meta VALUES ('device_id', ?), ('owner_id', ?)", device.deviceId, user.userId);
+      sql.exec(
+        "INSERT INTO turns (id, session_id, turn_id, since, running, kept, link_id) VALUES (1, 'ses_old', 'turn_old', ?, 1, 1, 'link-old')",
+        now - 30_000,
+      );
+      sql.exec("INSERT INTO chunks VALUES ('turn', '1', 0, ?)", JSON.stringify(prompt));
+      sql.exec(
+        "INSERT INTO replay_batches (session_id, frames, bytes, texts) VALUES ('ses_old', 2, 10, ?)",
+        frames.join("\u001e"),
+      );
+      sql.exec(
+        "INSERT INTO cards VALUES ('call_old', 'session/request_permission', 'ses_old', '0', 'link-old', 0, ?, NULL, ?, 'link_down')",
+        now - 20_000,
+        now - 1_000,
+      );
+    });
+    await evictDurableObject(stub);
+
+    const client: Peer = await attachClient(user, device.deviceId);
+    expect(await client.next()).toMatchObject({
+      method: "_instance/replay",
+      params: { sessionId: "ses_old", turnIds: ["turn_old"], frames: 2, dropped: 0 },
+    });
+    expect(JSON.stringify(await client.next())).toBe(frames[0]);
+    expect(JSON.stringify(await client.next())).toBe(frames[1]);
+    const status = await statusOf(client);
+    expect(status).toMatchObject({ link: "down", hello: { device: { host: "old-host" } } });
+    expect(status.turns).toEqual([{ sessionId: "ses_old", turnId: "turn_old", since: now - 30_000 }]);
+    client.send({ jsonrpc: "2.0", id: "card:call_old", result: { outcome: { outcome: "cancelled" } } });
+    expect((await client.answer("card:call_old")).error).toMatchObject({ data: { reason: "link_down" } });
+
+    const { peer: link } = await linkDevice(device);
+    expect(await link.next()).toMatchObject({ method: "session/prompt", params: prompt });
+    const steps = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql.exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps").toArray(),
+    );
+    expect(steps).toEqual(
+      expect.arrayContaining([
+        { feature: "core", step: 2 },
+        { feature: "turns", step: 1 },
+      ]),
+    );
+  });
+});
