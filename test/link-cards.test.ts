@@ -162,6 +162,24 @@ describe("cards", () => {
     expect((await statusOf(a)).cards).toEqual([]);
   });
 
+  it("answers a session's open cards cancelled / dismissed when its turn is cancelled (session/cancel), as ACP asks", async () => {
+    const { link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    await ask(link, clients, 13, "session/request_permission", permission("call_1", { patient: true }));
+    await ask(link, clients, 14, "_lembas/question", question("call_q"));
+    await ask(link, clients, 15, "_lembas/plan", { ...plan("call_p"), sessionId: "ses_other" });
+    a.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    expect(await drain(link)).toEqual([
+      { jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } },
+      { jsonrpc: "2.0", id: 13, result: { outcome: { outcome: "cancelled" } } },
+      { jsonrpc: "2.0", id: 14, result: { outcome: "dismissed" } },
+    ]);
+    for (const client of [a, b]) expect(await drain(client)).toEqual([settled("call_1"), settled("call_q")]);
+    expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_p", sessionId: "ses_other" }]);
+    answer(b, "card:call_q", { outcome: "dismissed" });
+    expect((await b.next()).error).toMatchObject({ code: -32600, data: { reason: "withdrawn" } });
+  });
+
   it("never times out a patient card", async () => {
     const { device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];

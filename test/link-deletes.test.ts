@@ -99,7 +99,7 @@ describe("deleting a chat while the device is linked", () => {
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_slow" } });
     const id = await expectDelete(link, "ses_slow");
     await fireRequestDeadlines(device.deviceId);
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
     expect(await client.next()).toEqual({
       jsonrpc: "2.0",
       id: 1,
@@ -163,6 +163,33 @@ describe("pending deletes", () => {
       () => chatsOf(user, device.deviceId),
       (chats) => chats.length === 0,
     );
+  });
+
+  it("withdraws the chat's prompts kept across a dropped link: answered cancelled, and the next link gets the delete, never the prompt", async () => {
+    const { user, device, link, client } = await linkedDevice();
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_gone"));
+    client.send({
+      jsonrpc: "2.0",
+      id: "p",
+      method: "session/prompt",
+      params: {
+        sessionId: "ses_gone",
+        prompt: [{ type: "text", text: "go on" }],
+        _meta: { lembas: { turnId: "t-g" } },
+      },
+    });
+    await link.next();
+    link.close();
+    await client.next();
+    client.send({ jsonrpc: "2.0", id: "d", method: DELETE, params: { sessionId: "ses_gone" } });
+    expect(await drain(client)).toEqual([
+      { jsonrpc: "2.0", id: "p", result: { stopReason: "cancelled", _meta: { lembas: { turnId: "t-g" } } } },
+      { jsonrpc: "2.0", id: "d", result: { deleted: false, pending: true, reason: "offline" } },
+    ]);
+    const { peer: again } = await linkDevice(device);
+    const id = await expectDelete(again, "ses_gone");
+    again.send({ jsonrpc: "2.0", id, result: { deleted: true } });
+    await again.silent(300);
   });
 
   it("after five refusals, one per link, the instance gives up: the chat goes, the row stays as the record, nothing more is sent", async () => {

@@ -62,7 +62,7 @@ describe("relay: forwarding and answers", () => {
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
   });
 
-  it("honours $/cancel_request: the device is told under its id, the client's request answered -32800", async () => {
+  it("cancels a prompt on $/cancel_request { requestId } with session/cancel, and answers it only with the device's answer", async () => {
     const { link, client } = await linkedDevice();
     client.send({
       jsonrpc: "2.0",
@@ -71,16 +71,37 @@ describe("relay: forwarding and answers", () => {
       params: { sessionId: "ses_1", prompt: [{ type: "text", text: "long" }] },
     });
     const forwarded = await link.next();
-    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 3 } });
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 3 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    // The device still runs the turn: the client is not told anything yet.
+    await client.silent();
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "cancelled" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 3, result: { stopReason: "cancelled" } });
+  });
+
+  it("passes $/cancel_request of another request to the device under its id (the old { id } shape too), and relays its answer", async () => {
+    const { link, client } = await linkedDevice();
+    client.send({ jsonrpc: "2.0", id: "h", method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+    const first = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "h" } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: first.id } });
+    await client.silent();
+    link.send({ jsonrpc: "2.0", id: first.id, error: { code: -32800, message: "Request cancelled" } });
     expect(await client.next()).toEqual({
       jsonrpc: "2.0",
-      id: 3,
-      error: { code: -32800, message: "request cancelled" },
+      id: "h",
+      error: { code: -32800, message: "Request cancelled" },
     });
-    // The device's late answer goes nowhere.
-    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { stopReason: "cancelled" } });
-    await client.silent();
+
+    client.send({ jsonrpc: "2.0", id: 4, method: "_lembas/directories", params: {} });
+    const second = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 4 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: second.id } });
+    link.send({ jsonrpc: "2.0", id: second.id, result: { path: "", places: [] } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 4, result: { path: "", places: [] } });
+    // A cancel naming no request of this socket's in flight changes nothing.
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 4 } });
+    await link.silent();
   });
 
   it("drops a gone client's requests: the device's late answer is discarded, other clients unaffected", async () => {
@@ -104,7 +125,11 @@ describe("relay: forwarding and answers", () => {
     client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
     const forwarded = await link.next();
     await fireRequestDeadlines(device.deviceId);
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: forwarded.id } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      method: "$/cancel_request",
+      params: { requestId: forwarded.id },
+    });
     const answer = await client.next();
     expect(answer).toMatchObject({ id: 9, error: { code: -32002 } });
     expect(answer.error?.message).toContain("_lembas/session/history");

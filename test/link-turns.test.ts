@@ -174,13 +174,51 @@ describe("turns", () => {
     expect((await statusOf(stays)).turns).toEqual([]);
   });
 
-  it("does not send again a prompt its client cancelled while the link was down", async () => {
-    const { device, client } = await promptThenDrop("never mind");
-    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 1 } });
-    expect(await client.next()).toMatchObject({ id: 1, error: { code: -32800 } });
-    const relinked = await relink(device, client);
-    await relinked.silent();
+  it("withdraws a kept prompt its client cancels while the link is down: answered cancelled, never sent again, session/cancel on relink", async () => {
+    const { device, client, sent } = await promptThenDrop("never mind");
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 1 } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { stopReason: "cancelled", _meta: { lembas: { turnId: turnIdOf(sent) } } },
+    });
     expect((await statusOf(client)).turns).toEqual([]);
+    await evictDurableObject(linkStub(device.deviceId));
+    const relinked = await relink(device, client);
+    // The device may have been running it when the link fell: it is told to stop, and gets no prompt.
+    expect(await relinked.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    await relinked.silent();
+    await client.silent();
+    expect((await statusOf(client)).turns).toEqual([]);
+  });
+
+  it("withdraws a session's kept prompts on session/cancel while the link is down; other sessions' stay", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("one", "t-1") });
+    client.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "session/prompt",
+      params: { ...prompt("two", "t-2"), sessionId: "ses_2" },
+    });
+    await link.next();
+    await link.next();
+    await dropLink(link, client);
+    client.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      result: { stopReason: "cancelled", _meta: { lembas: { turnId: "t-1" } } },
+    });
+    const relinked = await relink(device, client);
+    const sentAgain = await drain(relinked);
+    expect(sentAgain).toHaveLength(2);
+    expect(sentAgain).toContainEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    const again = sentAgain.find((m) => m.method === "session/prompt");
+    expect(turnIdOf(again!)).toBe("t-2");
+    relinked.send({ jsonrpc: "2.0", id: again!.id, result: { stopReason: "end_turn" } });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 2, result: { stopReason: "end_turn" } });
   });
 
   it("lists a turn started at a terminal (task events) while it runs", async () => {

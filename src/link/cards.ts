@@ -41,12 +41,13 @@ const CARDS_STEPS: readonly SchemaStep[] = [
   },
 ];
 
-type EndedHow = "answered" | "timed_out" | "settled" | "link_down";
+type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn";
 const ENDED_SENTENCE: Record<EndedHow, string> = {
   answered: "was already answered",
   timed_out: "timed out",
   settled: "was settled on the device",
   link_down: "was taken down when the device's link dropped",
+  withdrawn: "was withdrawn when its turn was cancelled",
 };
 
 interface CardRow extends Record<string, SqlStorageValue> {
@@ -111,6 +112,21 @@ function endCard(
   return row;
 }
 
+/** Ends an open card and gives the device the answer the spec gives a card nobody answered (cancelled / dismissed). */
+function endUnanswered(rt: LinkRuntime, toolCallId: string, how: EndedHow): void {
+  const row = endCard(rt, toolCallId, how);
+  if (row && isCardMethod(row.method))
+    rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, CARDS[row.method].timeoutAnswer);
+}
+
+/**
+ * A session's turn is being cancelled (session/cancel): its open cards are answered as ACP asks of a client that
+ * cancels — cancelled for a permission, dismissed for a question or plan — and taken down.
+ */
+export function withdrawCardsOf(rt: LinkRuntime, sessionId: string): void {
+  for (const row of openRows(rt)) if (row.session_id === sessionId) endUnanswered(rt, row.tool_call_id, "withdrawn");
+}
+
 const onCardRequest: DeviceRequestHandler = (rt, message) => {
   const fail = (text: string) => rt.answerDeviceError(message.id, ErrorCode.InvalidParams, text);
   const card = openCard(message.method as CardMethod, message.params);
@@ -170,11 +186,7 @@ export const cards: LinkFeature = {
     },
   },
   deadlines: {
-    [CARD_DEADLINE]: (rt, toolCallId) => {
-      const row = endCard(rt, toolCallId, "timed_out");
-      if (row && isCardMethod(row.method))
-        rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, CARDS[row.method].timeoutAnswer);
-    },
+    [CARD_DEADLINE]: (rt, toolCallId) => endUnanswered(rt, toolCallId, "timed_out"),
   },
   deviceNotifications: {
     // Fanned out as the device sent it; the card ends here without telling clients twice or answering the device.

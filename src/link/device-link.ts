@@ -31,6 +31,8 @@
  *   deviceAnswers        answers to the feature's own requests, sent with rt.requestDevice(method, params, purpose)
  *                        (pending deletes: _lembas/session/delete); link loss and time-outs arrive as error answers
  *   relayedAnswers       per relayed method: observe the end of a client's request (turns: a prompt answered)
+ *   cancels              per relayed method: what a client's $/cancel_request of it does instead of passing the
+ *                        cancel to the device (cancel.ts: a prompt is cancelled with session/cancel, or withdrawn)
  *   clientAnswers        answers from clients to requests the instance sent them, by id prefix ("card:…")
  *   deadlines            handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs)
  *   onLinkUp / onLinkDown / onClientAttached / onClientDetached   lifecycle; run in FEATURES order
@@ -54,6 +56,7 @@ import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch
 import { buildRegistry, type LinkFeature } from "./feature";
 import { flood } from "./flood";
 import { forwarding } from "./forwarding";
+import { cancel } from "./cancel";
 import { cards } from "./cards";
 import { chats } from "./chats";
 import { core } from "./core";
@@ -84,6 +87,7 @@ const FEATURES: readonly LinkFeature[] = [
   turns,
   replay,
   cards,
+  cancel,
   chats,
   pendingDeletes,
   terminals,

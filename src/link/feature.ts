@@ -85,6 +85,12 @@ export type RelayedAnswerObserver = (
   answer: ResponseMessage | null,
 ) => void | Promise<void>;
 
+/**
+ * How a client's `$/cancel_request` of its relayed request of this method is carried out, instead of passing the
+ * cancel on to the device (cancel.ts: a prompt is cancelled with session/cancel, or withdrawn while its link is down).
+ */
+export type CancelHandler = (rt: LinkRuntime, request: OutboundRequest) => void | Promise<void>;
+
 /** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
 export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
 
@@ -114,6 +120,7 @@ export interface LinkFeature {
   deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
   deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
   relayedAnswers?: Readonly<Record<string, RelayedAnswerObserver>>;
+  cancels?: Readonly<Record<string, CancelHandler>>;
   clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
   deadlines?: Readonly<Record<string, DeadlineHandler>>;
   /** The link finished its handshake (after initialize). */
@@ -126,7 +133,7 @@ export interface LinkFeature {
   status?: (rt: LinkRuntime) => Record<string, unknown>;
 }
 
-type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "clientAnswers" | "deadlines";
+type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "cancels" | "clientAnswers" | "deadlines";
 type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
 
 export interface Registry {
@@ -135,6 +142,7 @@ export interface Registry {
   readonly clientMethods: ReadonlyMap<string, ClientMethodHandler>;
   readonly deviceRequests: ReadonlyMap<string, DeviceRequestHandler>;
   readonly deviceAnswers: ReadonlyMap<string, DeviceAnswerHandler>;
+  readonly cancels: ReadonlyMap<string, CancelHandler>;
   readonly clientAnswers: ReadonlyMap<string, ClientAnswerHandler>;
   readonly deadlines: ReadonlyMap<string, DeadlineHandler>;
   readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
@@ -204,6 +212,7 @@ export function buildRegistry(listed: readonly LinkFeature[]): Registry {
     clientMethods: keyed(features, "clientMethods"),
     deviceRequests: keyed(features, "deviceRequests"),
     deviceAnswers: keyed(features, "deviceAnswers"),
+    cancels: keyed(features, "cancels"),
     clientAnswers: keyed(features, "clientAnswers"),
     deadlines: keyed(features, "deadlines"),
     beforeForward: observed(features, "beforeForward"),

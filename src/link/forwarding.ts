@@ -3,11 +3,14 @@
  * answer goes back to the socket that asked, under that socket's own id. Validation (-32602), the offline answer
  * (-32001) and capability gating (-32601 / -32602) happen here, before anything reaches the device.
  *
- * An outstanding request ends exactly once: answered by the device, cancelled by its client ($/cancel_request,
- * answered -32800), timed out (-32002), failed when its link goes down (-32001, data.reason "link_down") unless a
- * feature keeps it, or dropped when its client goes away — then nobody is answered, but the features observing its
- * method still learn that it ended (answer null).
+ * An outstanding request ends exactly once: answered by the device, timed out (-32002), failed when its link goes
+ * down (-32001, data.reason "link_down") unless a feature keeps it, withdrawn by a feature (a kept prompt its client
+ * cancelled), or dropped when its client goes away — then nobody is answered, but the features observing its method
+ * still learn that it ended (answer null). A client's `$/cancel_request { requestId }` does not end it: the device is
+ * told (`$/cancel_request` under its own id, or what a feature's `cancels` handler does instead) and its answer — a
+ * partial result or -32800, as ACP has it — is the end, so a client never hears "cancelled" while the work still runs.
  */
+import { CANCEL_REQUEST, ClientCancelRequestParams } from "../protocol/acp";
 import { missingCapability } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
 import {
@@ -18,7 +21,6 @@ import {
 } from "../protocol/methods";
 import {
   ErrorCode,
-  JsonRpcId,
   rpcError,
   rpcNotification,
   RpcError,
@@ -26,13 +28,9 @@ import {
   type RequestMessage,
   type ResponseMessage,
 } from "../protocol/jsonrpc";
-import * as z from "zod";
 import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
-
-export const CANCEL_REQUEST = "$/cancel_request";
-const CancelRequestParams = z.looseObject({ id: JsonRpcId });
 
 /** How long the device has to answer a relayed request; null: as long as it takes (a turn, a compaction). */
 export const DEFAULT_ANSWER_WITHIN_MS = 120_000;
@@ -50,8 +48,8 @@ export function clientMethod(method: string): ClientMethod | undefined {
   return isClientToAgentMethod(method) ? CLIENT_TO_AGENT[method] : undefined;
 }
 
-/** Delivers the end of an outstanding request to whoever is waiting for it. */
-async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
+/** Delivers the end of an outstanding request (taken from the table) to whoever is waiting for it. */
+export async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
   if (request.origin === INSTANCE_ORIGIN) {
     const handler = request.purpose === null ? undefined : rt.registry.deviceAnswers.get(request.purpose);
     if (!handler) return console.error(`no handler for answers of purpose ${request.purpose}`);
@@ -157,14 +155,15 @@ export async function dropRequestsOf(rt: LinkRuntime, sid: string): Promise<void
 export const forwarding: LinkFeature = {
   name: "forwarding",
   clientMethods: {
-    /** `{ id }` of the caller's own request: the device is told (under its id) and the request answered -32800. */
+    /** `{ requestId }` (or `{ id }`) of the caller's own request in flight; the device's answer ends it. */
     [CANCEL_REQUEST]: async (rt, peer, params) => {
-      const parsed = CancelRequestParams.safeParse(params);
-      if (!parsed.success) return null;
-      const request = rt.outbound.takeByOrigin(peer.sid, parsed.data.id);
+      const requestId = ClientCancelRequestParams.safeParse(params);
+      if (!requestId.success) return null;
+      const request = rt.outbound.findByOrigin(peer.sid, requestId.data);
       if (!request) return null;
-      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { id: request.id }));
-      await settle(rt, request, rpcError(request.id, ErrorCode.RequestCancelled, "request cancelled"));
+      const cancel = rt.registry.cancels.get(request.method);
+      if (cancel) await cancel(rt, request);
+      else rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
       return null;
     },
   },
@@ -172,7 +171,7 @@ export const forwarding: LinkFeature = {
     [REQUEST_DEADLINE]: async (rt, key) => {
       const request = rt.outbound.take(Number(key));
       if (!request) return;
-      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { id: request.id }));
+      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
       await settle(
         rt,
         request,

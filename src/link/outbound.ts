@@ -99,6 +99,14 @@ export class Outbound {
     return row ? toRequest(row) : null;
   }
 
+  /** A client's request by that client's own id, left in place. */
+  findByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
+    const row = this.sql
+      .exec<Row>("SELECT * FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId))
+      .toArray()[0];
+    return row ? toRequest(row) : null;
+  }
+
   /** Removes and returns every request of a client that went away. */
   takeAllOf(origin: string): OutboundRequest[] {
     return this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray().map(toRequest);

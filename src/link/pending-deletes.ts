@@ -6,7 +6,8 @@
  * refusal, and the fifth gives up (the chat goes, the row stays as the record). Right after each link's initialize
  * every pending delete of the device is sent again. The device's own `_lembas/session/deleted` deletes the chat
  * (one for a chat that does not exist changes nothing). Whenever a chat goes, every client is sent
- * `_lembas/session/deleted`.
+ * `_lembas/session/deleted`. A person's delete first withdraws the chat's prompts kept across a dropped link
+ * (answered cancelled, never sent again).
  *
  * A client's delete is answered with the device's result ({ deleted }), { deleted: false, pending: true, reason }
  * (kept, sent again at the next link) or { deleted: false, pending: false, reason } (given up: removed here, not
@@ -36,6 +37,7 @@ import { deviceOf, inBackground } from "./background";
 import { ANSWER_LATER, type LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import type { LinkRuntime } from "./runtime";
+import { withdrawKept } from "./turns";
 
 const DELETE = "_lembas/session/delete";
 const DELETED = "_lembas/session/deleted";
@@ -89,6 +91,8 @@ function send(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): boolean {
  * goes to `memo.to` under `memo.id`); otherwise why it is kept.
  */
 async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<string | null> {
+  // The chat's prompts kept for the next link are never sent: the device is not to get a prompt for a deleted chat.
+  withdrawKept(rt, sessionId, { cancelOnRelink: false });
   const { deviceId } = deviceOf(rt);
   const keep = async (reason: string) => {
     await recordPendingDelete(rt.env.DB, deviceId, memo.userId, sessionId, reason);

@@ -2,7 +2,9 @@
  * Turns in the object's SQLite. A turn runs from its prompt being forwarded (or the device's task start event, for a
  * turn typed at a terminal) until its answer or its task end. A row may outlive its running: a prompt whose task
  * ended is still awaited until its answer comes, and a prompt kept across a dropped link (capability turns) waits,
- * its params in chunks, to be sent again on the next link.
+ * its params in chunks, to be sent again on the next link. A kept prompt withdrawn while the link was down (its
+ * client cancelled it) stays as a row without params and without a client, not running: the next link is told
+ * session/cancel for its session instead of getting the prompt again.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { Chunks } from "./chunks";
@@ -126,6 +128,11 @@ export class TurnStore {
     return this.#rows("kept = 1 AND (link_id IS NULL OR link_id != ?)", linkId);
   }
 
+  /** A session's kept prompts not (yet) sent on the link `liveLinkId` (null: no link is up). */
+  keptOf(sessionId: string, liveLinkId: string | null): Turn[] {
+    return this.#rows("kept = 1 AND session_id = ? AND (link_id IS NULL OR link_id IS NOT ?)", sessionId, liveLinkId);
+  }
+
   all(): Turn[] {
     return this.#rows("1 = 1");
   }
@@ -148,6 +155,15 @@ export class TurnStore {
   /** The prompt went out again on `linkId`, awaited by its client or (deviceRequestId) by the instance. */
   resent(id: number, linkId: string, deviceRequestId: number | null): void {
     this.sql.exec("UPDATE turns SET link_id = ?, device_request_id = ? WHERE id = ?", linkId, deviceRequestId, id);
+  }
+
+  /** A kept prompt is withdrawn: never sent again, nobody waits for it; the row stays until the next link. */
+  withdraw(id: number): void {
+    this.sql.exec(
+      "UPDATE turns SET running = 0, origin = NULL, origin_id = NULL, device_request_id = NULL WHERE id = ?",
+      id,
+    );
+    this.prompts.delete(String(id));
   }
 
   remove(id: number): void {

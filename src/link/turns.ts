@@ -9,8 +9,12 @@
  * prompt is still sent again — the person's turn runs, and the others follow it — and its answer is the
  * instance's. Without turns, nothing is added to the prompt and the relay fails it when the link drops (-32001
  * link_down); a kept prompt whose device comes back without turns is failed the same way.
+ *
+ * A kept prompt may be withdrawn before the next link (withdrawKept: its client cancelled it, or deleted the chat):
+ * its client is answered `{ stopReason: "cancelled" }` at once and it is never sent again. Cancelled, the next link
+ * is told session/cancel for its session right after initialize, as the device may have been running it.
  */
-import { ErrorCode, rpcError } from "../protocol/jsonrpc";
+import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../protocol/jsonrpc";
 import type { PromptParams } from "../protocol/acp";
 import { EventParams, KnownEvent } from "../protocol/lembas";
 import type { LinkFeature } from "./feature";
@@ -19,14 +23,15 @@ import { clearReplay } from "./replay";
 import type { LinkRuntime } from "./runtime";
 import { TurnStore, TURNS_STEPS, type Turn } from "./turn-store";
 
+export const SESSION_CANCEL = "session/cancel";
 /** The purpose of a prompt the instance sent again for a client that left. */
 const TURN_ANSWER = "turns/answer";
 
 const newTurnId = () => `turn_${crypto.randomUUID()}`;
 const hasTurns = (rt: LinkRuntime) => rt.capabilities().includes("turns");
 
-/** The turn (by its row) a relayed prompt belongs to. */
-const turnOf = (memo: unknown) => {
+/** The turn (by its row) a relayed prompt belongs to, from the request's memo. */
+export const turnOf = (memo: unknown) => {
   const turn = (memo as { turn?: unknown } | null)?.turn;
   return typeof turn === "number" ? turn : null;
 };
@@ -56,13 +61,55 @@ function takeOutstanding(rt: LinkRuntime, turn: Turn) {
   return null;
 }
 
-/** Sends the prompts kept from an earlier link again, to their clients if still there, else as the instance's. */
+/** What a withdrawn prompt is answered. */
+const cancelled = (turn: Turn) => ({
+  stopReason: "cancelled",
+  ...(turn.turnId === null ? {} : { _meta: { lembas: { turnId: turn.turnId } } }),
+});
+
+/**
+ * Withdraws kept prompts — one (`only`, by its turn's row) or all of a session's not sent on the live link: the
+ * client still waiting for each is answered cancelled, and none is sent again. With `cancelOnRelink`, the next link is
+ * told session/cancel for the session; without (the chat was deleted, and the delete stops it), nothing.
+ */
+export function withdrawKept(
+  rt: LinkRuntime,
+  sessionId: string,
+  { cancelOnRelink, only }: { cancelOnRelink: boolean; only?: number },
+): void {
+  const store = new TurnStore(rt.sql);
+  for (const turn of store.keptOf(sessionId, rt.upLink()?.linkId ?? null)) {
+    if (only !== undefined && turn.id !== only) continue;
+    const request = takeOutstanding(rt, turn);
+    if (request && request.origin !== INSTANCE_ORIGIN && request.originId !== null) {
+      rt.sendToClient(request.origin, rpcResult(request.originId, cancelled(turn)));
+    }
+    if (!cancelOnRelink) {
+      endTurn(rt, store, turn);
+      continue;
+    }
+    store.withdraw(turn.id);
+    if (!store.isRunning(sessionId)) clearReplay(rt.sql, sessionId);
+  }
+}
+
+/**
+ * Sends the prompts kept from an earlier link again, to their clients if still there, else as the instance's; for
+ * the withdrawn ones, session/cancel (once a session).
+ */
 function resendKept(rt: LinkRuntime, linkId: string): void {
   const store = new TurnStore(rt.sql);
+  const told = new Set<string>();
   for (const turn of store.keptFor(linkId)) {
     const previous = takeOutstanding(rt, turn);
     const client = previous && previous.origin !== INSTANCE_ORIGIN && previous.originId !== null ? previous : null;
     const prompt = store.prompts.get(String(turn.id));
+    if (prompt === null && previous === null) {
+      if (!told.has(turn.sessionId)) rt.sendToDevice(rpcNotification(SESSION_CANCEL, { sessionId: turn.sessionId }));
+      told.add(turn.sessionId);
+      endTurn(rt, store, turn);
+      continue;
+    }
     if (!hasTurns(rt) || prompt === null) {
       if (client) {
         const why = "the device linked again without the turns capability, so the prompt was not sent again";

@@ -4,6 +4,7 @@
  * relies on are checked.
  */
 import * as z from "zod";
+import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
 
 export const SessionId = z.string().min(1, "a session id is required");
@@ -129,6 +130,21 @@ export type SetModeParams = z.infer<typeof SetModeParams>;
 
 export const CancelParams = z.looseObject({ sessionId: SessionId });
 export type CancelParams = z.infer<typeof CancelParams>;
+
+// ---- either way: $/cancel_request ----
+
+export const CANCEL_REQUEST = "$/cancel_request";
+
+/** ACP's `$/cancel_request`: the sender's id of one of its requests still in flight. */
+export const CancelRequestParams = z.looseObject({ requestId: JsonRpcId });
+export type CancelRequestParams = z.infer<typeof CancelRequestParams>;
+
+/** What a client may send: ACP's shape, or `{ id }`, the instance's own before it spoke ACP's (still read). */
+export const ClientCancelRequestParams = z
+  .union([CancelRequestParams, z.looseObject({ id: JsonRpcId })], {
+    error: "give the id of your request to cancel as requestId",
+  })
+  .transform((params): JsonRpcId => (params.requestId ?? params.id) as JsonRpcId);
 
 // ---- agent → client: initialize's result ----
 
