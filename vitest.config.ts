@@ -1,7 +1,16 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
+import { fakePushService, PUSH_SERVICE } from "./test/helpers/push-service.js";
 import { fakeUpstream, TEST_PROVIDERS } from "./test/helpers/upstream.js";
+
+/** A VAPID key pair for the tests' instance, in the web-push tools' form (the tests verify with the public key). */
+async function vapidKeys() {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
+  const { d } = await crypto.subtle.exportKey("jwk", pair.privateKey);
+  const raw = Buffer.from(new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey)));
+  return { PUSH_VAPID_PUBLIC_KEY: raw.toString("base64url"), PUSH_VAPID_PRIVATE_KEY: d ?? "" };
+}
 
 // Tests run inside workerd with the real Durable Object and a real (local) D1, migrated before each file.
 export default defineConfig(async () => {
@@ -11,9 +20,17 @@ export default defineConfig(async () => {
       cloudflareTest({
         wrangler: { configPath: "./wrangler.toml" },
         miniflare: {
-          bindings: { TEST_MIGRATIONS: migrations, PROVIDERS: TEST_PROVIDERS, PROVIDER_FAKE_API_KEY: "sk-test-fake" },
-          // The Worker's outbound fetches (to providers) reach a scripted provider, over the real fetch boundary.
-          outboundService: fakeUpstream,
+          bindings: {
+            TEST_MIGRATIONS: migrations,
+            PROVIDERS: TEST_PROVIDERS,
+            PROVIDER_FAKE_API_KEY: "sk-test-fake",
+            ...(await vapidKeys()),
+            PUSH_CONTACT: "mailto:ops@example.com",
+            PUSH_EXTRA_ORIGINS: PUSH_SERVICE,
+          },
+          // The Worker's outbound fetches reach a scripted provider and a push service, over the real fetch boundary.
+          outboundService: (request: Request) =>
+            new URL(request.url).origin === PUSH_SERVICE ? fakePushService(request) : fakeUpstream(request),
         },
       }),
     ],

@@ -15,6 +15,7 @@ const USAGE = `usage: npm run admin -- <command> [arguments] [--url URL] [--toke
   grant <account> <credits> [--note TEXT]   add credits (negative takes them back)
   admin <account> on|off                    make an account an admin, or not
   personalization <account> on|off          make personalization available to an account, or not
+  vapid-keys                                a new VAPID key pair for Web Push, printed (no instance needed)
 
 <account> is an id or an email. Environment: LEMBAS_URL, LEMBAS_ADMIN_TOKEN (an admin's API token, lba_…).`;
 
@@ -37,6 +38,22 @@ function fail(message: string): never {
   process.exit(2);
 }
 
+const base64url = (bytes: ArrayBuffer) => Buffer.from(new Uint8Array(bytes)).toString("base64url");
+
+/** A P-256 pair in the web-push tools' form: the 32-byte private scalar and the 65-byte uncompressed public point. */
+async function vapidKeys(): Promise<string> {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
+  const { d } = await crypto.subtle.exportKey("jwk", pair.privateKey);
+  const publicKey = base64url(await crypto.subtle.exportKey("raw", pair.publicKey));
+  return [
+    "# Web Push (VAPID) keys. The public key and the contact are vars (wrangler.toml [vars]); the private key is",
+    "# a secret: `npx wrangler secret put PUSH_VAPID_PRIVATE_KEY` when deployed. Locally, all three go in .dev.vars.",
+    `PUSH_VAPID_PUBLIC_KEY=${publicKey}`,
+    `PUSH_VAPID_PRIVATE_KEY=${d}`,
+    "PUSH_CONTACT=mailto:you@example.com",
+  ].join("\n");
+}
+
 function number(text: string | undefined, what: string): number {
   const n = Number(text);
   if (text === undefined || text.trim() === "" || !Number.isFinite(n)) fail(`${what} must be a number`);
@@ -52,6 +69,10 @@ const [command, ...args] = positionals;
 if (flags.help || !command) {
   console.log(USAGE);
   process.exit(command || flags.help ? 0 : 2);
+}
+if (command === "vapid-keys") {
+  console.log(await vapidKeys());
+  process.exit(0);
 }
 const base = (flags.url ?? process.env.LEMBAS_URL ?? "").replace(/\/+$/, "");
 const token = flags.token ?? process.env.LEMBAS_ADMIN_TOKEN;

@@ -15,6 +15,16 @@ export interface Env {
   CARD_TIMEOUT_SECONDS?: string | number;
   /** Seconds an HTTP /rpc call waits for the device's answer before it is answered -32002 (default 60). */
   RPC_WAIT_SECONDS?: string | number;
+  /** Web Push (src/push): the VAPID public key (base64url, uncompressed P-256 point); push is off without it. */
+  PUSH_VAPID_PUBLIC_KEY?: string;
+  /** The VAPID private key (base64url, 32-byte scalar): a secret. */
+  PUSH_VAPID_PRIVATE_KEY?: string;
+  /** Where push services can reach the operator (mailto: or https:), the VAPID JWT's `sub`. */
+  PUSH_CONTACT?: string;
+  /** More push service origins subscriptions may name, comma-separated (http: allowed: a push service for tests). */
+  PUSH_EXTRA_ORIGINS?: string;
+  /** A turn that ran at least this many seconds is a long one: its end is pushed (default 60). */
+  PUSH_TURN_SECONDS?: string | number;
 }
 
 /** The device's Durable Object: one per device, named by its id. */

@@ -13,6 +13,7 @@ import { call, jsonOf, ORIGIN } from "./helpers/requests";
 import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
 import { drain } from "./helpers/linked";
 import { until } from "./helpers/chats";
+import { makeSubscription, type TestSubscription } from "./helpers/push-receiver";
 
 /**
  * What a route takes: nothing (it is public by design), a person (session cookie or API token), an admin person, a
@@ -61,6 +62,7 @@ let userCode: string;
 let revokedApiAuth: string;
 let signedOutCookie: string;
 let revokedDevice: TestDevice;
+let pushSub: TestSubscription; // the owner's browser, subscribed to push
 
 const SESSION_ID = "ses_owner";
 
@@ -121,6 +123,20 @@ const ROWS: Row[] = [
     path: () => `/api/chats/${device.deviceId}/${SESSION_ID}`,
     stranger: 404,
     reachesDevice: true,
+  },
+  // Web Push: the key, and one's own browsers' subscriptions.
+  { route: "GET /api/push/key", takes: "person" },
+  {
+    route: "POST /api/push/subscriptions",
+    takes: "person",
+    body: () => ({ endpoint: "https://fcm.googleapis.com/fcm/send/another", keys: pushSub.keys }),
+  },
+  { route: "GET /api/push/subscriptions", takes: "person" },
+  {
+    route: "DELETE /api/push/subscriptions",
+    takes: "person",
+    body: () => ({ endpoint: pushSub.endpoint }),
+    stranger: 404,
   },
   // An admin's.
   {
@@ -245,6 +261,7 @@ beforeAll(async () => {
       "plans",
       "credits",
       "personalization",
+      "push_subscriptions",
     ]),
   );
   owner = await createUser({ admin: true });
@@ -268,6 +285,15 @@ beforeAll(async () => {
     (await call("PUT", "/api/admin/plans/kept", { body: { credits_per_month: 100 }, headers: bearer(owner.apiAuth) }))
       .status,
   ).toBe(200);
+  pushSub = await makeSubscription("https://fcm.googleapis.com/fcm/send/owners-browser");
+  expect(
+    (
+      await call("POST", "/api/push/subscriptions", {
+        body: { endpoint: pushSub.endpoint, keys: pushSub.keys },
+        headers: bearer(owner.apiAuth),
+      })
+    ).status,
+  ).toBe(201);
   userCode = (
     await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: { name: "new" } }))
   ).user_code;
@@ -476,6 +502,10 @@ describe("after every refusal", () => {
       await call("GET", pathOf(row("GET /api/chats")), { headers: bearer(owner.apiAuth) }),
     );
     expect(chats).toEqual([expect.objectContaining({ session_id: SESSION_ID, pending_delete: false })]);
+    const subscriptions = await jsonOf<{ endpoint: string }[]>(
+      await call("GET", "/api/push/subscriptions", { headers: bearer(owner.apiAuth) }),
+    );
+    expect(subscriptions.map((s) => s.endpoint)).toEqual([pushSub.endpoint]);
     expect((await call("GET", "/v1/models", { headers: bearer(device.auth) })).status).toBe(200);
     expect(
       await jsonOf(await call("GET", `/api/admin/accounts/${owner.userId}`, { headers: bearer(owner.apiAuth) })),

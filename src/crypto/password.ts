@@ -2,7 +2,8 @@
  * Passwords: PBKDF2-SHA256 through WebCrypto with a per-user 16-byte salt. 100,000 iterations is the most the
  * Workers runtime allows for PBKDF2; the count is stored with each hash so it can be raised later.
  */
-import { base64url, safeEqual } from "./tokens";
+import { base64url } from "./base64url";
+import { safeEqual } from "./tokens";
 
 export const PBKDF2_ITERATIONS = 100_000;
 

@@ -3,18 +3,14 @@
  * in constant time, so neither a database read nor response timing gives a usable token away.
  */
 
+import { base64url } from "./base64url";
+
 export type TokenKind = "lbs" | "lba" | "lbd" | "lbc"; // session, API, device, device code
 
 const encoder = new TextEncoder();
 
 export function randomId(bytes = 12): string {
   return base64url(crypto.getRandomValues(new Uint8Array(bytes)));
-}
-
-export function base64url(bytes: Uint8Array): string {
-  let s = "";
-  for (const b of bytes) s += String.fromCharCode(b);
-  return btoa(s).replaceAll("+", "-").replaceAll("/", "_").replace(/=+$/, "");
 }
 
 export async function sha256Hex(text: string): Promise<string> {

@@ -26,6 +26,7 @@ import { createToken, deleteToken, listTokens } from "./api-tokens";
 import { approve, authorize, deny, token } from "./device-login";
 import { listOwnDevices, renameOwnDevice, revokeDevice } from "./devices";
 import { deleteOwnChat, listOwnChats } from "./chats";
+import { listPush, pushKey, subscribePush, unsubscribePush } from "./push";
 
 export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 export type AppRouter = RouterType<IRequest, [Env, ExecutionContext], Response>;
@@ -78,6 +79,12 @@ export function buildRouter(): AppRouter {
     .post("/api/devices/:deviceId/rpc", clientRpc);
   // Chats: listed from D1; a delete goes through the device's object, which tells the device or keeps it pending.
   router.get("/api/chats", listOwnChats).delete("/api/chats/:deviceId/:sessionId", deleteOwnChat);
+  // Web Push: the instance's VAPID key and a person's browser subscriptions.
+  router
+    .get("/api/push/key", pushKey)
+    .post("/api/push/subscriptions", subscribePush)
+    .get("/api/push/subscriptions", listPush)
+    .delete("/api/push/subscriptions", unsubscribePush);
   router.all("*", () => json({ detail: "no such route" }, 404));
   return router;
 }
