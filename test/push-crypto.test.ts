@@ -106,22 +106,19 @@ describe("endpoints", () => {
 
 describe("payload", () => {
   it("cuts a long card's text so the message fits one push, keeping the ids and the actions", () => {
-    const notice = cardNotice("_lembas/plan", {
-      sessionId: "ses_1",
-      toolCallId: "call_1",
-      path: "PLAN.md",
-      text: "step ".repeat(5000),
-    });
+    const notice = cardNotice("_lembas/plan", { sessionId: "ses_1", toolCallId: "call_1", path: "PLAN.md", text: "x" });
     const payload: PushPayload = {
       v: 1,
       kind: "card",
-      tag: "card:d:call_1",
+      tag: "card:d:ses_1:call_1",
       deviceId: "d",
       sessionId: "ses_1",
       toolCallId: "call_1",
       method: "_lembas/plan",
       url: "/",
       ...notice,
+      title: "Plan to approve · ✓".repeat(20),
+      body: "stép ".repeat(2000),
     };
     const json = fitPayload(payload)!;
     expect(new TextEncoder().encode(json).byteLength).toBeLessThanOrEqual(MAX_PLAINTEXT);
@@ -132,5 +129,16 @@ describe("payload", () => {
       { outcome: "approve", mode: "manual" },
     ]);
     expect(fitPayload({ ...payload, toolCallId: "x".repeat(5000) })).toBeNull();
+  });
+
+  it("shows at most 1,000 characters of a card's text", () => {
+    const notice = cardNotice("_lembas/plan", {
+      sessionId: "s",
+      toolCallId: "c",
+      path: "PLAN.md",
+      text: "y".repeat(5000),
+    });
+    expect(notice.body).toHaveLength(1001);
+    expect(notice.body.endsWith("y…")).toBe(true);
   });
 });

@@ -109,6 +109,7 @@ function endCard(
   paramsOf(rt).delete(toolCallId);
   rt.deadlines.clear(CARD_DEADLINE, toolCallId);
   if (tell) broadcastExcept(rt, tell.except, rpcNotification(SETTLED, { sessionId: row.session_id, toolCallId }));
+  rt.tell("onCardEnded", { sessionId: row.session_id, toolCallId });
   return row;
 }
 
@@ -152,6 +153,14 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
   paramsOf(rt).put(key, JSON.stringify(message.params));
   if (dueAt !== null) rt.deadlines.set(CARD_DEADLINE, key, dueAt);
   rt.broadcast(rpcRequest(cardId(key), message.method, message.params));
+  const { method, params } = card.value;
+  rt.tell("onCardOpened", {
+    method,
+    sessionId: (params as { sessionId: string }).sessionId,
+    toolCallId: key,
+    params,
+    dueAt,
+  });
 };
 
 export const cards: LinkFeature = {

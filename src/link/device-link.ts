@@ -66,6 +66,7 @@ import { handleRpc } from "./http-rpc";
 import { identityOf } from "./identity";
 import { instanceMethods } from "./instance-methods";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
+import { push } from "./push";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
 import { acceptSocket, attachmentOf, closeSocket, credentialTag, markSeen } from "./sockets";
@@ -84,6 +85,7 @@ const FEATURES: readonly LinkFeature[] = [
   forwarding,
   instanceMethods,
   heartbeat,
+  push,
   turns,
   replay,
   cards,

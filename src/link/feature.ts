@@ -9,6 +9,7 @@
  * must come before its own, and the registry sorts the features so every such promise holds — where nothing is
  * declared, they keep the order they are listed in. An unknown name or a circle refuses the object at start-up.
  */
+import type { CardMethod } from "../protocol/cards";
 import type { JsonRpcId, NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
 import type { LinkRuntime } from "./runtime";
 import type { OutboundRequest } from "./outbound";
@@ -91,6 +92,17 @@ export type RelayedAnswerObserver = (
  */
 export type CancelHandler = (rt: LinkRuntime, request: OutboundRequest) => void | Promise<void>;
 
+/** A card the device asked for, as the features following cards see it (push: a notification nobody watches). */
+export interface OpenedCard {
+  method: CardMethod;
+  sessionId: string;
+  toolCallId: string;
+  /** Checked against the method's schema (protocol/cards.ts). */
+  params: unknown;
+  /** When the instance answers it if nobody does (ms); null for a patient card. */
+  dueAt: number | null;
+}
+
 /** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
 export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
 
@@ -129,6 +141,10 @@ export interface LinkFeature {
   onLinkDown?: (rt: LinkRuntime, link: LinkRecord, reason: LinkDownReason, wasUp: boolean) => void | Promise<void>;
   onClientAttached?: (rt: LinkRuntime, peer: ClientPeer) => void | Promise<void>;
   onClientDetached?: (rt: LinkRuntime, sid: string) => void | Promise<void>;
+  /** A card opened (after it went to the clients); synchronous, so it can never hold a frame back. */
+  onCardOpened?: (rt: LinkRuntime, card: OpenedCard) => void;
+  /** A card ended — answered, timed out, settled or taken down with its link. */
+  onCardEnded?: (rt: LinkRuntime, card: { sessionId: string; toolCallId: string }) => void;
   /** Fields this feature adds to _instance/status (e.g. cards, turns). */
   status?: (rt: LinkRuntime) => Record<string, unknown>;
 }

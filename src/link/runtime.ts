@@ -193,6 +193,21 @@ export class LinkRuntime {
     }
   }
 
+  /** Runs a card hook of every feature, in order; synchronous, and one feature's failure does not stop the rest. */
+  tell<H extends "onCardOpened" | "onCardEnded">(
+    hook: H,
+    ...args: Parameters<NonNullable<LinkFeature[H]>> extends [unknown, ...infer Rest] ? Rest : never
+  ): void {
+    for (const feature of this.registry.features) {
+      const handler = feature[hook] as ((rt: LinkRuntime, ...rest: unknown[]) => void) | undefined;
+      try {
+        handler?.(this, ...args);
+      } catch (err) {
+        console.error(`${feature.name}.${hook} failed`, err);
+      }
+    }
+  }
+
   /** Closes the current device socket (if open) with a code; its state is handled by the caller. */
   closeDevice(code: number, reason: string): void {
     const ws = this.deviceSocket();

@@ -17,6 +17,8 @@ export interface Attachment {
   seen: number;
   /** When the sweep last asked this silent socket whether it is still there (ms); see heartbeat.ts. */
   probed?: number;
+  /** What a client socket shows (watchers.ts): the chat's session id (null: none) and whether its page is visible. */
+  watch?: { s: string | null; v: boolean };
 }
 
 const SEEN_EVERY_MS = 15_000;

@@ -98,8 +98,10 @@ function planNotice(p: PlanRequest): CardNotice {
   };
 }
 
-/** The notice of a card whose params were checked (protocol/cards.ts). */
-export function cardNotice(method: CardMethod, params: unknown): CardNotice {
+/** No notification shows more text than this; longer is cut before anything is stored. */
+const BODY_MAX = 1000;
+
+function notice(method: CardMethod, params: unknown): CardNotice {
   switch (method) {
     case "session/request_permission":
       return permissionNotice(params as PermissionRequest);
@@ -110,10 +112,20 @@ export function cardNotice(method: CardMethod, params: unknown): CardNotice {
   }
 }
 
+/** The notice of a card whose params were checked (protocol/cards.ts). */
+export function cardNotice(method: CardMethod, params: unknown): CardNotice {
+  const shown = notice(method, params);
+  return shown.body.length > BODY_MAX ? { ...shown, body: `${shown.body.slice(0, BODY_MAX)}…` } : shown;
+}
+
 export const chatUrl = (deviceId: string, sessionId: string | null) =>
   `/#/devices/${encodeURIComponent(deviceId)}${sessionId ? `/${encodeURIComponent(sessionId)}` : ""}`;
 
-export const cardTag = (deviceId: string, toolCallId: string) => `card:${deviceId}:${toolCallId}`;
+/** Notification tags: a later message with the same tag replaces (or, settled, closes) the earlier one. */
+export const cardTag = (deviceId: string, sessionId: string, toolCallId: string) =>
+  `card:${deviceId}:${sessionId}:${toolCallId}`;
+export const turnTag = (deviceId: string, sessionId: string) => `turn:${deviceId}:${sessionId}`;
+export const linkTag = (deviceId: string) => `link:${deviceId}`;
 
 const bytes = (payload: PushPayload) => new TextEncoder().encode(JSON.stringify(payload)).byteLength;
 

@@ -33,6 +33,10 @@ async function load(env: PushEnv): Promise<PushSetup> {
   }
 }
 
+/** Whether push is configured at all (the keys and the contact are set), without importing anything. */
+export const pushConfigured = (env: PushEnv) =>
+  !!(env.PUSH_VAPID_PUBLIC_KEY && env.PUSH_VAPID_PRIVATE_KEY && env.PUSH_CONTACT);
+
 export function pushSetup(env: PushEnv): Promise<PushSetup> {
   const from = JSON.stringify([
     env.PUSH_VAPID_PUBLIC_KEY,

@@ -1,0 +1,39 @@
+/**
+ * Who is watching: each client socket says which chat it shows and whether its page is visible, with
+ * `_instance/watch { sessionId: string | null, visible: boolean }` (answered `{}`), on every chat change and
+ * visibility change. It is kept in the socket's attachment, so it survives hibernation and goes with the socket.
+ * A socket that never said is not watching anything (a script, or a page in the background of a phone): push
+ * tells the person then.
+ */
+import * as z from "zod";
+import { ErrorCode, RpcError } from "../protocol/jsonrpc";
+import { check } from "../protocol/issues";
+import type { ClientMethodHandler } from "./feature";
+import type { LinkRuntime } from "./runtime";
+import { attachmentOf, socketById } from "./sockets";
+
+export const WATCH = "_instance/watch";
+
+const WatchParams = z.object({
+  sessionId: z.string().min(1).max(512, "sessionId is longer than 512 characters").nullable(),
+  visible: z.boolean(),
+});
+
+export const watch: ClientMethodHandler = (rt, peer, params) => {
+  const checked = check(WatchParams, params);
+  if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${WATCH}: ${checked.error}`);
+  const ws = socketById(rt.ctx, peer.sid);
+  const attachment = ws && attachmentOf(ws);
+  if (!ws || !attachment) throw new RpcError(ErrorCode.InvalidRequest, `${WATCH} is for a client socket, not HTTP`);
+  attachment.watch = { s: checked.value.sessionId, v: checked.value.visible };
+  ws.serializeAttachment(attachment);
+  return {};
+};
+
+/** Whether some client socket shows this chat (any chat, for null) in a visible page. */
+export function isWatched(rt: LinkRuntime, sessionId: string | null): boolean {
+  return rt.clientSockets().some((ws) => {
+    const watching = attachmentOf(ws)?.watch;
+    return watching?.v === true && (sessionId === null ? watching.s !== null : watching.s === sessionId);
+  });
+}
