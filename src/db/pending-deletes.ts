@@ -92,8 +92,11 @@ export async function listPendingDeletes(db: D1Database, deviceId: string): Prom
   return results;
 }
 
-/** What became of a person's delete: taken by the device, or kept to be sent again (reason: why not now). */
+/**
+ * What became of a person's delete: taken by the device, kept to be sent again (reason: why not now), or failed —
+ * the instance could not even keep it (reason says so; nothing changed, so asking again is safe).
+ */
 export interface DeleteOutcome {
-  status: "deleted" | "pending";
+  status: "deleted" | "pending" | "failed";
   reason?: string;
 }

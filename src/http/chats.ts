@@ -25,12 +25,16 @@ export const listOwnChats: Handler = async (request, env) => {
   return json(await listChats(env.DB, person.userId, deviceId));
 };
 
-/** 200 when the device took the delete, 202 when it is kept to be sent when the device next links. */
+/**
+ * 200 when the device took the delete, 202 when it is kept to be sent when the device next links, 503 when the
+ * instance could not keep it (nothing changed; ask again).
+ */
 export const deleteOwnChat: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const { deviceId, sessionId } = request.params as { deviceId: string; sessionId: string };
   if (!(await ownsDevice(env.DB, person.userId, deviceId))) throw noSuchDevice();
   if (!(await findChat(env.DB, person.userId, deviceId, sessionId))) throw new HttpError(404, "no such chat");
   const outcome = await deviceLinkOf(env, deviceId).deleteSession(sessionId, person.userId);
+  if (outcome.status === "failed") throw new HttpError(503, outcome.reason ?? "the delete failed; try again");
   return json(outcome, outcome.status === "deleted" ? 200 : 202);
 };

@@ -87,14 +87,24 @@ export class Deadlines {
     return due.sort((a, b) => a.due - b.due).map(({ kind, key }) => ({ kind, key }));
   }
 
-  /** Points the alarm at the earliest deadline, or removes it when there is none (after the alarm rang). */
-  rearm(): void {
-    const next = this.#earliest();
+  /**
+   * Points the alarm at the earliest deadline, or removes it when there is none (after the alarm rang); never
+   * before `notBefore` (after a failed handler, whose deadline may still be due).
+   */
+  rearm(notBefore?: number): void {
+    const earliest = this.#earliest();
+    const next = earliest === null || notBefore === undefined ? earliest : Math.max(earliest, notBefore);
     if (next === this.#armed) return;
     this.#armed = next;
     // Storage writes are ordered and confirmed before any output leaves the object; no need to await them here.
     const change = next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next);
     change.catch((err: unknown) => console.error("moving the alarm failed", err));
+  }
+
+  /** The alarm could not do its work (the storage failed): it rings again at `at`, whatever the rows say. */
+  retryAt(at: number): void {
+    this.#armed = at;
+    this.storage.setAlarm(at).catch((err: unknown) => console.error("setting the alarm failed", err));
   }
 
   #earliest(): number | null {

@@ -53,6 +53,7 @@ import type { DeleteOutcome } from "../db/pending-deletes";
 import { json } from "../http/respond";
 import { CloseCode } from "../protocol/close-codes";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
+import { logFailure } from "./failures";
 import { buildRegistry, type LinkFeature } from "./feature";
 import { flood } from "./flood";
 import { forwarding } from "./forwarding";
@@ -63,13 +64,21 @@ import { core } from "./core";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
-import { identityOf } from "./identity";
+import { identityOf, type Identity } from "./identity";
 import { instanceMethods } from "./instance-methods";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
 import { push } from "./push";
 import { replay } from "./replay";
 import { LinkRuntime } from "./runtime";
-import { acceptSocket, attachmentOf, closeSocket, credentialTag, markSeen } from "./sockets";
+import {
+  acceptSocket,
+  attachmentOf,
+  closeSocket,
+  credentialTag,
+  INTERNAL_ERROR_CLOSE,
+  markSeen,
+  type Role,
+} from "./sockets";
 import { terminals } from "./terminals";
 import { turns } from "./turns";
 
@@ -98,6 +107,9 @@ const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) => json({ detail: text }, status);
 
+/** When an alarm whose work failed rings again. */
+const ALARM_RETRY_MS = 30_000;
+
 export class DeviceLink extends DurableObject<Env> {
   readonly #rt: LinkRuntime;
 
@@ -107,85 +119,132 @@ export class DeviceLink extends DurableObject<Env> {
     ctx.setWebSocketAutoResponse(keepAlive());
   }
 
+  /** Runs an entry point: whatever the guards inside did not catch is logged once here and goes no further. */
+  async #guard(entry: string, work: () => Promise<void>): Promise<void> {
+    try {
+      await work();
+    } catch (err) {
+      logFailure(this.#rt, entry, err);
+    }
+  }
+
   override async fetch(request: Request): Promise<Response> {
     const identity = identityOf(request);
     if (!identity) return detail("requests reach a device's link only through the instance's routes", 400);
-    const rt = this.#rt;
     const path = new URL(request.url).pathname;
-    if (path.endsWith("/rpc")) return handleRpc(rt, request, identity.userId);
-    if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
-      return detail("this endpoint takes a WebSocket upgrade", 426);
-    if (path.endsWith("/link")) {
-      const { peer, attachment } = acceptSocket(this.ctx, "device", identity.userId);
-      await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
-      ensureSweep(rt);
-      return new Response(null, { status: 101, webSocket: peer });
+    try {
+      if (path.endsWith("/rpc")) return await handleRpc(this.#rt, request, identity.userId);
+      if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
+        return detail("this endpoint takes a WebSocket upgrade", 426);
+      if (path.endsWith("/link")) return await this.#open("device", identity);
+      if (path.endsWith("/client")) return await this.#open("client", identity);
+      return detail("no such link endpoint", 404);
+    } catch (err) {
+      logFailure(this.#rt, `fetch ${path}`, err);
+      return detail("the instance failed to handle this request; try again", 503);
     }
-    if (path.endsWith("/client")) {
-      const { peer, attachment } = acceptSocket(this.ctx, "client", identity.userId, identity.credential);
-      rt.links.setMeta("device_id", identity.deviceId);
+  }
+
+  /** Accepts a device or client socket; one whose set-up cannot be stored is closed at once (1011). */
+  async #open(role: Role, identity: Identity): Promise<Response> {
+    const rt = this.#rt;
+    const credential = role === "client" ? identity.credential : undefined;
+    const { peer, server, attachment } = acceptSocket(this.ctx, role, identity.userId, credential);
+    try {
+      if (role === "device") await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
+      else rt.links.setMeta("device_id", identity.deviceId);
       ensureSweep(rt);
-      await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
-      return new Response(null, { status: 101, webSocket: peer });
+      if (role === "client") await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
+    } catch (err) {
+      closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
+      throw err;
     }
-    return detail("no such link endpoint", 404);
+    return new Response(null, { status: 101, webSocket: peer });
   }
 
-  override async webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    const attachment = attachmentOf(ws);
-    if (!attachment) return;
-    markSeen(ws, attachment);
-    if (attachment.role === "device") return onDeviceMessage(this.#rt, ws, attachment, message);
-    await onClientSocketMessage(this.#rt, ws, attachment, message);
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+    return this.#guard("webSocketMessage", async () => {
+      const attachment = attachmentOf(ws);
+      if (!attachment) return;
+      markSeen(ws, attachment);
+      if (attachment.role === "device") return onDeviceMessage(this.#rt, ws, attachment, message);
+      await onClientSocketMessage(this.#rt, ws, attachment, message);
+    });
   }
 
-  override async webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
-    closeSocket(ws, code === 1005 || code === 1006 ? 1000 : code, reason);
-    const attachment = attachmentOf(ws);
-    if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+  override webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {
+    return this.#guard("webSocketClose", async () => {
+      closeSocket(ws, code === 1005 || code === 1006 ? 1000 : code, reason);
+      const attachment = attachmentOf(ws);
+      if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+    });
   }
 
-  override async webSocketError(ws: WebSocket): Promise<void> {
-    const attachment = attachmentOf(ws);
-    if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+  override webSocketError(ws: WebSocket): Promise<void> {
+    return this.#guard("webSocketError", async () => {
+      const attachment = attachmentOf(ws);
+      if (attachment) await onSocketGone(this.#rt, attachment, "closed");
+    });
   }
 
+  /**
+   * Every due deadline to its kind's handler, each guarded on its own. If the deadlines cannot even be read (the
+   * storage failed), the alarm is set to ring again soon rather than thrown back to the runtime.
+   */
   override async alarm(): Promise<void> {
     const rt = this.#rt;
-    for (const { kind, key } of rt.deadlines.takeDue(Date.now())) {
-      try {
-        await rt.registry.deadlines.get(kind)?.(rt, key);
-      } catch (err) {
-        console.error(`deadline ${kind}/${key} failed`, err);
+    try {
+      let failed = false;
+      for (const { kind, key } of rt.deadlines.takeDue(Date.now())) {
+        const handler = rt.registry.deadlines.get(kind);
+        try {
+          await handler?.(rt, key);
+        } catch (err) {
+          failed = true;
+          logFailure(rt, `${handler ? rt.registry.hookName(handler, "deadlines", kind) : kind} for ${key}`, err);
+        }
       }
+      // A deadline whose handler failed may still be due (a request's row stays until it is taken): not at once again.
+      rt.deadlines.rearm(failed ? Date.now() + ALARM_RETRY_MS : undefined);
+    } catch (err) {
+      logFailure(rt, "alarm", err);
+      rt.deadlines.retryAt(Date.now() + ALARM_RETRY_MS);
     }
-    rt.deadlines.rearm();
   }
 
   /** The device was revoked: close its link at once (4401), and every client socket attached to it (4404). */
-  async revoke(): Promise<void> {
-    const rt = this.#rt;
-    const link = rt.link();
-    for (const ws of this.ctx.getWebSockets("device")) closeSocket(ws, CloseCode.Revoked, "device revoked");
-    if (link) await endLink(rt, link, "revoked");
-    for (const ws of this.ctx.getWebSockets("client")) {
-      const attachment = attachmentOf(ws);
-      closeSocket(ws, CloseCode.DeviceGone, "device revoked");
-      if (attachment) await onSocketGone(rt, attachment, "revoked");
-    }
+  revoke(): Promise<void> {
+    return this.#guard("revoke", async () => {
+      const rt = this.#rt;
+      const link = rt.link();
+      for (const ws of this.ctx.getWebSockets("device")) closeSocket(ws, CloseCode.Revoked, "device revoked");
+      if (link) await endLink(rt, link, "revoked");
+      for (const ws of this.ctx.getWebSockets("client")) {
+        const attachment = attachmentOf(ws);
+        closeSocket(ws, CloseCode.DeviceGone, "device revoked");
+        if (attachment) await onSocketGone(rt, attachment, "revoked");
+      }
+    });
   }
 
   /** A sign-in ended or an API token was deleted: the client sockets opened with it close at once (4403). */
-  async endCredential(credential: string): Promise<void> {
-    for (const ws of this.ctx.getWebSockets(credentialTag(credential))) {
-      const attachment = attachmentOf(ws);
-      closeSocket(ws, CloseCode.CredentialEnded, "signed out, or the API token was deleted");
-      if (attachment) await onSocketGone(this.#rt, attachment, "revoked");
-    }
+  endCredential(credential: string): Promise<void> {
+    return this.#guard("endCredential", async () => {
+      for (const ws of this.ctx.getWebSockets(credentialTag(credential))) {
+        const attachment = attachmentOf(ws);
+        closeSocket(ws, CloseCode.CredentialEnded, "signed out, or the API token was deleted");
+        if (attachment) await onSocketGone(this.#rt, attachment, "revoked");
+      }
+    });
   }
 
   /** A person deleted a chat (DELETE /api/chats/…): sent to the device now if it can take it, else kept pending. */
-  deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
-    return deleteForPerson(this.#rt, sessionId, userId);
+  async deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
+    try {
+      return await deleteForPerson(this.#rt, sessionId, userId);
+    } catch (err) {
+      logFailure(this.#rt, "deleteSession", err);
+      return { status: "failed", reason: "the instance's storage failed; try again" };
+    }
   }
 }

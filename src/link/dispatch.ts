@@ -3,25 +3,21 @@
  * agent→client requests to the feature that handles them (or -32601), notifications fanned out to every client
  * and to the features observing them. A client frame: answers to the feature whose id prefix they carry, the
  * instance's own methods to their feature, the spec's client→agent methods through the relay, anything else -32601.
- * A handler that throws answers its request with an error; it never takes the object down. Every socket frame is
- * counted against its socket's budget first (flood.ts).
+ * A handler that throws answers its request with an error (failures.ts), logged once with the device and the hook;
+ * nothing thrown leaves a frame's handling. Every socket frame is counted against its socket's budget first
+ * (flood.ts).
  */
 import { CloseCode } from "../protocol/close-codes";
-import { ErrorCode, rpcError, rpcResult, RpcError, type JsonRpcId, type RequestMessage } from "../protocol/jsonrpc";
+import { ErrorCode, rpcResult, type RequestMessage } from "../protocol/jsonrpc";
+import { failureAnswer, logFailure } from "./failures";
 import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
 import { floodCloseReason, floodRefusal } from "./flood";
 import { readFrame, type Frame } from "./frames";
 import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, onFirstFrame } from "./handshake";
 import type { LinkRuntime } from "./runtime";
-import { closeSocket, sendJson, type Attachment } from "./sockets";
-
-/** The error a failed handler answers with: its RpcError, or a generic internal error (logged). */
-function errorAnswer(id: JsonRpcId, err: unknown, what: string) {
-  if (err instanceof RpcError) return rpcError(id, err.code, err.message, err.data);
-  console.error(`${what} failed`, err);
-  return rpcError(id, ErrorCode.InternalError, `the instance failed to handle ${what}`);
-}
+import type { LinkRecord } from "./store";
+import { closeSocket, INTERNAL_ERROR_CLOSE, sendJson, type Attachment } from "./sockets";
 
 async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promise<void> {
   const handler = rt.registry.deviceRequests.get(message.method);
@@ -29,9 +25,36 @@ async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promis
     return rt.answerDeviceError(message.id, ErrorCode.MethodNotFound, `the instance does not offer ${message.method}`);
   }
   try {
-    await handler(rt, message);
+    // What the handler does before it first awaits is one transaction: a card that cannot be shown leaves no row.
+    await rt.ctx.storage.transactionSync(() => handler(rt, message));
   } catch (err) {
-    rt.sendToDevice(errorAnswer(message.id, err, message.method));
+    rt.sendToDevice(
+      failureAnswer(rt, message.id, rt.registry.hookName(handler, "deviceRequests", message.method), err),
+    );
+  }
+}
+
+/** A device frame that is not the hello: an answer, a request, or a notification fanned out and observed. */
+async function onDeviceFrame(rt: LinkRuntime, frame: Exclude<Frame, { kind: "refused" }>): Promise<void> {
+  switch (frame.kind) {
+    case "response":
+      return routeDeviceAnswer(rt, frame.message);
+    case "request":
+      return onDeviceRequest(rt, frame.message);
+    case "notification": {
+      const { method } = frame.message;
+      const handlers = rt.registry.deviceNotifications.get(method) ?? [];
+      // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
+      const text = frame.verbatim ?? JSON.stringify(frame.message);
+      if (handlers.every((h) => h.fanOut)) rt.broadcastText(text);
+      for (const h of handlers) {
+        try {
+          await h.handle(rt, frame.message, text);
+        } catch (err) {
+          logFailure(rt, rt.registry.hookName(h, "deviceNotifications", method), err);
+        }
+      }
+    }
   }
 }
 
@@ -58,26 +81,25 @@ export async function onDeviceMessage(
     }
     return;
   }
-  if (link.state === "hello") return onFirstFrame(rt, link, frame);
-  if (frame.kind !== "notification") rt.writeHeld();
-  switch (frame.kind) {
-    case "response":
-      return routeDeviceAnswer(rt, frame.message);
-    case "request":
-      return onDeviceRequest(rt, frame.message);
-    case "notification": {
-      const handlers = rt.registry.deviceNotifications.get(frame.message.method) ?? [];
-      // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
-      const text = frame.verbatim ?? JSON.stringify(frame.message);
-      if (handlers.every((h) => h.fanOut)) rt.broadcastText(text);
-      for (const h of handlers) {
-        try {
-          await h.handle(rt, frame.message, text);
-        } catch (err) {
-          console.error(`handling ${frame.message.method} failed`, err);
-        }
-      }
-    }
+  if (link.state === "hello") return onHello(rt, link, frame);
+  try {
+    if (frame.kind !== "notification") rt.writeHeld();
+    await onDeviceFrame(rt, frame);
+  } catch (err) {
+    // What no hook's own guard caught (the object's storage, the relay itself): the device's request still ends.
+    if (frame.kind === "request") rt.sendToDevice(failureAnswer(rt, frame.message.id, "a device request", err));
+    else logFailure(rt, `a device ${frame.kind}`, err);
+  }
+}
+
+/** A link whose handshake cannot be stored is closed (1011) rather than left waiting; the device dials again. */
+async function onHello(rt: LinkRuntime, link: LinkRecord, frame: Exclude<Frame, { kind: "refused" }>): Promise<void> {
+  try {
+    await onFirstFrame(rt, link, frame);
+  } catch (err) {
+    logFailure(rt, "the link's hello", err);
+    rt.closeDevice(INTERNAL_ERROR_CLOSE, "the instance failed to start this link; dial again");
+    await endLink(rt, link, "closed");
   }
 }
 
@@ -108,22 +130,41 @@ export function onClientMessage(rt: LinkRuntime, peer: ClientPeer, data: string 
   return onClientFrame(rt, peer, null, readFrame(data, "client"));
 }
 
+/**
+ * A client frame, guarded: a request ends with an answer even when what handles it throws — the hook that threw
+ * answers (its name in the log), and anything else (the relay, the object's storage) is answered here.
+ */
 async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, frame: Frame): Promise<Frame> {
-  rt.writeHeld();
+  try {
+    rt.writeHeld();
+    await handleClientFrame(rt, peer, ws, frame);
+  } catch (err) {
+    const what = frame.kind === "refused" ? "a refused client frame" : `a client ${frame.kind}`;
+    if (frame.kind === "request") rt.sendToClient(peer.sid, failureAnswer(rt, frame.message.id, what, err));
+    else logFailure(rt, what, err);
+  }
+  return frame;
+}
+
+async function handleClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, frame: Frame) {
   switch (frame.kind) {
     case "refused":
       rt.sendToClient(peer.sid, frame.error);
       if (frame.close && ws) closeSocket(ws, frame.close.code, frame.close.reason);
-      break;
+      return;
     case "response": {
       const prefix = String(frame.message.id).split(":")[0]!;
       const handler = rt.registry.clientAnswers.get(prefix);
+      if (!handler) return;
       try {
-        await handler?.(rt, peer, frame.message);
+        await handler(rt, peer, frame.message);
       } catch (err) {
-        console.error(`handling a client answer (${prefix}) failed`, err);
+        // The answer is refused under its own id, as a refusal that fits would be; the card (or such) stays open.
+        const id = frame.message.id;
+        if (id !== null)
+          rt.sendToClient(peer.sid, failureAnswer(rt, id, rt.registry.hookName(handler, "clientAnswers", prefix), err));
       }
-      break;
+      return;
     }
     case "request":
     case "notification": {
@@ -136,7 +177,8 @@ async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | 
           const result = await local(rt, peer, message.params, message);
           if (id !== null && result !== ANSWER_LATER) rt.sendToClient(peer.sid, rpcResult(id, result ?? null));
         } catch (err) {
-          if (id !== null) rt.sendToClient(peer.sid, errorAnswer(id, err, message.method));
+          const answer = failureAnswer(rt, id, rt.registry.hookName(local, "clientMethods", message.method), err);
+          if (id !== null) rt.sendToClient(peer.sid, answer);
         }
       } else if (relayed) {
         await forward(rt, peer, message, relayed);
@@ -150,7 +192,6 @@ async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | 
       }
     }
   }
-  return frame;
 }
 
 /** A socket is gone (closed, errored or swept): a device socket ends its link if it is the current one. */

@@ -38,7 +38,8 @@ export type ClientMethodHandler = (
 /**
  * A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it,
  * or refuse it by throwing an RpcError (the client is answered with it — a notification under id null — and the
- * device sees nothing).
+ * device sees nothing). Hooks are synchronous: they, the rows they write and the send are one transaction, so a
+ * refusal or failure anywhere leaves no row behind.
  */
 export interface OutgoingCall {
   readonly from: ClientPeer;
@@ -51,7 +52,7 @@ export interface OutgoingCall {
   /** Small values a feature keeps with the request, each under its own key, for relayedAnswers (OutboundRequest.memo). */
   memo: Record<string, unknown>;
 }
-export type BeforeForward = (rt: LinkRuntime, call: OutgoingCall) => void | Promise<void>;
+export type BeforeForward = (rt: LinkRuntime, call: OutgoingCall) => void;
 
 /** An agent→client request (session/request_permission, …); the handler answers the device with rt.answerDevice. */
 export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) => void | Promise<void>;
@@ -151,6 +152,17 @@ export interface LinkFeature {
 
 type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "cancels" | "clientAnswers" | "deadlines";
 type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
+const HANDLER_FIELDS = [
+  "clientMethods",
+  "deviceRequests",
+  "deviceAnswers",
+  "cancels",
+  "clientAnswers",
+  "deadlines",
+  "beforeForward",
+  "deviceNotifications",
+  "relayedAnswers",
+] as const satisfies readonly (Keyed | Observed)[];
 
 export interface Registry {
   /** In the order their hooks run. */
@@ -164,6 +176,8 @@ export interface Registry {
   readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
   readonly deviceNotifications: ReadonlyMap<string, readonly DeviceNotificationHandler[]>;
   readonly relayedAnswers: ReadonlyMap<string, readonly RelayedAnswerObserver[]>;
+  /** A handler's name for the log: `<feature>.<field>(<key>)`. */
+  hookName(handler: object, field: Keyed | Observed, key: string): string;
 }
 
 type HandlerOf<K extends Keyed | Observed> = NonNullable<LinkFeature[K]>[string];
@@ -223,8 +237,15 @@ export function orderFeatures(listed: readonly LinkFeature[]): LinkFeature[] {
 export function buildRegistry(listed: readonly LinkFeature[]): Registry {
   const features = orderFeatures(listed);
   for (const feature of features) checkSteps(feature);
+  const owners = new WeakMap<object, string>();
+  for (const feature of features) {
+    for (const field of HANDLER_FIELDS) {
+      for (const handler of Object.values(feature[field] ?? {})) owners.set(handler, feature.name);
+    }
+  }
   return {
     features,
+    hookName: (handler, field, key) => `${owners.get(handler) ?? "?"}.${field}(${key})`,
     clientMethods: keyed(features, "clientMethods"),
     deviceRequests: keyed(features, "deviceRequests"),
     deviceAnswers: keyed(features, "deviceAnswers"),

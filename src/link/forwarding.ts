@@ -23,11 +23,11 @@ import {
   ErrorCode,
   rpcError,
   rpcNotification,
-  RpcError,
   type NotificationMessage,
   type RequestMessage,
   type ResponseMessage,
 } from "../protocol/jsonrpc";
+import { failureAnswer, logFailure } from "./failures";
 import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
@@ -48,12 +48,21 @@ export function clientMethod(method: string): ClientMethod | undefined {
   return isClientToAgentMethod(method) ? CLIENT_TO_AGENT[method] : undefined;
 }
 
-/** Delivers the end of an outstanding request (taken from the table) to whoever is waiting for it. */
+/**
+ * Delivers the end of an outstanding request (taken from the table) to whoever is waiting for it. A feature's
+ * handler that throws is logged; the feature answers whoever waits on its request (its memo says who) itself.
+ */
 export async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
   if (request.origin === INSTANCE_ORIGIN) {
-    const handler = request.purpose === null ? undefined : rt.registry.deviceAnswers.get(request.purpose);
-    if (!handler) return console.error(`no handler for answers of purpose ${request.purpose}`);
-    return handler(rt, request, answer);
+    const purpose = request.purpose ?? "(none)";
+    const handler = rt.registry.deviceAnswers.get(purpose);
+    if (!handler) return logFailure(rt, "an answer's delivery", new Error(`no handler for purpose ${purpose}`));
+    try {
+      await handler(rt, request, answer);
+    } catch (err) {
+      logFailure(rt, rt.registry.hookName(handler, "deviceAnswers", purpose), err);
+    }
+    return;
   }
   if (request.originId !== null) rt.sendToClient(request.origin, { ...answer, id: request.originId });
   await observeEnd(rt, request, answer);
@@ -65,7 +74,7 @@ async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: Res
     try {
       await observe(rt, request, answer);
     } catch (err) {
-      console.error(`observing the answer to ${request.method} failed`, err);
+      logFailure(rt, rt.registry.hookName(observe, "relayedAnswers", request.method), err);
     }
   }
 }
@@ -116,30 +125,37 @@ export async function forward(
     keepAcrossLinks: false,
     memo: {},
   };
-  try {
-    for (const hook of rt.registry.beforeForward.get(message.method) ?? []) await hook(rt, call);
-  } catch (err) {
-    if (!(err instanceof RpcError)) throw err;
-    // Refused by a feature; a notification's refusal goes under id null, so the client still learns why.
-    rt.sendToClient(peer.sid, rpcError(id, err.code, err.message, err.data));
-    return;
-  }
-  if (id === null) {
-    rt.sendToDevice(rpcNotification(call.method, call.params));
-    return;
-  }
   const sessionId = (params.value as { sessionId?: unknown }).sessionId;
-  const sent = rt.sendRequest({
-    method: call.method,
-    params: call.params,
-    origin: peer.sid,
-    originId: id,
-    sessionId: typeof sessionId === "string" ? sessionId : null,
-    keep: call.keepAcrossLinks,
-    answerWithinMs: answerWithin(message.method),
-    memo: Object.keys(call.memo).length > 0 ? call.memo : null,
-  });
-  if (sent === null) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
+  // The hooks, the rows they and the relay write, and the send are one transaction: a refusal or a failure (a hook,
+  // a statement, params that cannot be serialised) leaves no row behind, and the device has seen nothing.
+  let step = "the relay";
+  let sent: boolean;
+  try {
+    sent = rt.ctx.storage.transactionSync(() => {
+      for (const hook of rt.registry.beforeForward.get(message.method) ?? []) {
+        step = rt.registry.hookName(hook, "beforeForward", message.method);
+        hook(rt, call);
+      }
+      step = "the relay";
+      if (id === null) return rt.sendToDevice(rpcNotification(call.method, call.params));
+      const deviceId = rt.sendRequest({
+        method: call.method,
+        params: call.params,
+        origin: peer.sid,
+        originId: id,
+        sessionId: typeof sessionId === "string" ? sessionId : null,
+        keep: call.keepAcrossLinks,
+        answerWithinMs: answerWithin(message.method),
+        memo: Object.keys(call.memo).length > 0 ? call.memo : null,
+      });
+      return deviceId !== null;
+    });
+  } catch (err) {
+    // A notification's refusal goes under id null, so the client still learns why.
+    rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
+    return;
+  }
+  if (!sent) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
 }
 
 /**

@@ -34,6 +34,7 @@ import {
 } from "../protocol/jsonrpc";
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
 import { deviceOf, inBackground } from "./background";
+import { failureAnswer } from "./failures";
 import { ANSWER_LATER, type LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import type { LinkRuntime } from "./runtime";
@@ -184,8 +185,14 @@ export const pendingDeletes: LinkFeature = {
   deviceAnswers: {
     [PURPOSE]: async (rt, request, answer) => {
       const memo = request.memo as DeleteMemo;
-      const outcome = await settle(rt, request.sessionId!, memo, answer);
-      if (memo.to !== undefined && memo.id !== undefined) rt.sendToClient(memo.to, rpcResult(memo.id, outcome));
+      const waiting = memo.to !== undefined && memo.id !== undefined ? { to: memo.to, id: memo.id } : null;
+      try {
+        const outcome = await settle(rt, request.sessionId!, memo, answer);
+        if (waiting) rt.sendToClient(waiting.to, rpcResult(waiting.id, outcome));
+      } catch (err) {
+        if (!waiting) throw err;
+        rt.sendToClient(waiting.to, failureAnswer(rt, waiting.id, "pending-deletes.deviceAnswers", err));
+      }
     },
   },
   deviceNotifications: {

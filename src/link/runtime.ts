@@ -8,6 +8,7 @@ import type { Env } from "../env";
 import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Message } from "../protocol/jsonrpc";
 import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
+import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps } from "./schema-steps";
@@ -32,7 +33,7 @@ export interface SendRequest {
   memo?: unknown;
 }
 
-export class LinkRuntime {
+export class LinkRuntime implements Failing {
   readonly sql: SqlStorage;
   readonly links: LinkStore;
   readonly outbound: Outbound;
@@ -75,6 +76,11 @@ export class LinkRuntime {
   /** The device this object serves (set on the first connection). */
   deviceId(): string | null {
     return this.links.meta("device_id");
+  }
+
+  /** The device for a log line, without touching storage (which may be what failed): the object's name. */
+  deviceLabel(): string {
+    return this.ctx.id.name ?? this.ctx.id.toString();
   }
 
   deviceSocket(): WebSocket | null {
@@ -188,7 +194,7 @@ export class LinkRuntime {
       try {
         await handler(this, ...args);
       } catch (err) {
-        console.error(`${feature.name}.${hook} failed`, err);
+        logFailure(this, `${feature.name}.${hook}`, err);
       }
     }
   }

@@ -34,14 +34,14 @@ export function acceptSocket(
   role: Role,
   uid: string,
   credential?: string,
-): { peer: WebSocket; attachment: Attachment } {
+): { peer: WebSocket; server: WebSocket; attachment: Attachment } {
   const pair = new WebSocketPair();
   const server = pair[1];
   const now = Date.now();
   const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
   ctx.acceptWebSocket(server, [role, sidTag(attachment.sid), ...(credential ? [credentialTag(credential)] : [])]);
   server.serializeAttachment(attachment);
-  return { peer: pair[0], attachment };
+  return { peer: pair[0], server, attachment };
 }
 
 export function attachmentOf(ws: WebSocket): Attachment | null {
@@ -60,15 +60,22 @@ export function socketById(ctx: DurableObjectState, sid: string): WebSocket | nu
   return ctx.getWebSockets(sidTag(sid))[0] ?? null;
 }
 
-/** Sends one JSON-RPC message; a socket that is already closing just misses it (its close event follows). */
+/**
+ * Sends one JSON-RPC message; a socket that is already closing just misses it (its close event follows). Only the
+ * send is caught: a message that cannot be serialised is the caller's failure, and its guard answers for it.
+ */
 export function sendJson(ws: WebSocket, message: unknown): boolean {
+  const text = JSON.stringify(message);
   try {
-    ws.send(JSON.stringify(message));
+    ws.send(text);
     return true;
   } catch {
     return false;
   }
 }
+
+/** WebSocket's own close code for a server that failed (RFC 6455 §7.4.1). */
+export const INTERNAL_ERROR_CLOSE = 1011;
 
 /** A close reason cut to the protocol's 123 bytes (on a character boundary). */
 export function closeReason(text: string): string {

@@ -1,0 +1,111 @@
+import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { linkStub, type Peer } from "./helpers/link";
+import { linkedWithClients, statusOf } from "./helpers/linked";
+import { call, jsonOf } from "./helpers/requests";
+
+/** Makes one kind of statement on one of the object's tables fail, as a full or locked storage would. */
+const failOn = (deviceId: string, operation: "INSERT" | "UPDATE" | "DELETE", table: string) =>
+  runInDurableObject(linkStub(deviceId), (_instance, state) => {
+    state.storage.sql.exec(
+      `CREATE TRIGGER fail_${operation}_${table} BEFORE ${operation} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected storage failure'); END`,
+    );
+  });
+const heal = (deviceId: string, operation: string, table: string) =>
+  runInDurableObject(linkStub(deviceId), (_instance, state) => {
+    state.storage.sql.exec(`DROP TRIGGER fail_${operation}_${table}`);
+  });
+
+const question = (toolCallId: string) => ({
+  sessionId: "ses_1",
+  toolCallId,
+  questions: [{ header: "DB", question: "Which database?", options: [{ label: "SQLite" }, { label: "Postgres" }] }],
+});
+const prompt = { sessionId: "ses_1", prompt: [{ type: "text", text: "hi" }] };
+
+let errors: MockInstance<typeof console.error>;
+beforeEach(() => {
+  errors = vi.spyOn(console, "error").mockImplementation(() => {});
+});
+afterEach(() => errors.mockRestore());
+
+/** The log lines of failures, as `device <id>: <hook> failed:`. */
+const failuresLogged = () =>
+  errors.mock.calls.map((args) => String(args[0])).filter((line) => line.includes(" failed"));
+
+describe("a thrown error answers its request and goes no further", () => {
+  it("a failing hook (turns, before a prompt goes out) answers the prompt -32603, logged once with the device and the hook; nothing is left behind", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    await failOn(device.deviceId, "INSERT", "turns");
+    const answer = await client.call(1, "session/prompt", prompt);
+    expect(answer.error).toMatchObject({ code: -32603, data: { reason: "storage" } });
+    expect(failuresLogged()).toEqual([`device ${device.deviceId}: turns.beforeForward(session/prompt) failed:`]);
+    await link.silent();
+    expect((await statusOf(client)).turns).toEqual([]);
+
+    await heal(device.deviceId, "INSERT", "turns");
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt });
+    expect(await link.next()).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
+  });
+
+  it("a failing statement in the relay answers the socket's request and the HTTP /rpc call -32603, and the device sees nothing", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    await failOn(device.deviceId, "INSERT", "outbound");
+    expect((await client.call(1, "session/new", { cwd: "/home/a" })).error).toMatchObject({
+      code: -32603,
+      message: "the instance's storage failed; try again",
+    });
+    const res = await call("POST", `/api/devices/${device.deviceId}/rpc`, {
+      headers: { authorization: user.apiAuth },
+      body: { jsonrpc: "2.0", id: "h1", method: "session/new", params: { cwd: "/home/b" } },
+    });
+    expect(res.status).toBe(200);
+    expect(await jsonOf(res)).toMatchObject({ id: "h1", error: { code: -32603, data: { reason: "storage" } } });
+    await link.silent();
+    expect(failuresLogged()).toEqual([
+      `device ${device.deviceId}: the relay failed:`,
+      `device ${device.deviceId}: the relay failed:`,
+    ]);
+  });
+
+  it("a card that cannot be stored is answered -32603 to the device and shown to nobody; an answer that cannot be stored is refused and the card stays", async () => {
+    const { device, link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    await failOn(device.deviceId, "INSERT", "cards");
+    link.send({ jsonrpc: "2.0", id: 0, method: "_lembas/question", params: question("call_1") });
+    expect(await link.answer(0)).toMatchObject({ error: { code: -32603 } });
+    await a.silent();
+    expect((await statusOf(a)).cards).toEqual([]);
+    expect(failuresLogged()).toEqual([`device ${device.deviceId}: cards.deviceRequests(_lembas/question) failed:`]);
+
+    await heal(device.deviceId, "INSERT", "cards");
+    link.send({ jsonrpc: "2.0", id: 1, method: "_lembas/question", params: question("call_2") });
+    expect(await a.next()).toMatchObject({ id: "card:call_2" });
+    expect(await b.next()).toMatchObject({ id: "card:call_2" });
+    await failOn(device.deviceId, "UPDATE", "cards");
+    const answered = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
+    a.send({ jsonrpc: "2.0", id: "card:call_2", result: answered });
+    expect(await a.answer("card:call_2")).toMatchObject({ error: { code: -32603 } });
+    await link.silent();
+    expect((await statusOf(b)).cards).toMatchObject([{ toolCallId: "call_2" }]);
+
+    await heal(device.deviceId, "UPDATE", "cards");
+    b.send({ jsonrpc: "2.0", id: "card:call_2", result: answered });
+    expect(await link.answer(1)).toMatchObject({ result: answered });
+  });
+
+  it("an alarm whose deadlines cannot be read is logged and rings again instead of throwing", async () => {
+    const { device } = await linkedWithClients(1);
+    const stub = linkStub(device.deviceId);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE deadlines SET due = 0");
+    });
+    await failOn(device.deviceId, "DELETE", "deadlines");
+    await runDurableObjectAlarm(stub);
+    expect(failuresLogged()).toEqual([`device ${device.deviceId}: alarm failed:`]);
+    const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
+    expect(alarm).toBeGreaterThan(Date.now());
+  });
+});
