@@ -33,10 +33,16 @@ const question = (toolCallId: string, patient?: boolean) => ({
 const plan = (toolCallId: string) => ({ sessionId: "ses_1", toolCallId, path: "PLAN.md", text: "# Plan\n1. build" });
 
 const ALLOW = { outcome: { outcome: "selected", optionId: "once" } };
-const settled = (toolCallId: string) => ({
+const settled = (toolCallId: string, sessionId = "ses_1") => ({
   jsonrpc: "2.0",
   method: "_lembas/permission/settled",
-  params: { sessionId: "ses_1", toolCallId },
+  params: { sessionId, toolCallId },
+});
+/** ACP's withdrawal of the card's request, which follows settled. */
+const withdrawn = (toolCallId: string, sessionId = "ses_1") => ({
+  jsonrpc: "2.0",
+  method: "$/cancel_request",
+  params: { requestId: `card:${sessionId}/${toolCallId}` },
 });
 
 /** The device asks; returns the card as each client received it. */
@@ -46,6 +52,9 @@ async function ask(link: Peer, clients: Peer[], id: number, method: string, para
 }
 
 const answer = (client: Peer, id: unknown, result: unknown) => client.send({ jsonrpc: "2.0", id, result });
+/** What an ACP client without a handler for the card's method answers. */
+const cannotShow = (client: Peer, id: string) =>
+  client.send({ jsonrpc: "2.0", id, error: { code: -32601, message: "Method not found" } });
 
 describe("cards", () => {
   it("shows a card to every client; the first answer goes to the device, the others get settled", async () => {
@@ -55,13 +64,14 @@ describe("cards", () => {
     for (const card of shown)
       expect(card).toEqual({
         jsonrpc: "2.0",
-        id: "card:call_1",
+        id: "card:ses_1/call_1",
         method: "session/request_permission",
         params: permission("call_1"),
       });
-    answer(a, "card:call_1", ALLOW);
+    answer(a, "card:ses_1/call_1", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
-    expect(await b.next()).toEqual(settled("call_1"));
+    // The other socket is told both ways: the spec's settled, and ACP's withdrawal of the request it shows.
+    expect(await drain(b)).toEqual([settled("call_1"), withdrawn("call_1")]);
     await a.silent();
     expect((await statusOf(a)).cards).toEqual([]);
   });
@@ -74,8 +84,8 @@ describe("cards", () => {
       a: { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] },
       b: { outcome: "dismissed" },
     };
-    answer(a, "card:call_q", answers.a);
-    answer(b, "card:call_q", answers.b);
+    answer(a, "card:ses_1/call_q", answers.a);
+    answer(b, "card:ses_1/call_q", answers.b);
     const toDevice = await drain(link);
     expect(toDevice).toHaveLength(1);
     expect(toDevice[0]!.id).toBe(5);
@@ -85,8 +95,9 @@ describe("cards", () => {
     expect(await drain(won)).toEqual([]);
     const toLoser = await drain(lost);
     expect(toLoser).toContainEqual(settled("call_q"));
+    expect(toLoser).toContainEqual(withdrawn("call_q"));
     const refusal = toLoser.find((m) => m.error);
-    expect(refusal).toMatchObject({ id: "card:call_q", error: { code: -32600, data: { reason: "answered" } } });
+    expect(refusal).toMatchObject({ id: "card:ses_1/call_q", error: { code: -32600, data: { reason: "answered" } } });
     expect(refusal!.error!.message).toContain("already answered");
   });
 
@@ -94,18 +105,18 @@ describe("cards", () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 1, "session/request_permission", permission("call_1"));
-    answer(a, "card:call_1", { outcome: { outcome: "selected", optionId: "always" } });
+    answer(a, "card:ses_1/call_1", { outcome: { outcome: "selected", optionId: "always" } });
     const refused = await a.next();
-    expect(refused).toMatchObject({ id: "card:call_1", error: { code: -32602 } });
+    expect(refused).toMatchObject({ id: "card:ses_1/call_1", error: { code: -32602 } });
     expect(refused.error!.message).toContain('"always" is not one of this card\'s options');
-    answer(a, "card:call_1", { outcome: "yes" });
+    answer(a, "card:ses_1/call_1", { outcome: "yes" });
     expect((await a.next()).error).toMatchObject({ code: -32602 });
     await link.silent();
     await b.silent();
     expect((await statusOf(b)).cards).toMatchObject([
-      { id: "card:call_1", toolCallId: "call_1", method: "session/request_permission" },
+      { id: "card:ses_1/call_1", toolCallId: "call_1", method: "session/request_permission" },
     ]);
-    answer(b, "card:call_1", {
+    answer(b, "card:ses_1/call_1", {
       outcome: { outcome: "selected", optionId: "deny" },
       _meta: { lembas: { feedback: "not the build dir" } },
     });
@@ -113,17 +124,50 @@ describe("cards", () => {
       id: 1,
       result: { outcome: { optionId: "deny" }, _meta: { lembas: { feedback: "not the build dir" } } },
     });
-    expect(await a.next()).toEqual(settled("call_1"));
+    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1")]);
   });
 
-  it("leaves a card open when a client answers it with an error (it cannot show cards)", async () => {
+  it("leaves a card open while another socket may answer it when one answers with an error (it cannot show cards)", async () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 2, "_lembas/plan", plan("call_p"));
-    a.send({ jsonrpc: "2.0", id: "card:call_p", error: { code: -32601, message: "no cards here" } });
+    cannotShow(a, "card:ses_1/call_p");
     await link.silent();
-    answer(b, "card:call_p", { outcome: "approve", mode: "edit" });
+    await a.silent();
+    answer(b, "card:ses_1/call_p", { outcome: "approve", mode: "edit" });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 2, result: { outcome: "approve", mode: "edit" } });
+    // Neither needs telling: one answered, the other could not show it.
+    await a.silent();
+    await b.silent();
+  });
+
+  it("answers a card at once, as its time-out would, when every socket attached answered it with an error; a patient one waits", async () => {
+    const { user, device, link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    await ask(link, clients, 60, "session/request_permission", permission("call_1"));
+    await ask(link, clients, 61, "_lembas/question", question("call_q", true));
+    for (const client of [a, b]) for (const id of ["card:ses_1/call_1", "card:ses_1/call_q"]) cannotShow(client, id);
+    expect(await drain(link)).toEqual([{ jsonrpc: "2.0", id: 60, result: { outcome: { outcome: "cancelled" } } }]);
+    await a.silent();
+    expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_q", patient: true }]);
+    // The patient question waits for a socket that can show it.
+    const later = await attachClient(user, device.deviceId);
+    expect(await later.next()).toMatchObject({ id: "card:ses_1/call_q" });
+    answer(later, "card:ses_1/call_q", { outcome: "dismissed" });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 61, result: { outcome: "dismissed" } });
+  });
+
+  it("answers a card at once when the only socket that had not refused it leaves", async () => {
+    const { link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    await ask(link, clients, 62, "_lembas/plan", plan("call_p"));
+    cannotShow(a, "card:ses_1/call_p");
+    await link.silent();
+    b.close();
+    await b.closed;
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 62, result: { outcome: "dismissed" } });
+    answer(a, "card:ses_1/call_p", { outcome: "dismissed" });
+    expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "refused" } });
   });
 
   it("takes a card down when the device says settled, fanned out as sent, without answering the device", async () => {
@@ -131,11 +175,11 @@ describe("cards", () => {
     const [a] = clients as [Peer, Peer];
     await ask(link, clients, 3, "session/request_permission", permission("call_1"));
     link.send(settled("call_1"));
-    for (const client of clients) expect(await client.next()).toEqual(settled("call_1"));
+    for (const client of clients) expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1")]);
     expect((await statusOf(a)).cards).toEqual([]);
-    answer(a, "card:call_1", ALLOW);
+    answer(a, "card:ses_1/call_1", ALLOW);
     const late = await a.next();
-    expect(late).toMatchObject({ id: "card:call_1", error: { code: -32600, data: { reason: "settled" } } });
+    expect(late).toMatchObject({ id: "card:ses_1/call_1", error: { code: -32600, data: { reason: "settled" } } });
     await link.silent();
   });
 
@@ -157,8 +201,11 @@ describe("cards", () => {
     const toDevice = [await link.next(), await link.next()];
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 10, result: { outcome: { outcome: "cancelled" } } });
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 11, result: { outcome: "dismissed" } });
-    for (const client of [a, b])
-      expect(await drain(client)).toEqual(expect.arrayContaining([settled("call_1"), settled("call_p")]));
+    for (const client of [a, b]) {
+      expect(await drain(client)).toEqual(
+        expect.arrayContaining([settled("call_1"), withdrawn("call_1"), settled("call_p"), withdrawn("call_p")]),
+      );
+    }
     expect((await statusOf(a)).cards).toEqual([]);
   });
 
@@ -174,9 +221,16 @@ describe("cards", () => {
       { jsonrpc: "2.0", id: 13, result: { outcome: { outcome: "cancelled" } } },
       { jsonrpc: "2.0", id: 14, result: { outcome: "dismissed" } },
     ]);
-    for (const client of [a, b]) expect(await drain(client)).toEqual([settled("call_1"), settled("call_q")]);
+    for (const client of [a, b]) {
+      expect(await drain(client)).toEqual([
+        settled("call_1"),
+        withdrawn("call_1"),
+        settled("call_q"),
+        withdrawn("call_q"),
+      ]);
+    }
     expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_p", sessionId: "ses_other" }]);
-    answer(b, "card:call_q", { outcome: "dismissed" });
+    answer(b, "card:ses_1/call_q", { outcome: "dismissed" });
     expect((await b.next()).error).toMatchObject({ code: -32600, data: { reason: "withdrawn" } });
   });
 
@@ -198,22 +252,23 @@ describe("cards", () => {
     await ask(link, clients, 21, "_lembas/question", question("call_q"));
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
-      id: "card:call_1",
+      id: "card:ses_1/call_1",
       method: "session/request_permission",
       params: permission("call_1"),
     });
     expect(await late.next()).toMatchObject({
-      id: "card:call_q",
+      id: "card:ses_1/call_q",
       method: "_lembas/question",
       params: question("call_q"),
     });
-    answer(a, "card:call_1", ALLOW);
+    answer(a, "card:ses_1/call_1", ALLOW);
     expect(await link.next()).toMatchObject({ id: 20 });
     expect(await late.next()).toEqual(settled("call_1"));
+    expect(await late.next()).toEqual(withdrawn("call_1"));
     const later = await attachClient(user, device.deviceId);
-    expect(await later.next()).toMatchObject({ id: "card:call_q" });
+    expect(await later.next()).toMatchObject({ id: "card:ses_1/call_q" });
     await later.silent();
-    answer(later, "card:call_q", { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] });
+    answer(later, "card:ses_1/call_q", { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] });
     expect(await link.next()).toEqual({
       jsonrpc: "2.0",
       id: 21,
@@ -228,8 +283,8 @@ describe("cards", () => {
     link.send({ jsonrpc: "2.0", id: 30, method: "_lembas/plan", params: plan("call_p") });
     await link.silent();
     const browser = await attachClient(user, device.deviceId);
-    expect(await browser.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
-    answer(browser, "card:call_p", { outcome: "revise", feedback: "split step 1" });
+    expect(await browser.next()).toMatchObject({ id: "card:ses_1/call_p", method: "_lembas/plan" });
+    answer(browser, "card:ses_1/call_p", { outcome: "revise", feedback: "split step 1" });
     expect(await link.next()).toEqual({
       jsonrpc: "2.0",
       id: 30,
@@ -242,9 +297,9 @@ describe("cards", () => {
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 0, "session/request_permission", permission("call_1"));
     await evictDurableObject(linkStub(device.deviceId));
-    answer(b, "card:call_1", ALLOW);
+    answer(b, "card:ses_1/call_1", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
-    expect(await a.next()).toEqual(settled("call_1"));
+    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1")]);
   });
 
   it("takes every card down when the link drops", async () => {
@@ -254,14 +309,16 @@ describe("cards", () => {
     await ask(link, clients, 41, "_lembas/question", question("call_q"));
     link.close();
     const seen = await drain(a);
-    expect(seen).toEqual(expect.arrayContaining([settled("call_1"), settled("call_q")]));
+    expect(seen).toEqual(
+      expect.arrayContaining([settled("call_1"), withdrawn("call_1"), settled("call_q"), withdrawn("call_q")]),
+    );
     expect(seen).toContainEqual({
       jsonrpc: "2.0",
       method: "_instance/link",
       params: { link: "down", reason: "closed" },
     });
     expect((await statusOf(a)).cards).toEqual([]);
-    answer(a, "card:call_q", { outcome: "dismissed" });
+    answer(a, "card:ses_1/call_q", { outcome: "dismissed" });
     expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "link_down" } });
   });
 
@@ -282,10 +339,88 @@ describe("cards", () => {
     link.send({ jsonrpc: "2.0", id: 52, method: "_lembas/plan", params: plan("call_p") });
     expect(await link.next()).toMatchObject({
       id: 52,
-      error: { code: -32602, message: 'a card with toolCallId "call_p" is already open' },
+      error: { code: -32602, message: 'a card with toolCallId "call_p" is already open in this session' },
     });
     await a.silent();
-    answer(a, "card:call_nope", { outcome: "dismissed" });
-    expect((await a.next()).error).toMatchObject({ code: -32600, message: 'there is no card "card:call_nope"' });
+    answer(a, "card:ses_1/call_nope", { outcome: "dismissed" });
+    expect((await a.next()).error).toMatchObject({ code: -32600, message: 'there is no card "card:ses_1/call_nope"' });
+  });
+
+  it("keeps cards of two sessions with one toolCallId apart: shown, answered and settled each on its own", async () => {
+    const { link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    const [inOne] = await ask(link, clients, 70, "session/request_permission", permission("call_2"));
+    const [inTwo] = await ask(link, clients, 71, "session/request_permission", {
+      ...permission("call_2"),
+      sessionId: "ses_2",
+    });
+    expect(inOne).toMatchObject({ id: "card:ses_1/call_2", params: { sessionId: "ses_1" } });
+    expect(inTwo).toMatchObject({ id: "card:ses_2/call_2", params: { sessionId: "ses_2" } });
+    expect(((await statusOf(a)).cards as { id: string }[]).map((c) => c.id)).toEqual([
+      "card:ses_1/call_2",
+      "card:ses_2/call_2",
+    ]);
+    answer(b, "card:ses_2/call_2", ALLOW);
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 71, result: ALLOW });
+    expect(await drain(a)).toEqual([settled("call_2", "ses_2"), withdrawn("call_2", "ses_2")]);
+    answer(a, "card:ses_1/call_2", { outcome: { outcome: "selected", optionId: "deny" } });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 70,
+      result: { outcome: { outcome: "selected", optionId: "deny" } },
+    });
+    expect(await drain(b)).toEqual([settled("call_2"), withdrawn("call_2")]);
+  });
+
+  it("takes a card down when the device cancels its request ($/cancel_request), answering it cancelled as ACP asks", async () => {
+    const { link, clients } = await linkedWithClients(2);
+    const [a, b] = clients as [Peer, Peer];
+    await ask(link, clients, 80, "session/request_permission", permission("call_1"));
+    link.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 80 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 80, result: { outcome: { outcome: "cancelled" } } });
+    for (const client of [a, b]) expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1")]);
+    // A plain ACP client acknowledges the withdrawal with -32800: nothing more is said to it.
+    a.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", error: { code: -32800, message: "Request cancelled" } });
+    await a.silent();
+    await link.silent();
+  });
+
+  it("shows a question with more than 4 questions of more than 6 options and a permission without reason, as sent", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const many = {
+      sessionId: "ses_1",
+      toolCallId: "call_many",
+      questions: Array.from({ length: 5 }, (_, i) => ({
+        question: `Question ${i}?`,
+        options: Array.from({ length: 8 }, (_, j) => ({ label: `option ${j}` })),
+      })),
+    };
+    const [shown] = await ask(link, clients, 90, "_lembas/question", many);
+    expect(shown).toEqual({ jsonrpc: "2.0", id: "card:ses_1/call_many", method: "_lembas/question", params: many });
+    const plain = { ...permission("call_plain"), _meta: { lembas: { patient: false } } };
+    const [asked] = await ask(link, clients, 91, "session/request_permission", plain);
+    expect(asked).toMatchObject({ id: "card:ses_1/call_plain", method: "session/request_permission" });
+    await link.silent();
+  });
+
+  it("gives the device the whole label of an option a client answered with the label cut to 240 characters", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    const long = `${"a very long option ".repeat(20)}that goes on`;
+    const card = {
+      sessionId: "ses_1",
+      toolCallId: "call_long",
+      questions: [{ question: "Which?", options: [{ label: long }, { label: "short" }] }],
+    };
+    await ask(link, clients, 92, "_lembas/question", card);
+    answer(a, "card:ses_1/call_long", {
+      outcome: "answered",
+      answers: [{ kind: "options", labels: [long.slice(0, 240)] }],
+    });
+    expect(await link.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 92,
+      result: { outcome: "answered", answers: [{ kind: "options", labels: [long] }] },
+    });
   });
 });

@@ -82,17 +82,17 @@ describe("a thrown error answers its request and goes no further", () => {
 
     await heal(device.deviceId, "INSERT", "cards");
     link.send({ jsonrpc: "2.0", id: 1, method: "_lembas/question", params: question("call_2") });
-    expect(await a.next()).toMatchObject({ id: "card:call_2" });
-    expect(await b.next()).toMatchObject({ id: "card:call_2" });
+    expect(await a.next()).toMatchObject({ id: "card:ses_1/call_2" });
+    expect(await b.next()).toMatchObject({ id: "card:ses_1/call_2" });
     await failOn(device.deviceId, "UPDATE", "cards");
     const answered = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
-    a.send({ jsonrpc: "2.0", id: "card:call_2", result: answered });
-    expect(await a.answer("card:call_2")).toMatchObject({ error: { code: -32603 } });
+    a.send({ jsonrpc: "2.0", id: "card:ses_1/call_2", result: answered });
+    expect(await a.answer("card:ses_1/call_2")).toMatchObject({ error: { code: -32603 } });
     await link.silent();
     expect((await statusOf(b)).cards).toMatchObject([{ toolCallId: "call_2" }]);
 
     await heal(device.deviceId, "UPDATE", "cards");
-    b.send({ jsonrpc: "2.0", id: "card:call_2", result: answered });
+    b.send({ jsonrpc: "2.0", id: "card:ses_1/call_2", result: answered });
     expect(await link.answer(1)).toMatchObject({ result: answered });
   });
 

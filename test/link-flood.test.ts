@@ -32,7 +32,7 @@ async function withCardAndRequest() {
   const { link, clients } = await linkedWithClients(2);
   const [other, flooder] = clients as [Peer, Peer];
   link.send({ jsonrpc: "2.0", id: 0, method: "session/request_permission", params: CARD_PARAMS });
-  for (const client of clients) expect(await client.next()).toMatchObject({ id: "card:call_f" });
+  for (const client of clients) expect(await client.next()).toMatchObject({ id: "card:ses_1/call_f" });
   other.send(statusRequest("before"));
   const inFlight = await link.next();
   return { link, other, flooder, inFlight };
@@ -41,10 +41,10 @@ async function withCardAndRequest() {
 /** The card and the request from before the flood are both still there: the card is listed and answerable, the
  * request's answer reaches its client. */
 async function nothingLost(link: Peer, other: Peer, inFlight: Wire, answerer: Peer): Promise<void> {
-  expect((await statusOf(other)).cards).toMatchObject([{ id: "card:call_f" }]);
+  expect((await statusOf(other)).cards).toMatchObject([{ id: "card:ses_1/call_f" }]);
   link.send({ jsonrpc: "2.0", id: inFlight.id, result: { sessionId: "ses_1", exists: true } });
   expect(await other.answer("before")).toMatchObject({ result: { exists: true } });
-  answerer.send({ jsonrpc: "2.0", id: "card:call_f", result: ALLOW });
+  answerer.send({ jsonrpc: "2.0", id: "card:ses_1/call_f", result: ALLOW });
   expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
 }
 

@@ -169,7 +169,7 @@ describe("push when a card waits", () => {
       result: {},
     });
     link.send({ jsonrpc: "2.0", id: 0, method: "session/request_permission", params: permission("call_1") });
-    expect(await client.next()).toMatchObject({ id: "card:call_1" });
+    expect(await client.next()).toMatchObject({ id: "card:ses_1/call_1" });
     expect(await outboxRows(device.deviceId)).toEqual([]);
 
     // The same page hidden: the next card of that chat is pushed — and it is the only message the browser got.
@@ -201,7 +201,7 @@ describe("push when a card waits", () => {
     });
     await evictDurableObject(linkStub(device.deviceId));
     link.send({ jsonrpc: "2.0", id: 0, method: "session/request_permission", params: permission("call_1") });
-    expect(await client.next()).toMatchObject({ id: "card:call_1" });
+    expect(await client.next()).toMatchObject({ id: "card:ses_1/call_1" });
     expect(await outboxRows(device.deviceId)).toEqual([]);
     expect(await received(sub.endpoint)).toEqual([]);
   });

@@ -76,7 +76,7 @@ describe("late joiners", () => {
     const frames = [task("start", "term-1", "ses_t"), update("planning", "ses_t")];
     await deviceSends(link, a, frames);
     link.send(card);
-    expect(await a.next()).toMatchObject({ id: "card:call_p" });
+    expect(await a.next()).toMatchObject({ id: "card:ses_t/call_p" });
     await evictDurableObject(linkStub(device.deviceId));
 
     const late = await attachClient(user, device.deviceId);
@@ -85,7 +85,7 @@ describe("late joiners", () => {
       params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 },
     });
     for (const frame of frames) expect(await late.next()).toEqual(frame);
-    expect(await late.next()).toMatchObject({ id: "card:call_p", method: "_lembas/plan" });
+    expect(await late.next()).toMatchObject({ id: "card:ses_t/call_p", method: "_lembas/plan" });
   });
 
   it("catch up on frames that were followed by nothing else, after an eviction (the buffer is written on its own soon after)", async () => {

@@ -4,7 +4,7 @@ import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feat
 import { applySteps } from "../src/link/schema-steps";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
-import { statusOf } from "./helpers/linked";
+import { drain, fireDeadlines, statusOf } from "./helpers/linked";
 import { dropAllTables, SCHEMA_BEFORE_STEPS } from "./helpers/schema-before-steps";
 
 const names = (features: readonly LinkFeature[]) => features.map((f) => f.name);
@@ -124,8 +124,8 @@ describe("schema steps", () => {
     const status = await statusOf(client);
     expect(status).toMatchObject({ link: "down", hello: { device: { host: "old-host" } } });
     expect(status.turns).toEqual([{ sessionId: "ses_old", turnId: "turn_old", since: now - 30_000 }]);
-    client.send({ jsonrpc: "2.0", id: "card:call_old", result: { outcome: { outcome: "cancelled" } } });
-    expect((await client.answer("card:call_old")).error).toMatchObject({ data: { reason: "link_down" } });
+    client.send({ jsonrpc: "2.0", id: "card:ses_old/call_old", result: { outcome: { outcome: "cancelled" } } });
+    expect((await client.answer("card:ses_old/call_old")).error).toMatchObject({ data: { reason: "link_down" } });
 
     const { peer: link } = await linkDevice(device);
     expect(await link.next()).toMatchObject({ method: "session/prompt", params: prompt });
@@ -138,5 +138,57 @@ describe("schema steps", () => {
         { feature: "turns", step: 1 },
       ]),
     );
+  });
+
+  it("re-keys an open card by session and toolCallId (cards step 2), with its params and its deadline", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const stub = linkStub(device.deviceId);
+    const params = {
+      sessionId: "ses_old",
+      toolCall: { toolCallId: "call_open", title: "ls" },
+      options: [{ optionId: "ok", name: "OK", kind: "allow_once" }],
+    };
+    await runInDurableObject(stub, async (_instance, state) => {
+      const { sql } = state.storage;
+      dropAllTables(sql);
+      for (const statement of SCHEMA_BEFORE_STEPS) sql.exec(statement);
+      const now = Date.now();
+      sql.exec(
+        "INSERT INTO link VALUES (1, 'link-old', 'up', 2, ?, ?, ?, ?, NULL)",
+        JSON.stringify(hello().params),
+        JSON.stringify(initializeResult()),
+        now - 60_000,
+        now - 59_000,
+      );
+      sql.exec("INSERT INTO meta VALUES ('device_id', ?), ('owner_id', ?)", device.deviceId, user.userId);
+      sql.exec(
+        "INSERT INTO cards VALUES ('call_open', 'session/request_permission', 'ses_old', '7', 'link-old', 0, ?, ?, NULL, NULL)",
+        now - 1_000,
+        now + 300_000,
+      );
+      sql.exec("INSERT INTO chunks VALUES ('card', 'call_open', 0, ?)", JSON.stringify(params));
+      sql.exec("INSERT INTO deadlines VALUES ('card', 'call_open', ?)", now + 300_000);
+      // As the object had armed it when the card opened.
+      await state.storage.setAlarm(now + 300_000);
+    });
+    await evictDurableObject(stub);
+
+    const client = await attachClient(user, device.deviceId);
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: "card:ses_old/call_open",
+      method: "session/request_permission",
+      params,
+    });
+    await fireDeadlines(device.deviceId, "card");
+    expect(await drain(client)).toEqual([
+      {
+        jsonrpc: "2.0",
+        method: "_lembas/permission/settled",
+        params: { sessionId: "ses_old", toolCallId: "call_open" },
+      },
+      { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "card:ses_old/call_open" } },
+    ]);
   });
 });

@@ -1,123 +1,102 @@
 /**
  * Cards: the device's session/request_permission, _lembas/question and _lembas/plan, shown to every client socket.
  *
- * A card is a row keyed by its toolCallId (never by session: several may be open at once), with the device's own
- * request id so the answer goes back to it; its params are kept in chunks. Every client socket — and any that
- * attaches while it is open — gets it as a request with the instance's id `card:<toolCallId>`. The first answer that
- * fits the card (cards.ts in protocol/) goes to the device; every other socket gets `_lembas/permission/settled`
- * for it. An answer that does not fit is refused to its socket (-32602) and the card stays open; an error answer (a
- * client that cannot show cards) changes nothing. A card ends exactly once — answered, timed out (not patient:
- * CARD_TIMEOUT_SECONDS, the spec's cancelled / dismissed answer goes to the device), settled by the device, or its
- * link gone (the device's request died with it) — and clients are told with settled. An ended card is remembered
- * for a while so a late answer learns why it was refused.
+ * A card is kept by (sessionId, toolCallId) (card-store.ts), with the device's own request id so the answer goes back
+ * to it. Every client socket — and any that attaches while it is open — gets it as a request with the instance's id
+ * `card:<session>/<toolCall>`. The first answer that fits the card (cards.ts in protocol/) goes to the device, a
+ * question's cut labels made whole; an answer that does not fit is refused to its socket (-32602) and the card stays
+ * open. An error answer says that socket cannot show the card: once every socket attached has said so, a card that
+ * is not patient is answered at once as if its time had run out (a patient one waits for a socket that can).
+ *
+ * A card ends exactly once — answered, timed out (not patient: CARD_TIMEOUT_SECONDS, the spec's cancelled /
+ * dismissed answer goes to the device), refused by every socket, withdrawn (its turn cancelled), settled by the
+ * device (its `_lembas/permission/settled`, or ACP's `$/cancel_request` for the card's request), or its link gone
+ * (the device's request died with it). Every socket that was shown it and did not answer it is then told twice: the
+ * spec's `_lembas/permission/settled` { sessionId, toolCallId }, and ACP's `$/cancel_request` { requestId: the card's
+ * id }, so a plain ACP client withdraws the request it shows. An ended card is remembered for a while so a late
+ * answer learns why it was refused.
  */
 import { secondsVar, type Env } from "../env";
-import { CARDS, isCardMethod, openCard, type CardMethod } from "../protocol/cards";
-import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId } from "../protocol/jsonrpc";
+import { CancelRequestParams, CANCEL_REQUEST } from "../protocol/acp";
+import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../protocol/cards";
+import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
-import { Chunks } from "./chunks";
+import { type Card, CardStore, CARDS_STEPS, type EndedHow, keyText, parseKeyText } from "./card-store";
 import type { DeviceRequestHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";
-import type { SchemaStep } from "./schema-steps";
 import { attachmentOf, sendJson, socketById } from "./sockets";
 
 export const SETTLED = "_lembas/permission/settled";
-/** Cards' ids toward clients: `card:<toolCallId>`. */
+/** Cards' ids toward clients: `card:<session>/<toolCall>` (card-store.ts). */
 const CARD_PREFIX = "card";
 const CARD_DEADLINE = "card";
 export const DEFAULT_CARD_TIMEOUT_SECONDS = 300;
 /** How long an ended card is remembered (so a late answer is told it came too late, and why). */
 const REMEMBER_ENDED_MS = 60 * 60_000;
 
-const CARDS_STEPS: readonly SchemaStep[] = [
-  {
-    step: 1,
-    run: [
-      `CREATE TABLE IF NOT EXISTS cards (
-         tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL,
-         link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
-         ended_at INTEGER, ended_how TEXT)`,
-    ],
-  },
-];
-
-type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn";
 const ENDED_SENTENCE: Record<EndedHow, string> = {
   answered: "was already answered",
   timed_out: "timed out",
   settled: "was settled on the device",
   link_down: "was taken down when the device's link dropped",
   withdrawn: "was withdrawn when its turn was cancelled",
+  refused: "could be shown by no attached client, so it was answered as if its time had run out",
 };
-
-interface CardRow extends Record<string, SqlStorageValue> {
-  tool_call_id: string;
-  method: string;
-  session_id: string;
-  device_request_id: string;
-  link_id: string;
-  patient: number;
-  opened_at: number;
-  due_at: number | null;
-  ended_at: number | null;
-  ended_how: string | null;
-}
 
 /** The answer time of a card that is not patient: CARD_TIMEOUT_SECONDS, else the default. */
 export function cardTimeoutMs(env: Pick<Env, "CARD_TIMEOUT_SECONDS">): number {
   return secondsVar(env.CARD_TIMEOUT_SECONDS, DEFAULT_CARD_TIMEOUT_SECONDS);
 }
 
-const cardId = (toolCallId: string) => `${CARD_PREFIX}:${toolCallId}`;
-const paramsOf = (rt: LinkRuntime) => new Chunks(rt.sql, "card");
-const cardRow = (rt: LinkRuntime, toolCallId: string) =>
-  rt.sql.exec<CardRow>("SELECT * FROM cards WHERE tool_call_id = ?", toolCallId).toArray()[0] ?? null;
-const openRows = (rt: LinkRuntime) =>
-  rt.sql.exec<CardRow>("SELECT * FROM cards WHERE ended_at IS NULL ORDER BY opened_at, rowid").toArray();
+export const cardId = (key: CardKey) => `${CARD_PREFIX}:${keyText(key)}`;
+const keyOfId = (id: JsonRpcId) => parseKeyText(String(id).slice(CARD_PREFIX.length + 1));
+const storeOf = (rt: LinkRuntime) => new CardStore(rt.sql);
 
 /** The card as a client receives it. */
-function cardRequest(rt: LinkRuntime, row: CardRow) {
-  return rpcRequest(cardId(row.tool_call_id), row.method, JSON.parse(paramsOf(rt).get(row.tool_call_id) ?? "null"));
-}
+const cardRequest = (store: CardStore, card: Card) => rpcRequest(cardId(card.key), card.method, store.params(card.key));
 
-/** Sends to every client socket except one (the socket that answered needs no word that its answer won). */
-function broadcastExcept(rt: LinkRuntime, exceptSid: string | null, message: unknown): void {
+/** Which sockets to tell that a card ended: all but those that answered it (the winner, the ones that could not). */
+function tellEnded(rt: LinkRuntime, card: Card, answered: ReadonlySet<string>, settled: boolean): void {
+  const withdrawn = JSON.stringify(rpcNotification(CANCEL_REQUEST, { requestId: cardId(card.key) }));
+  const notice = settled ? JSON.stringify(rpcNotification(SETTLED, card.key)) : null;
   for (const ws of rt.clientSockets()) {
-    if (attachmentOf(ws)?.sid !== exceptSid) sendJson(ws, message);
+    const sid = attachmentOf(ws)?.sid;
+    if (sid === undefined || answered.has(sid)) continue;
+    try {
+      if (notice !== null) ws.send(notice);
+      ws.send(withdrawn);
+    } catch {
+      // A closing socket misses it; its close event follows.
+    }
   }
 }
 
 /**
- * Ends an open card exactly once: returns its row, or null when it was not open. Clients are told with settled —
- * all but `tell.except`, or none when the device's own settled is being fanned out already.
+ * Ends an open card exactly once: returns it, or null when it was not open. The sockets that did not answer it are
+ * told (settled and $/cancel_request) — all but `answeredBy`; without settled when the device's own is being fanned
+ * out already.
  */
 function endCard(
   rt: LinkRuntime,
-  toolCallId: string,
+  key: CardKey,
   how: EndedHow,
-  tell: { except: string | null } | false = { except: null },
-): CardRow | null {
-  const row = rt.sql
-    .exec<CardRow>(
-      "UPDATE cards SET ended_at = ?, ended_how = ? WHERE tool_call_id = ? AND ended_at IS NULL RETURNING *",
-      Date.now(),
-      how,
-      toolCallId,
-    )
-    .toArray()[0];
-  if (!row) return null;
-  paramsOf(rt).delete(toolCallId);
-  rt.deadlines.clear(CARD_DEADLINE, toolCallId);
-  if (tell) broadcastExcept(rt, tell.except, rpcNotification(SETTLED, { sessionId: row.session_id, toolCallId }));
-  rt.tell("onCardEnded", { sessionId: row.session_id, toolCallId });
-  return row;
+  { answeredBy = null, settled = true }: { answeredBy?: string | null; settled?: boolean } = {},
+): Card | null {
+  const store = storeOf(rt);
+  const answered = store.refusedBy(key);
+  const card = store.end(key, how);
+  if (!card) return null;
+  rt.deadlines.clear(CARD_DEADLINE, keyText(key));
+  if (answeredBy !== null) answered.add(answeredBy);
+  tellEnded(rt, card, answered, settled);
+  rt.tell("onCardEnded", key);
+  return card;
 }
 
 /** Ends an open card and gives the device the answer the spec gives a card nobody answered (cancelled / dismissed). */
-function endUnanswered(rt: LinkRuntime, toolCallId: string, how: EndedHow): void {
-  const row = endCard(rt, toolCallId, how);
-  if (row && isCardMethod(row.method))
-    rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, CARDS[row.method].timeoutAnswer);
+function endUnanswered(rt: LinkRuntime, key: CardKey, how: EndedHow): void {
+  const card = endCard(rt, key, how);
+  if (card && isCardMethod(card.method)) rt.answerDevice(card.deviceRequestId, CARDS[card.method].timeoutAnswer);
 }
 
 /**
@@ -125,7 +104,68 @@ function endUnanswered(rt: LinkRuntime, toolCallId: string, how: EndedHow): void
  * cancels — cancelled for a permission, dismissed for a question or plan — and taken down.
  */
 export function withdrawCardsOf(rt: LinkRuntime, sessionId: string): void {
-  for (const row of openRows(rt)) if (row.session_id === sessionId) endUnanswered(rt, row.tool_call_id, "withdrawn");
+  for (const card of storeOf(rt).open()) if (card.key.sessionId === sessionId) endUnanswered(rt, card.key, "withdrawn");
+}
+
+/** A card that is not patient, which every attached socket said it cannot show, is answered now. */
+function endIfNobodyCan(rt: LinkRuntime, card: Card): void {
+  if (card.patient) return;
+  const attached = rt
+    .clientSockets()
+    .filter((ws) => ws.readyState === WebSocket.OPEN)
+    .map((ws) => attachmentOf(ws)?.sid);
+  const refused = storeOf(rt).refusedBy(card.key);
+  if (attached.length > 0 && attached.every((sid) => sid !== undefined && refused.has(sid))) {
+    endUnanswered(rt, card.key, "refused");
+  }
+}
+
+/** Why an answer to a card was not used, as the client that gave it is told. */
+export interface CardRefusal {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+/**
+ * A client's (or, with `by` null, an HTTP caller's) answer to a card: the first that fits goes to the device and the
+ * card ends. Null when it was used; otherwise why not.
+ */
+export function answerCard(rt: LinkRuntime, key: CardKey, result: unknown, by: string | null): CardRefusal | null {
+  const store = storeOf(rt);
+  const card = store.get(key);
+  const name = JSON.stringify(cardId(key));
+  if (!card) return { code: ErrorCode.InvalidRequest, message: `there is no card ${name}` };
+  if (card.endedAt !== null) {
+    const how = card.endedHow ?? "answered";
+    return {
+      code: ErrorCode.InvalidRequest,
+      message: `card ${name} ${ENDED_SENTENCE[how]}; this answer was not used`,
+      data: { reason: how },
+    };
+  }
+  if (!isCardMethod(card.method)) return { code: ErrorCode.InvalidRequest, message: `there is no card ${name}` };
+  const opened = openCard(card.method, store.params(key));
+  const fits = opened.ok ? opened.value.validateAnswer(result) : opened;
+  if (!fits.ok) {
+    return {
+      code: ErrorCode.InvalidParams,
+      message: `this answer does not fit the ${card.method} card: ${fits.error}`,
+    };
+  }
+  if (!endCard(rt, key, "answered", { answeredBy: by })) return null;
+  rt.answerDevice(card.deviceRequestId, fits.value);
+  return null;
+}
+
+/** A client socket answered a card with an error: it cannot show it. */
+function refuseCard(rt: LinkRuntime, key: CardKey, sid: string): void {
+  const store = storeOf(rt);
+  const card = store.get(key);
+  // An error for a card that already ended (a plain ACP client acknowledging its withdrawal) needs no answer.
+  if (!card || card.endedAt !== null) return;
+  store.refuse(key, sid);
+  endIfNobodyCan(rt, card);
 }
 
 const onCardRequest: DeviceRequestHandler = (rt, message) => {
@@ -133,35 +173,40 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
   const card = openCard(message.method as CardMethod, message.params);
   if (!card.ok) return fail(`invalid params for ${message.method}: ${card.error}`);
   const { key, patient } = card.value;
-  if (cardRow(rt, key)?.ended_at === null) return fail(`a card with toolCallId ${JSON.stringify(key)} is already open`);
+  const store = storeOf(rt);
+  if (store.get(key)?.endedAt === null) {
+    return fail(`a card with toolCallId ${JSON.stringify(key.toolCallId)} is already open in this session`);
+  }
   const link = rt.link();
   if (!link) return;
   const now = Date.now();
-  rt.sql.exec("DELETE FROM cards WHERE ended_at < ?", now - REMEMBER_ENDED_MS);
+  store.forgetEndedBefore(now - REMEMBER_ENDED_MS);
   const dueAt = patient ? null : now + cardTimeoutMs(rt.env);
-  rt.sql.exec(
-    "INSERT OR REPLACE INTO cards (tool_call_id, method, session_id, device_request_id, link_id, patient, opened_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+  const opened = {
     key,
-    message.method,
-    (card.value.params as { sessionId: string }).sessionId,
-    JSON.stringify(message.id),
-    link.linkId,
-    patient ? 1 : 0,
-    now,
+    method: message.method,
+    deviceRequestId: message.id,
+    linkId: link.linkId,
+    patient,
+    openedAt: now,
     dueAt,
-  );
-  paramsOf(rt).put(key, JSON.stringify(message.params));
-  if (dueAt !== null) rt.deadlines.set(CARD_DEADLINE, key, dueAt);
+  };
+  store.add(opened, JSON.stringify(message.params));
+  if (dueAt !== null) rt.deadlines.set(CARD_DEADLINE, keyText(key), dueAt);
   rt.broadcast(rpcRequest(cardId(key), message.method, message.params));
-  const { method, params } = card.value;
-  rt.tell("onCardOpened", {
-    method,
-    sessionId: (params as { sessionId: string }).sessionId,
-    toolCallId: key,
-    params,
-    dueAt,
-  });
+  rt.tell("onCardOpened", { method: card.value.method, ...key, params: card.value.params, dueAt });
 };
+
+/** A card's id a client answers under, or a refusal when it names none. */
+function onClientAnswer(rt: LinkRuntime, sid: string, answer: ResponseMessage): CardRefusal | null {
+  const key = answer.id === null ? null : keyOfId(answer.id);
+  if (key === null) return { code: ErrorCode.InvalidRequest, message: `there is no card ${JSON.stringify(answer.id)}` };
+  if ("error" in answer) {
+    refuseCard(rt, key, sid);
+    return null;
+  }
+  return answerCard(rt, key, answer.result, sid);
+}
 
 export const cards: LinkFeature = {
   name: "cards",
@@ -171,31 +216,15 @@ export const cards: LinkFeature = {
   deviceRequests: Object.fromEntries(Object.keys(CARDS).map((method) => [method, onCardRequest])),
   clientAnswers: {
     [CARD_PREFIX]: (rt, peer, answer) => {
-      const toolCallId = String(answer.id).slice(CARD_PREFIX.length + 1);
-      const refuse = (code: number, text: string, data?: unknown) =>
-        rt.failClient(peer, answer.id as JsonRpcId, code, text, data);
-      const row = cardRow(rt, toolCallId);
-      if (!row) return refuse(ErrorCode.InvalidRequest, `there is no card ${JSON.stringify(answer.id)}`);
-      if (row.ended_at !== null) {
-        const how = row.ended_how as EndedHow;
-        return refuse(
-          ErrorCode.InvalidRequest,
-          `card ${JSON.stringify(answer.id)} ${ENDED_SENTENCE[how]}; this answer was not used`,
-          { reason: how },
-        );
-      }
-      // A client that cannot show the card (an error answer) leaves it to the others.
-      if (!("result" in answer) || !isCardMethod(row.method)) return;
-      const card = openCard(row.method, JSON.parse(paramsOf(rt).get(toolCallId) ?? "null"));
-      const fits = card.ok ? card.value.validateAnswer(answer.result) : card;
-      if (!fits.ok)
-        return refuse(ErrorCode.InvalidParams, `this answer does not fit the ${row.method} card: ${fits.error}`);
-      if (!endCard(rt, toolCallId, "answered", { except: peer.sid })) return;
-      rt.answerDevice(JSON.parse(row.device_request_id) as JsonRpcId, answer.result);
+      const refusal = onClientAnswer(rt, peer.sid, answer);
+      if (refusal && answer.id !== null) rt.failClient(peer, answer.id, refusal.code, refusal.message, refusal.data);
     },
   },
   deadlines: {
-    [CARD_DEADLINE]: (rt, toolCallId) => endUnanswered(rt, toolCallId, "timed_out"),
+    [CARD_DEADLINE]: (rt, text) => {
+      const key = parseKeyText(text);
+      if (key) endUnanswered(rt, key, "timed_out");
+    },
   },
   deviceNotifications: {
     // Fanned out as the device sent it; the card ends here without telling clients twice or answering the device.
@@ -203,26 +232,44 @@ export const cards: LinkFeature = {
       fanOut: true,
       handle: (rt, message) => {
         const settled = PermissionSettled.safeParse(message.params);
-        if (settled.success) endCard(rt, settled.data.toolCallId, "settled", false);
+        if (settled.success) endCard(rt, settled.data, "settled", { settled: false });
+      },
+    },
+    // ACP's way for the device to say the same: it no longer waits for the card. It is answered as ACP asks.
+    [CANCEL_REQUEST]: {
+      fanOut: false,
+      handle: (rt, message) => {
+        const cancelled = CancelRequestParams.safeParse(message.params);
+        const card = cancelled.success ? storeOf(rt).openByDeviceRequest(cancelled.data.requestId) : null;
+        if (card) endUnanswered(rt, card.key, "settled");
       },
     },
   },
   onLinkDown: (rt) => {
-    for (const row of openRows(rt)) endCard(rt, row.tool_call_id, "link_down");
+    for (const card of storeOf(rt).open()) endCard(rt, card.key, "link_down");
   },
   onClientAttached: (rt, peer) => {
     const ws = socketById(rt.ctx, peer.sid);
-    if (ws) for (const row of openRows(rt)) sendJson(ws, cardRequest(rt, row));
+    const store = storeOf(rt);
+    if (ws) for (const card of store.open()) sendJson(ws, cardRequest(store, card));
+  },
+  onClientDetached: (rt, sid) => {
+    const store = storeOf(rt);
+    store.forgetRefusalsOf(sid);
+    // The one socket that could have answered may be the one that left.
+    for (const card of store.open()) endIfNobodyCan(rt, card);
   },
   status: (rt) => ({
-    cards: openRows(rt).map((row) => ({
-      id: cardId(row.tool_call_id),
-      method: row.method,
-      sessionId: row.session_id,
-      toolCallId: row.tool_call_id,
-      patient: row.patient === 1,
-      openedAt: row.opened_at,
-      timesOutAt: row.due_at,
-    })),
+    cards: storeOf(rt)
+      .open()
+      .map((card) => ({
+        id: cardId(card.key),
+        method: card.method,
+        sessionId: card.key.sessionId,
+        toolCallId: card.key.toolCallId,
+        patient: card.patient,
+        openedAt: card.openedAt,
+        timesOutAt: card.dueAt,
+      })),
   }),
 };

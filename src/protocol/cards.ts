@@ -2,7 +2,8 @@
  * Cards: the device's requests a person answers — approvals (session/request_permission), questions
  * (_lembas/question) and plans (_lembas/plan) — and the answers a browser may give. An answer is checked against
  * its card (the option chosen is one offered, one answer per question, …) so a bad one gets a sentence back and the
- * card stays open.
+ * card stays open. A card is taken as the device sent it: what the spec says a device sends (at most 4 questions of
+ * at most 6 options, a permission's reason) is not held against it — refusing the card would fail the model's ask.
  */
 import * as z from "zod";
 import { SessionId } from "./acp";
@@ -39,7 +40,7 @@ export const PermissionRequest = z.looseObject({
     .looseObject({
       lembas: z
         .looseObject({
-          reason: z.string(),
+          reason: z.string().optional(),
           purpose: z.string().optional(),
           always: z.unknown().optional(),
           patient: z.boolean().optional(),
@@ -94,7 +95,10 @@ export function validatePermissionAnswer(params: PermissionRequest, answer: unkn
 
 // ---- _lembas/question ----
 
-/** The card shows an option's label cut to this; an answer may give the cut label or the whole one. */
+/**
+ * A client shows an option's label cut to this (spec: LLeMbas shows no more); an answer may give the cut label or the
+ * whole one, and the device always gets the whole one.
+ */
 export const QUESTION_LABEL_MAX = 240;
 export const cardLabel = (label: string) => label.slice(0, QUESTION_LABEL_MAX);
 
@@ -108,19 +112,16 @@ export const QuestionRequest = z.looseObject({
         header: z.string().optional(),
         question: z.string(),
         multiple: z.boolean().optional(),
-        options: z
-          .array(
-            z.looseObject({
-              label: z.string().min(1),
-              description: z.string().optional(),
-              recommended: z.boolean().optional(),
-            }),
-          )
-          .max(6, "a question has at most 6 options"),
+        options: z.array(
+          z.looseObject({
+            label: z.string().min(1),
+            description: z.string().optional(),
+            recommended: z.boolean().optional(),
+          }),
+        ),
       }),
     )
-    .min(1, "ask at least one question")
-    .max(4, "at most 4 questions"),
+    .min(1, "ask at least one question"),
   _meta: Patient,
 });
 export type QuestionRequest = z.infer<typeof QuestionRequest>;
@@ -142,16 +143,26 @@ export const QuestionAnswer = z.discriminatedUnion("outcome", [
 ]);
 export type QuestionAnswer = z.infer<typeof QuestionAnswer>;
 
-/** Why one answer does not fit its question, or null when it does. */
-function answerMismatch(question: QuestionRequest["questions"][number], answer: QuestionAnswerItem): string | null {
-  if (answer.kind !== "options") return null;
-  if (!question.multiple && answer.labels.length > 1) return "this question takes one option";
-  if (new Set(answer.labels).size !== answer.labels.length) return "an option is chosen twice";
+type Question = QuestionRequest["questions"][number];
+
+/** The whole label an answer's label names — itself, or the option whose label it is cut from — or null. */
+const wholeLabel = (offered: readonly string[], label: string): string | null =>
+  offered.find((o) => o === label) ?? offered.find((o) => cardLabel(o) === label) ?? null;
+
+/** One answer as the device is to get it (whole labels), or why it does not fit its question. */
+function fitAnswer(question: Question, answer: QuestionAnswerItem): Checked<QuestionAnswerItem> {
+  if (answer.kind !== "options") return ok(answer);
+  if (!question.multiple && answer.labels.length > 1) return fail("this question takes one option");
   const offered = question.options.map((o) => o.label);
-  const stray = answer.labels.find((label) => !offered.some((o) => o === label || cardLabel(o) === label));
-  return stray === undefined
-    ? null
-    : `${JSON.stringify(stray)} is not one of its options (${quote(offered.map(cardLabel))})`;
+  const labels: string[] = [];
+  for (const label of answer.labels) {
+    const whole = wholeLabel(offered, label);
+    if (whole === null)
+      return fail(`${JSON.stringify(label)} is not one of its options (${quote(offered.map(cardLabel))})`);
+    labels.push(whole);
+  }
+  if (new Set(labels).size !== labels.length) return fail("an option is chosen twice");
+  return ok({ ...answer, labels });
 }
 
 export function validateQuestionAnswer(params: QuestionRequest, answer: unknown): Checked<QuestionAnswer> {
@@ -161,11 +172,13 @@ export function validateQuestionAnswer(params: QuestionRequest, answer: unknown)
   if (answers.length !== params.questions.length) {
     return fail(`give one answer per question: ${params.questions.length} expected, ${answers.length} given`);
   }
+  const fitted: QuestionAnswerItem[] = [];
   for (const [i, question] of params.questions.entries()) {
-    const mismatch = answerMismatch(question, answers[i]!);
-    if (mismatch) return fail(`answers.${i}: ${mismatch}`);
+    const fit = fitAnswer(question, answers[i]!);
+    if (!fit.ok) return fail(`answers.${i}: ${fit.error}`);
+    fitted.push(fit.value);
   }
-  return checked;
+  return ok({ ...checked.value, answers: fitted });
 }
 
 // ---- _lembas/plan ----
@@ -191,15 +204,22 @@ export const validatePlanAnswer = (_params: PlanRequest, answer: unknown): Check
 
 // ---- the table ----
 
+/** A card's key: ACP's toolCallId is unique within its session only. */
+export interface CardKey {
+  sessionId: string;
+  toolCallId: string;
+}
+
 /** What the instance needs to hold a card of one kind. */
 export interface CardKind<P, A> {
   params: z.ZodType<P>;
+  /** The answer as the device is to get it (a question's cut labels made whole), or why it does not fit. */
   // Method syntax on purpose: a table of kinds is then usable as CardKind<unknown, unknown> (see openCard).
   validateAnswer(params: P, answer: unknown): Checked<A>;
-  /** Sent to the device when a card that is not patient times out. */
+  /** Sent to the device when a card that is not patient times out, or nobody attached can show it. */
   timeoutAnswer: A;
-  /** Cards are keyed by toolCallId, never by session. */
-  key(params: P): string;
+  /** Cards are keyed by (sessionId, toolCallId): several may be open at once, in one session or several. */
+  key(params: P): CardKey;
   /** A person may also answer at the terminal: the instance does not time the card out. */
   patient(params: P): boolean;
 }
@@ -207,7 +227,7 @@ export interface CardKind<P, A> {
 /** Questions and plans alike: keyed by their own toolCallId, answered dismissed when they time out. */
 const lembasCard = {
   timeoutAnswer: { outcome: "dismissed" },
-  key: (p: { toolCallId: string }) => p.toolCallId,
+  key: (p: { sessionId: string; toolCallId: string }) => ({ sessionId: p.sessionId, toolCallId: p.toolCallId }),
   patient: (p: { _meta?: PatientMeta }) => isPatient(p._meta),
 } as const;
 
@@ -216,7 +236,7 @@ export const CARDS = {
     params: PermissionRequest,
     validateAnswer: validatePermissionAnswer,
     timeoutAnswer: { outcome: { outcome: "cancelled" } },
-    key: (p) => p.toolCall.toolCallId,
+    key: (p) => ({ sessionId: p.sessionId, toolCallId: p.toolCall.toolCallId }),
     patient: (p) => isPatient(p._meta),
   } satisfies CardKind<PermissionRequest, PermissionAnswer>,
   "_lembas/question": {
@@ -237,7 +257,7 @@ export const isCardMethod = (method: string): method is CardMethod => Object.has
 /** A card whose params were checked, with its kind's rules bound to them. */
 export interface OpenCard {
   method: CardMethod;
-  key: string;
+  key: CardKey;
   patient: boolean;
   params: unknown;
   timeoutAnswer: unknown;

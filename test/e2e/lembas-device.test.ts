@@ -219,7 +219,7 @@ describe("a protocol 2 device on the ACP SDK, driven from two client sockets", (
       [a, b].map((s) => s.next((m) => m.method === "_lembas/question")),
     );
     for (const card of [questionOnA!, questionOnB!])
-      expect(card).toMatchObject({ id: "card:call_ask_1", params: QUESTION });
+      expect(card).toMatchObject({ id: "card:ses_web_1/call_ask_1", params: QUESTION });
     const bAnswer = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
     b.send({ jsonrpc: "2.0", id: questionOnB!.id!, result: bAnswer });
     expect((await a.next((m) => m.method === "_lembas/permission/settled")).params).toEqual({
@@ -233,12 +233,13 @@ describe("a protocol 2 device on the ACP SDK, driven from two client sockets", (
       id: questionOnA!.id!,
       result: { outcome: "answered", answers: [{ kind: "options", labels: ["Postgres"] }] },
     });
-    const late = await a.next((m) => m.id === "card:call_ask_1" && m.error !== undefined);
+    const late = await a.next((m) => m.id === "card:ses_web_1/call_ask_1" && m.error !== undefined);
     expect(late.error).toMatchObject({ code: -32600, data: { reason: "answered" } });
 
     // Then the plan, on both; A approves it for editing and B's card is taken down.
     const [planOnA, planOnB] = await Promise.all([a, b].map((s) => s.next((m) => m.method === "_lembas/plan")));
-    for (const card of [planOnA!, planOnB!]) expect(card).toMatchObject({ id: "card:call_plan_1", params: PLAN });
+    for (const card of [planOnA!, planOnB!])
+      expect(card).toMatchObject({ id: "card:ses_web_1/call_plan_1", params: PLAN });
     a.send({ jsonrpc: "2.0", id: planOnA!.id!, result: { outcome: "approve", mode: "edit" } });
     expect((await b.next((m) => m.method === "_lembas/permission/settled")).params).toEqual({
       sessionId: SESSION_ID,
