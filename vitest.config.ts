@@ -28,6 +28,8 @@ export default defineConfig(async () => {
             PUSH_CONTACT: "mailto:ops@example.com",
             PUSH_EXTRA_ORIGINS: PUSH_SERVICE,
           },
+          // An empty database of its own, for tests of a migration over rows written in the schema before it.
+          d1Databases: ["MIGRATION_DB"],
           // The Worker's outbound fetches reach a scripted provider and a push service, over the real fetch boundary.
           outboundService: (request: Request) =>
             new URL(request.url).origin === PUSH_SERVICE ? fakePushService(request) : fakeUpstream(request),

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { servedModels } from "../src/providers/config";
-import { call, upstreamReceived, usageRows, waitForUsage } from "./helpers/v1";
+import { call, releaseUpstream, upstreamReceived, usageRows, waitForUsage } from "./helpers/v1";
 
 const tag = () => crypto.randomUUID();
 
@@ -41,6 +41,8 @@ describe("POST /v1/chat/completions", () => {
     const chunks = events.filter((e) => e !== "data: [DONE]").map((e) => JSON.parse(e.slice(6)));
     expect(chunks.map((c) => c.choices[0]?.delta?.content ?? "").join("")).toBe("Hello!");
     expect(chunks.some((c) => c.usage)).toBe(false);
+    // Every chunk names the model as the client asked for it, not the provider's own name.
+    expect(new Set(chunks.map((c) => c.model))).toEqual(new Set(["fake/chat"]));
     expect(events.at(-1)).toBe("data: [DONE]");
 
     const [sent] = await upstreamReceived(t);
@@ -51,8 +53,9 @@ describe("POST /v1/chat/completions", () => {
 
     const [row] = await waitForUsage(user.userId);
     expect(row).toMatchObject({ device_id: device.deviceId, model: "fake/chat", tokens_in: 12, tokens_out: 3 });
-    // 12 × 1000 / 1e6 + 3 × 2000 / 1e6
-    expect(row!.cost).toBeCloseTo(0.018, 10);
+    // 12 × 1000 + 3 × 2000 micro-credits: 0.018 credits, exactly.
+    expect(row!.cost_micro).toBe(18_000);
+    expect(row!.estimated).toBe(0);
   });
 
   it("keeps the usage chunk when the client asked for it", async () => {
@@ -68,6 +71,7 @@ describe("POST /v1/chat/completions", () => {
     });
     const text = await res.text();
     expect(text).toContain('"usage":{"prompt_tokens":12,"completion_tokens":3');
+    expect(text).not.toContain("real-chat-2");
     expect(await waitForUsage(user.userId)).toHaveLength(1);
   });
 
@@ -77,44 +81,69 @@ describe("POST /v1/chat/completions", () => {
       body: { model: "fake/chat", messages: [{ role: "user", content: tag() }] },
     });
     expect(res.status).toBe(200);
-    const body = await res.json<{ choices: { message: { content: string } }[]; usage: { prompt_tokens: number } }>();
+    const body = await res.json<{
+      model: string;
+      choices: { message: { content: string } }[];
+      usage: { prompt_tokens: number };
+    }>();
     expect(body.choices[0]!.message.content).toBe("Hello!");
+    expect(body.model).toBe("fake/chat");
     const [row] = await waitForUsage(user.userId);
     expect(row).toMatchObject({ device_id: null, model: "fake/chat", tokens_in: 12, tokens_out: 3 });
   });
 
-  it("charges a stream the client cut for the chunks it got", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const res = await call("/v1/chat/completions", device.auth, {
-      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: `hang ${tag()}` }] },
-    });
+  /** Reads the first three content chunks of a streamed answer, then hangs up. */
+  async function readThreeAndCut(res: Response): Promise<string> {
     const reader = res.body!.getReader();
     const decoder = new TextDecoder();
     let seen = "";
     while ((seen.match(/"content"/g) ?? []).length < 3) seen += decoder.decode((await reader.read()).value);
     await reader.cancel();
+    return seen;
+  }
 
+  it("reads a stream the client cut on to the provider's usage, and charges that", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const t = `hang ${tag()}`;
+    const res = await call("/v1/chat/completions", device.auth, {
+      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: t }] },
+    });
+    await readThreeAndCut(res);
+    // The client is gone; the provider only now sends the rest of its answer, with its usage.
+    await releaseUpstream(t);
     const [row] = await waitForUsage(user.userId);
-    // No usage was reported before the cut: three content chunks count as three output tokens, no input tokens.
-    expect(row).toMatchObject({ tokens_in: 0, tokens_out: 3 });
-    expect(row!.cost).toBeCloseTo((3 * 2000) / 1e6, 10);
+    expect(row).toMatchObject({ tokens_in: 12, tokens_out: 3, cost_micro: 18_000, estimated: 0 });
+  });
+
+  it("charges a cut stream that never reported usage an estimate of its input and output", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const t = `cut-quiet ${tag()}`;
+    const res = await call("/v1/chat/completions", device.auth, {
+      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: t }] },
+    });
+    await readThreeAndCut(res);
+    await releaseUpstream(t);
+    const [row] = await waitForUsage(user.userId);
+    // The forwarded request's JSON at about four bytes a token, and one token for each of the three chunks.
+    const [sent] = await upstreamReceived(t);
+    const likelyIn = Math.ceil(new TextEncoder().encode(sent!.body).length / 4);
+    expect(row).toMatchObject({ tokens_in: likelyIn, tokens_out: 3, estimated: 1 });
+    expect(row!.cost_micro).toBe(likelyIn * 1000 + 3 * 2000);
   });
 
   it("charges a cut stream the usage the provider had reported so far", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
+    const t = `meter-hang ${tag()}`;
     const res = await call("/v1/chat/completions", device.auth, {
-      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: `meter-hang ${tag()}` }] },
+      body: { model: "fake/chat", stream: true, messages: [{ role: "user", content: t }] },
     });
-    const reader = res.body!.getReader();
-    const decoder = new TextDecoder();
-    let seen = "";
-    while ((seen.match(/"content"/g) ?? []).length < 3) seen += decoder.decode((await reader.read()).value);
-    expect(seen).not.toContain("usage"); // the instance asked for it, so the client does not see it
-    await reader.cancel();
+    expect(await readThreeAndCut(res)).not.toContain("usage"); // the instance asked for it, so the client does not see it
+    await releaseUpstream(t);
     const [row] = await waitForUsage(user.userId);
-    expect(row).toMatchObject({ tokens_in: 12, tokens_out: 3 });
+    expect(row).toMatchObject({ tokens_in: 12, tokens_out: 3, estimated: 0 });
   });
 
   it("passes a provider's failure on with its status and reason, and charges nothing", async () => {
@@ -172,7 +201,7 @@ describe("POST /v1/embeddings", () => {
     expect(JSON.parse((await upstreamReceived(t))[0]!.body).model).toBe("embed");
     const [row] = await waitForUsage(user.userId);
     expect(row).toMatchObject({ device_id: device.deviceId, model: "fake/embed", tokens_in: 7, tokens_out: 0 });
-    expect(row!.cost).toBeCloseTo((7 * 100) / 1e6, 12);
+    expect(row!.cost_micro).toBe(7 * 100);
   });
 
   it("refuses a chat model and a body without input", async () => {

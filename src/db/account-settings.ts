@@ -2,6 +2,7 @@
  * What the operator decides per account: its plan, granted credits, whether it is an admin, whether
  * personalization is available (tables `account_settings`, `credits`, and `users.admin`).
  */
+import { MAX_MICRO } from "./micro-credits";
 
 export interface AccountRef {
   id: string;
@@ -36,9 +37,9 @@ export async function assignPlan(db: D1Database, userId: string, plan: string | 
     statements.push(
       db
         .prepare(
-          `INSERT INTO credits (user_id, source, month, credits, created_at)
-           SELECT ?, 'plan', ?, credits_per_month, ? FROM plans WHERE name = ?
-           ON CONFLICT(user_id, month) WHERE source = 'plan' DO UPDATE SET credits = excluded.credits`,
+          `INSERT INTO credits (user_id, source, month, amount_micro, created_at)
+           SELECT ?, 'plan', ?, monthly_micro, ? FROM plans WHERE name = ?
+           ON CONFLICT(user_id, month) WHERE source = 'plan' DO UPDATE SET amount_micro = excluded.amount_micro`,
         )
         .bind(userId, monthKey(now), now, plan),
     );
@@ -46,17 +47,27 @@ export async function assignPlan(db: D1Database, userId: string, plan: string | 
   await db.batch(statements);
 }
 
+/**
+ * Adds (or, negative, takes back) micro-credits, unless the balance would then leave ±MAX_MICRO: one conditional
+ * insert, so two grants racing cannot pass the bound together. False when refused.
+ */
 export async function grantCredits(
   db: D1Database,
   userId: string,
-  credits: number,
+  amountMicro: number,
   note: string | null,
   now: number,
-): Promise<void> {
-  await db
-    .prepare("INSERT INTO credits (user_id, source, credits, note, created_at) VALUES (?, 'grant', ?, ?, ?)")
-    .bind(userId, credits, note, now)
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO credits (user_id, source, amount_micro, note, created_at)
+       SELECT ?1, 'grant', ?2, ?3, ?4
+       WHERE ABS((SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1)
+         - (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) + ?2) <= ?5`,
+    )
+    .bind(userId, amountMicro, note, now, MAX_MICRO)
     .run();
+  return meta.changes > 0;
 }
 
 export async function setPersonalizationAvailable(db: D1Database, userId: string, available: boolean): Promise<void> {

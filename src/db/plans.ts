@@ -1,4 +1,8 @@
-/** Plans (tables `plans`, `plan_windows`): credits per month, an optional currency, rolling spending windows. */
+/**
+ * Plans (tables `plans`, `plan_windows`): credits per month, an optional currency, rolling spending windows. A plan
+ * is given and taken in credits; the tables keep micro-credits.
+ */
+import { toCredits, toMicro } from "./micro-credits";
 
 export type Currency = "EUR" | "USD" | "GBP";
 
@@ -20,7 +24,7 @@ export interface Plan {
 
 interface PlanRow {
   name: string;
-  credits_per_month: number;
+  monthly_micro: number;
   currency: Currency | null;
   credit_value: number | null;
 }
@@ -29,21 +33,25 @@ interface WindowRow {
   plan: string;
   name: string;
   seconds: number;
-  limit_credits: number;
+  limit_micro: number;
 }
 
 export async function listPlans(db: D1Database): Promise<Plan[]> {
   const [plans, windows] = await db.batch<PlanRow | WindowRow>([
-    db.prepare("SELECT name, credits_per_month, currency, credit_value FROM plans ORDER BY name"),
-    db.prepare("SELECT plan, name, seconds, limit_credits FROM plan_windows ORDER BY seconds"),
+    db.prepare("SELECT name, monthly_micro, currency, credit_value FROM plans ORDER BY name"),
+    db.prepare("SELECT plan, name, seconds, limit_micro FROM plan_windows ORDER BY seconds"),
   ]);
   const byPlan = new Map<string, PlanWindow[]>();
   for (const w of windows!.results as WindowRow[]) {
     const list = byPlan.get(w.plan) ?? [];
-    list.push({ window: w.name, seconds: w.seconds, limit: w.limit_credits });
+    list.push({ window: w.name, seconds: w.seconds, limit: toCredits(w.limit_micro) });
     byPlan.set(w.plan, list);
   }
-  return (plans!.results as PlanRow[]).map((p) => ({ ...p, windows: byPlan.get(p.name) ?? [] }));
+  return (plans!.results as PlanRow[]).map(({ monthly_micro, ...p }) => ({
+    ...p,
+    credits_per_month: toCredits(monthly_micro),
+    windows: byPlan.get(p.name) ?? [],
+  }));
 }
 
 /** Creates or replaces a plan and its windows in one transaction. */
@@ -51,16 +59,16 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
   await db.batch([
     db
       .prepare(
-        `INSERT INTO plans (name, credits_per_month, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(name) DO UPDATE SET credits_per_month = excluded.credits_per_month,
+        `INSERT INTO plans (name, monthly_micro, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?)
+         ON CONFLICT(name) DO UPDATE SET monthly_micro = excluded.monthly_micro,
            currency = excluded.currency, credit_value = excluded.credit_value`,
       )
-      .bind(plan.name, plan.credits_per_month, plan.currency, plan.credit_value, now),
+      .bind(plan.name, toMicro(plan.credits_per_month), plan.currency, plan.credit_value, now),
     db.prepare("DELETE FROM plan_windows WHERE plan = ?").bind(plan.name),
     ...plan.windows.map((w) =>
       db
-        .prepare("INSERT INTO plan_windows (plan, name, seconds, limit_credits) VALUES (?, ?, ?, ?)")
-        .bind(plan.name, w.window, w.seconds, w.limit),
+        .prepare("INSERT INTO plan_windows (plan, name, seconds, limit_micro) VALUES (?, ?, ?, ?)")
+        .bind(plan.name, w.window, w.seconds, toMicro(w.limit)),
     ),
   ]);
 }

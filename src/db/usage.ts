@@ -1,34 +1,13 @@
-/** Metered requests (table `usage`): one row per completed request, and the sums /v1/usage reports. */
-
-export interface UsageRecord {
-  userId: string;
-  /** Null for a request made with an API token. */
-  deviceId: string | null;
-  model: string;
-  tokensIn: number;
-  tokensOut: number;
-  /** Credits. */
-  cost: number;
-  at: number;
-}
+/** Settled requests (table `usage`): the sums /v1/usage reports, and when a rolling window frees. */
 
 export interface Spend {
   tokens_in: number;
   tokens_out: number;
-  cost: number;
-}
-
-export async function recordUsage(db: D1Database, u: UsageRecord): Promise<void> {
-  await db
-    .prepare(
-      "INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(u.userId, u.deviceId, u.model, u.tokensIn, u.tokensOut, u.cost, u.at)
-    .run();
+  cost_micro: number;
 }
 
 const SUMS =
-  "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost), 0) AS cost";
+  "COALESCE(SUM(tokens_in), 0) AS tokens_in, COALESCE(SUM(tokens_out), 0) AS tokens_out, COALESCE(SUM(cost_micro), 0) AS cost_micro";
 
 /** The account's spend since `from`, and the given device's share of it (zeros without a device). */
 export async function spendSince(
@@ -47,25 +26,26 @@ export async function spendSince(
 }
 
 /**
- * When a window of `seconds` over its limit will have room again: the time the request whose leaving brings the
- * spend below `limit` leaves the window. Null when nothing would (the limit is 0).
+ * When the spend left in a window of `seconds` will be at most `room` micro-credits: the time the settled request
+ * whose leaving brings it there leaves the window. Null when nothing that leaves would (`room` below 0).
  */
 export async function windowFreesAt(
   db: D1Database,
   userId: string,
   now: number,
   seconds: number,
-  spent: number,
-  limit: number,
+  spentMicro: number,
+  room: number,
 ): Promise<number | null> {
+  if (room < 0) return null;
   const since = now - seconds * 1000;
   const row = await db
     .prepare(
       `SELECT created_at FROM (
-         SELECT created_at, SUM(cost) OVER (ORDER BY created_at, id) AS gone FROM usage WHERE user_id = ? AND created_at > ?
-       ) WHERE ? - gone < ? ORDER BY created_at LIMIT 1`,
+         SELECT created_at, SUM(cost_micro) OVER (ORDER BY created_at, id) AS gone FROM usage WHERE user_id = ? AND created_at > ?
+       ) WHERE ? - gone <= ? ORDER BY created_at LIMIT 1`,
     )
-    .bind(userId, since, spent, limit)
+    .bind(userId, since, spentMicro, room)
     .first<{ created_at: number }>();
   return row ? row.created_at + seconds * 1000 : null;
 }

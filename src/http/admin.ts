@@ -27,21 +27,25 @@ import {
   setPersonalizationAvailable,
   type AccountRef,
 } from "../db/account-settings";
-import { readStanding } from "../db/credits";
+import { readStanding } from "../db/ledger";
+import { MAX_CREDITS, toCredits, toMicro } from "../db/micro-credits";
 import { readPersonalization } from "../db/personalization";
 
 const UNITS = { m: 60, h: 3600, d: 86_400 } as const;
 
+/** Credits as an operator gives them: finite, and at most a billion either way, so the ledger stays bounded. */
+const credits = () => z.number().min(-MAX_CREDITS).max(MAX_CREDITS);
+
 const WindowSpec = z.object({
-  window: z.string().regex(/^[1-9]\d*[mhd]$/, 'a window is a length like "30m", "5h" or "7d"'),
-  limit: z.number().nonnegative(),
+  window: z.string().regex(/^[1-9]\d{0,5}[mhd]$/, 'a window is a length like "30m", "5h" or "7d"'),
+  limit: credits().nonnegative(),
 });
 
 const PlanSpec = z
   .object({
-    credits_per_month: z.number().nonnegative(),
+    credits_per_month: credits().nonnegative(),
     currency: z.enum(["EUR", "USD", "GBP"]).nullish(),
-    credit_value: z.number().positive().nullish(),
+    credit_value: z.number().positive().max(MAX_CREDITS).nullish(),
     windows: z.array(WindowSpec).max(10).default([]),
   })
   .refine(
@@ -78,7 +82,7 @@ async function accountView(env: Env, id: string) {
     email: user!.email,
     admin: standing.admin,
     plan: standing.plan?.name ?? null,
-    balance: standing.balance,
+    balance: standing.balanceMicro === null ? null : toCredits(standing.balanceMicro),
     personalization_available: personalization.available,
   };
 }
@@ -133,7 +137,7 @@ export const adminAssignPlan: Handler = async (request, env) => {
 };
 
 const Grant = z.object({
-  credits: z.number().refine((n) => Number.isFinite(n) && n !== 0, "credits is a non-zero number"),
+  credits: credits().refine((n) => toMicro(n) !== 0, "credits is a non-zero number (at least 0.000001)"),
   note: z.string().max(500).optional(),
 });
 
@@ -141,7 +145,8 @@ export const adminGrantCredits: Handler = async (request, env) => {
   await requireAdmin(request, env, true);
   const target = await account(request, env);
   const grant = await readJson(request, Grant);
-  await grantCredits(env.DB, target.id, grant.credits, grant.note ?? null, Date.now());
+  if (!(await grantCredits(env.DB, target.id, toMicro(grant.credits), grant.note ?? null, Date.now())))
+    throw new HttpError(409, `a balance is kept within ±${MAX_CREDITS} credits; this grant would take it past that`);
   return json(await accountView(env, target.id));
 };
 

@@ -11,15 +11,47 @@ import { HttpError } from "../http/respond";
 export const MODEL_KINDS = ["chat", "embedding", "stt", "tts", "image"] as const;
 export type ModelKind = (typeof MODEL_KINDS)[number];
 
-const ModelConfig = z.object({
-  kind: z.enum(MODEL_KINDS),
-  /** The provider's own name for it, when the served name differs. */
-  upstream: z.string().min(1).optional(),
-  /** Credits per million input (prompt) tokens. */
-  price_in: z.number().nonnegative(),
-  /** Credits per million output (completion) tokens. */
-  price_out: z.number().nonnegative().default(0),
-});
+/** A price or a count the ledger multiplies: finite, not negative, at most a billion. */
+const bounded = () => z.number().nonnegative().max(1e9);
+
+const ModelConfig = z
+  .object({
+    kind: z.enum(MODEL_KINDS),
+    /** The provider's own name for it, when the served name differs. */
+    upstream: z.string().min(1).optional(),
+    /** Credits per million input (prompt) tokens. */
+    price_in: bounded().optional(),
+    /** Credits per million output (completion) tokens. */
+    price_out: bounded().default(0),
+    /** Speech to text: credits per minute of audio (instead of, or besides, the token prices). */
+    price_minute: bounded().optional(),
+    /** Text to speech: credits per million characters of input. */
+    price_chars: bounded().optional(),
+    /** The most output tokens one request can produce: what a request that sets no max_tokens holds. */
+    max_output: z.number().int().positive().max(1e7).default(4096),
+    /**
+     * Request fields forwarded beyond the instance's allow-list (`n` above 1, `service_tier`, `store`, …): each
+     * can change what a request costs, so the operator names them per model.
+     */
+    forward: z
+      .array(z.string().regex(/^[a-z_][a-z0-9_]*$/))
+      .max(50)
+      .default([]),
+  })
+  .superRefine((m, ctx) => {
+    const priced =
+      m.kind === "tts"
+        ? m.price_chars !== undefined
+        : m.price_in !== undefined || (m.kind === "stt" && m.price_minute !== undefined);
+    if (!priced) {
+      const needs = { tts: "price_chars", stt: "price_minute or price_in" }[m.kind as string] ?? "price_in";
+      ctx.addIssue({
+        code: "custom",
+        path: [m.kind === "tts" ? "price_chars" : "price_in"],
+        message: `a ${m.kind} model needs ${needs}`,
+      });
+    }
+  });
 
 const ProviderConfig = z.object({
   base_url: z.url({ protocol: /^https?$/ }),
@@ -38,8 +70,17 @@ export interface ServedModel {
   kind: ModelKind;
   upstreamModel: string;
   baseUrl: string;
+  /** Credits per million input tokens. */
   priceIn: number;
+  /** Credits per million output tokens. */
   priceOut: number;
+  /** Credits per minute of audio (speech to text). */
+  priceMinute: number;
+  /** Credits per million characters (text to speech). */
+  priceChars: number;
+  maxOutput: number;
+  /** Fields forwarded beyond the allow-list. */
+  forward: ReadonlySet<string>;
 }
 
 let cached: { source: unknown; models: Map<string, ServedModel> } | undefined;
@@ -58,8 +99,12 @@ function parseProviders(source: unknown): Map<string, ServedModel> {
         kind: model.kind,
         upstreamModel: model.upstream ?? name,
         baseUrl: config.base_url.replace(/\/+$/, ""),
-        priceIn: model.price_in,
+        priceIn: model.price_in ?? 0,
         priceOut: model.price_out,
+        priceMinute: model.price_minute ?? 0,
+        priceChars: model.price_chars ?? 0,
+        maxOutput: model.max_output,
+        forward: new Set(model.forward),
       });
     }
   }

@@ -1,47 +1,62 @@
 /**
  * Passes a provider's Server-Sent Events stream through, event by event, while watching it for token counts.
  *
- * Charging rule: the last `usage` the provider reported in the stream; when it reported none (a stream cut by the
- * client before the final usage chunk, or a provider that ignores include_usage), no input tokens and one output
- * token per streamed chunk that carried content (text, reasoning or tool-call arguments). Nothing is estimated.
+ * Charging rule: the last `usage` the provider reported in the stream. When the client goes away first, the
+ * provider's stream is still read (not passed on) for up to `drainMs`, so the usage chunk that ends it is not lost;
+ * the provider is only hung up on past that. When no usage was reported at all (cut for good, or a provider that
+ * ignores include_usage), an estimate is charged: the request's likely input tokens, and about a token per four
+ * characters streamed (at least one per chunk that carried content), marked as estimated.
  *
- * When the instance asked for usage on the client's behalf, the usage it added is taken out again: a usage-only
- * chunk is dropped, a chunk that also carries choices loses its `usage` field.
+ * Each chunk's `model` becomes the served id the client asked for. When the instance asked for usage on the
+ * client's behalf, the usage it added is taken out again: a usage-only chunk is dropped, a chunk that also carries
+ * choices loses its `usage` field.
  */
 import * as z from "zod";
 import { reportedUsage, type TokenCounts } from "./usage-report";
+import { tokensLikely } from "./estimate";
+import type { Metered } from "./pricing";
+
+const Delta = z.looseObject({
+  content: z.string().nullish(),
+  reasoning_content: z.string().nullish(),
+  reasoning: z.string().nullish(),
+  tool_calls: z
+    .array(z.looseObject({ function: z.looseObject({ arguments: z.string().nullish() }).nullish() }))
+    .nullish(),
+});
 
 const Chunk = z.looseObject({
-  choices: z
-    .array(
-      z.looseObject({
-        delta: z
-          .looseObject({
-            content: z.string().nullish(),
-            reasoning_content: z.string().nullish(),
-            reasoning: z.string().nullish(),
-            tool_calls: z.array(z.unknown()).nullish(),
-          })
-          .nullish(),
-      }),
-    )
-    .optional(),
+  model: z.string().optional(),
+  choices: z.array(z.looseObject({ delta: Delta.nullish() })).optional(),
   usage: z.unknown().optional(),
 });
 type Chunk = z.infer<typeof Chunk>;
 
-const carriesContent = (chunk: Chunk) =>
-  (chunk.choices ?? []).some(
-    ({ delta }) => !!(delta?.content || delta?.reasoning_content || delta?.reasoning || delta?.tool_calls?.length),
-  );
+/** Characters of content (text, reasoning, tool-call arguments) a chunk carries. */
+const contentOf = (chunk: Chunk) =>
+  (chunk.choices ?? []).reduce((sum, { delta }) => {
+    const args = (delta?.tool_calls ?? []).reduce((n, call) => n + (call.function?.arguments?.length ?? 0), 0);
+    return sum + (delta?.content?.length ?? 0) + (delta?.reasoning_content ?? delta?.reasoning ?? "").length + args;
+  }, 0);
+
+export interface MeterOptions {
+  /** Take out the usage the instance asked for on the client's behalf. */
+  stripUsage: boolean;
+  /** The served id, written into each chunk's `model`. */
+  servedModel: string;
+  /** The request's likely input tokens, charged when the provider reports none. */
+  likelyInputTokens: number;
+  /** How long the provider's stream is still read after the client went away. */
+  drainMs: number;
+}
 
 export interface MeteredStream {
   body: ReadableStream<Uint8Array>;
-  /** Settles when the stream ends, fails, or the client goes away. */
-  counts: Promise<TokenCounts>;
+  /** Settles when the stream ends, fails, or is given up after the client went away. */
+  usage: Promise<Metered>;
 }
 
-export function meterSse(upstream: ReadableStream<Uint8Array>, stripUsage: boolean): MeteredStream {
+export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOptions): MeteredStream {
   const reader = upstream.getReader();
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
@@ -49,31 +64,47 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, stripUsage: boole
   let eventLines: string[] = [];
   let reported: TokenCounts | null = null;
   let contentChunks = 0;
-  let settle!: (counts: TokenCounts) => void;
-  const counts = new Promise<TokenCounts>((resolve) => (settle = resolve));
-  const finish = () => settle(reported ?? { tokensIn: 0, tokensOut: contentChunks });
+  let contentChars = 0;
+  let settle!: (usage: Metered) => void;
+  const usage = new Promise<Metered>((resolve) => (settle = resolve));
+  const finish = () =>
+    settle(
+      reported ?? {
+        tokensIn: options.likelyInputTokens,
+        tokensOut: Math.max(contentChunks, tokensLikely(contentChars)),
+        estimated: true,
+      },
+    );
 
   /** Reads one complete event; returns its text to pass on, or "" to drop it. */
   function passEvent(lines: string[]): string {
+    const asCame = `${lines.join("\n")}\n\n`;
     const data = lines
       .filter((l) => l.startsWith("data:"))
       .map((l) => l.slice(5).replace(/^ /, ""))
       .join("\n");
-    if (data === "" || data === "[DONE]") return `${lines.join("\n")}\n\n`;
+    if (data === "" || data === "[DONE]") return asCame;
     let raw: unknown;
     try {
       raw = JSON.parse(data);
     } catch {
-      return `${lines.join("\n")}\n\n`; // not ours to judge: passed on as it came
+      return asCame; // not ours to judge: passed on as it came
     }
-    const chunk = Chunk.safeParse(raw);
-    if (!chunk.success) return `${lines.join("\n")}\n\n`;
-    reported = reportedUsage(chunk.data) ?? reported;
-    if (carriesContent(chunk.data)) contentChunks++;
-    if (!stripUsage || chunk.data.usage == null) return `${lines.join("\n")}\n\n`;
-    if (!chunk.data.choices?.length) return "";
-    const { usage: _added, ...rest } = chunk.data;
-    return `data: ${JSON.stringify(rest)}\n\n`;
+    const parsed = Chunk.safeParse(raw);
+    if (!parsed.success) return asCame;
+    const chunk = parsed.data;
+    reported = reportedUsage(chunk) ?? reported;
+    const chars = contentOf(chunk);
+    if (chars > 0) {
+      contentChunks++;
+      contentChars += chars;
+    }
+    const strip = options.stripUsage && chunk.usage != null;
+    if (strip && !chunk.choices?.length) return "";
+    if (!strip && (chunk.model === undefined || chunk.model === options.servedModel)) return asCame;
+    const { usage: added, ...rest } = chunk;
+    const out = strip ? rest : { ...rest, usage: added };
+    return `data: ${JSON.stringify(chunk.model === undefined ? out : { ...out, model: options.servedModel })}\n\n`;
   }
 
   /** Every complete event in `text` (plus what was pending), as the text to send on. */
@@ -92,36 +123,77 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, stripUsage: boole
     return out;
   }
 
+  /**
+   * One read of the provider's stream, taken apart: what to pass on, and whether it ended. The provider's stream
+   * allows one pending read, so the client's pull and the drain after it share the read in flight.
+   */
+  interface Step {
+    out: string;
+    done: boolean;
+  }
+  let reading: Promise<Step> | null = null;
+  const step = (): Promise<Step> =>
+    (reading ??= reader.read().then(
+      (read) => {
+        reading = null;
+        if (read.done) return { out: take(decoder.decode(), true), done: true };
+        return { out: take(decoder.decode(read.value, { stream: true }), false), done: false };
+      },
+      (err: unknown) => {
+        reading = null;
+        throw err;
+      },
+    ));
+
+  /** After the client left: reads the rest for its usage until the end or the deadline, then charges. */
+  async function drain(reason: unknown): Promise<void> {
+    let timer: ReturnType<typeof setTimeout> | null = null;
+    const deadline = new Promise<"late">((resolve) => (timer = setTimeout(() => resolve("late"), options.drainMs)));
+    try {
+      for (;;) {
+        const next = await Promise.race([step(), deadline]);
+        if (next === "late") {
+          await reader.cancel(reason);
+          break;
+        }
+        if (next.done) break;
+      }
+    } catch {
+      // The provider's stream failed: what was reported so far is all there is.
+    } finally {
+      clearTimeout(timer);
+      finish();
+    }
+  }
+
+  let cancelled = false;
   const body = new ReadableStream<Uint8Array>({
     async pull(controller) {
       for (;;) {
-        let read: ReadableStreamReadResult<Uint8Array>;
+        let next: Step;
         try {
-          read = await reader.read();
+          next = await step();
         } catch (err) {
+          if (cancelled) return;
           finish();
           controller.error(err);
           return;
         }
-        if (read.done) {
-          const rest = take(decoder.decode(), true);
-          if (rest) controller.enqueue(encoder.encode(rest));
+        if (cancelled) return; // the drain took over
+        if (next.out) controller.enqueue(encoder.encode(next.out));
+        if (next.done) {
           finish();
           controller.close();
           return;
         }
-        const out = take(decoder.decode(read.value, { stream: true }), false);
-        if (out) {
-          controller.enqueue(encoder.encode(out));
-          return;
-        }
+        if (next.out) return;
       }
     },
     cancel(reason) {
-      // The client went away: charge what was streamed so far, and stop the provider's work too.
-      finish();
-      return reader.cancel(reason);
+      cancelled = true;
+      // Not awaited: the client is gone already, and the charge waits for the drain (in waitUntil).
+      drain(reason).catch(() => {});
     },
   });
-  return { body, counts };
+  return { body, usage };
 }

@@ -21,18 +21,28 @@ async function upstreamReason(response: Response): Promise<string> {
 }
 
 /**
- * POSTs `body` (the upstream model name already in it) to `<base_url><path>` with the provider's key. An answer that
+ * POSTs `body` (the upstream model name already in it: JSON text, or a multipart form) to `<base_url><path>` with
+ * the provider's key. An answer that
  * is not 2xx becomes an HttpError with the provider's status and reason — except 401/403, which mean the instance's
  * key was refused and become 502, so a client never mistakes them for its own token being refused.
  */
-export async function callUpstream(env: Env, model: ServedModel, path: string, body: unknown): Promise<Response> {
+export async function callUpstream(
+  env: Env,
+  model: ServedModel,
+  path: string,
+  body: string | FormData,
+): Promise<Response> {
   const key = providerKey(env, model.provider);
   let response: Response;
   try {
     response = await fetch(`${model.baseUrl}${path}`, {
       method: "POST",
-      headers: { authorization: `Bearer ${key}`, "content-type": "application/json" },
-      body: JSON.stringify(body),
+      headers: {
+        authorization: `Bearer ${key}`,
+        // A form's multipart boundary is set by fetch itself.
+        ...(typeof body === "string" && { "content-type": "application/json" }),
+      },
+      body,
     });
   } catch (err) {
     throw new HttpError(

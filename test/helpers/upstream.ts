@@ -2,11 +2,14 @@
  * A scripted OpenAI-compatible provider at https://upstream.test, played over the Worker's real outbound fetch
  * (miniflare's outboundService, in Node). What it does depends on the last message's text:
  *   "fail …"        500 with an OpenAI error body
- *   "hang …"        (stream) three content chunks, then nothing until the caller goes away
- *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing
- *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out) when asked for it
+ *   "hang …"        (stream) three content chunks, then nothing until released; then the rest, as below
+ *   "cut-quiet …"   (stream) three content chunks, then nothing until released; then it ends, reporting no usage
+ *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing until released; then it
+ *                   ends without a final usage chunk
+ *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out — at most max_tokens) when asked for it
  * Embeddings report 7 prompt tokens. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
- * those whose body contains <text>, with their Authorization.
+ * those whose body contains <text>, with their Authorization. GET https://upstream.test/_release?tag=<text> releases
+ * the held streams whose last message contains <text> (now or when they start).
  */
 
 interface Received {
@@ -16,6 +19,23 @@ interface Received {
 }
 
 const received: Received[] = [];
+const released = new Set<string>();
+const holding = new Map<string, () => void>();
+
+/** Resolves once the stream for `text` is released (see /_release). */
+function heldUntilReleased(text: string): Promise<void> {
+  if ([...released].some((tag) => text.includes(tag))) return Promise.resolve();
+  return new Promise((resolve) => holding.set(text, resolve));
+}
+
+function release(tag: string): void {
+  released.add(tag);
+  for (const [text, resolve] of holding) {
+    if (!text.includes(tag)) continue;
+    holding.delete(text);
+    resolve();
+  }
+}
 const encoder = new TextEncoder();
 const sse = (data: unknown) => encoder.encode(`data: ${typeof data === "string" ? data : JSON.stringify(data)}\n\n`);
 const chunk = (model: string, content: string, extra: Record<string, unknown> = {}) => ({
@@ -30,6 +50,7 @@ const USAGE = { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 };
 
 interface ChatBody {
   model: string;
+  max_tokens?: number;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
   messages: { content: string }[];
@@ -46,18 +67,23 @@ function chat(body: ChatBody): Response {
       object: "chat.completion",
       model: body.model,
       choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop" }],
-      usage: USAGE,
+      // A provider writes no more than max_tokens.
+      usage: { ...USAGE, completion_tokens: Math.min(USAGE.completion_tokens, body.max_tokens ?? Infinity) },
     });
   }
   const parts = ["Hel", "lo", "!"];
-  const hang = text.startsWith("hang") || text.startsWith("meter-hang");
+  const held = ["hang", "cut-quiet", "meter-hang"].some((script) => text.startsWith(script));
   const stream = new ReadableStream<Uint8Array>({
-    start(controller) {
+    async start(controller) {
       parts.forEach((p, i) => {
         const usageSoFar = { prompt_tokens: 12, completion_tokens: i + 1, total_tokens: 13 + i };
         controller.enqueue(sse(chunk(body.model, p, text.startsWith("meter-hang") ? { usage: usageSoFar } : {})));
       });
-      if (hang) return;
+      if (held) await heldUntilReleased(text);
+      if (text.startsWith("cut-quiet") || text.startsWith("meter-hang")) {
+        controller.close();
+        return;
+      }
       controller.enqueue(sse({ ...chunk(body.model, ""), choices: [{ index: 0, delta: {}, finish_reason: "stop" }] }));
       if (body.stream_options?.include_usage)
         controller.enqueue(sse({ ...chunk(body.model, ""), choices: [], usage: USAGE }));
@@ -72,6 +98,10 @@ export async function fakeUpstream(request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (url.host !== "upstream.test")
     return Response.json({ error: `no network in tests (${url.host})` }, { status: 502 });
+  if (url.pathname === "/_release") {
+    release(url.searchParams.get("tag") ?? "");
+    return new Response(null, { status: 204 });
+  }
   if (url.pathname === "/_received") {
     const tag = url.searchParams.get("tag") ?? "";
     return Response.json(received.filter((r) => r.body.includes(tag)));
@@ -99,9 +129,11 @@ export const TEST_PROVIDERS = {
     base_url: "https://upstream.test/v1",
     models: {
       chat: { kind: "chat", upstream: "real-chat-2", price_in: 1000, price_out: 2000 },
+      // One credit an output token: a few requests spend a small balance.
+      dear: { kind: "chat", price_in: 1000, price_out: 1_000_000 },
       embed: { kind: "embedding", price_in: 100 },
-      ears: { kind: "stt", price_in: 0 },
-      voice: { kind: "tts", price_in: 0 },
+      ears: { kind: "stt", price_minute: 6 },
+      voice: { kind: "tts", price_chars: 15_000 },
       painter: { kind: "image", price_in: 0 },
     },
   },

@@ -24,7 +24,10 @@ export interface UsageRow {
   model: string;
   tokens_in: number;
   tokens_out: number;
-  cost: number;
+  audio_ms: number;
+  characters: number;
+  cost_micro: number;
+  estimated: number;
   created_at: number;
 }
 
@@ -57,15 +60,27 @@ export async function upstreamReceived(tag: string): Promise<ReceivedUpstream[]>
   return response.json();
 }
 
-/** A usage row as if a request had been made at `at` (ms). */
+/** Releases the scripted provider's held streams whose last message contains `tag`. */
+export async function releaseUpstream(tag: string): Promise<void> {
+  await fetch(`https://upstream.test/_release?tag=${encodeURIComponent(tag)}`);
+}
+
+/** A usage row as if a request had been made at `at` (ms), costing `cost` credits. */
 export async function spend(
   userId: string,
   usage: { cost: number; at?: number; deviceId?: string | null; tokensIn?: number; tokensOut?: number },
 ): Promise<void> {
   await env.DB.prepare(
-    "INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost, created_at) VALUES (?, ?, 'fake/chat', ?, ?, ?, ?)",
+    "INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, cost_micro, created_at) VALUES (?, ?, 'fake/chat', ?, ?, ?, ?)",
   )
-    .bind(userId, usage.deviceId ?? null, usage.tokensIn ?? 0, usage.tokensOut ?? 0, usage.cost, usage.at ?? Date.now())
+    .bind(
+      userId,
+      usage.deviceId ?? null,
+      usage.tokensIn ?? 0,
+      usage.tokensOut ?? 0,
+      Math.round(usage.cost * 1e6),
+      usage.at ?? Date.now(),
+    )
     .run();
 }
 

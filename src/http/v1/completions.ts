@@ -1,43 +1,96 @@
 /**
- * POST /v1/chat/completions: OpenAI-compatible, forwarded to the model's provider under its upstream name. A
- * streamed answer is passed through event by event (never buffered whole) and metered as it goes; an unstreamed one
- * is metered from its `usage`. A failed upstream call charges nothing.
+ * POST /v1/chat/completions: OpenAI-compatible, forwarded to the model's provider under its upstream name. Only the
+ * fields of an allow-list go to the provider (and those the model's `forward` names): a field that changes what a
+ * request costs (`service_tier`, `store`, extra choices) cannot reach it unless the operator said so. What the
+ * request may cost is held before it is forwarded; a streamed answer is passed through event by event (never
+ * buffered whole) and metered as it goes; an unstreamed one is metered from its `usage`.
  */
 import * as z from "zod";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
+import { HttpError } from "../respond";
 import { findModel } from "../../providers/config";
-import { callUpstream } from "../../providers/upstream";
 import { meterSse } from "../../providers/sse-meter";
-import { assertMayUse, chargeLater, relayJson } from "./metering";
+import { inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
+import { admit, forwardAdmitted, relayJson } from "./metering";
 
-// Only what the instance acts on is checked; every other field goes to the provider as the client sent it.
+/** How long a stream whose client went away is still read for its usage (waitUntil gives about 30 s). */
+const DRAIN_MS = 20_000;
+
+/** The request fields forwarded to every provider: the chat completion itself, none that changes its price. */
+const ALLOWED = new Set([
+  "messages",
+  "stream",
+  "stream_options",
+  "max_tokens",
+  "max_completion_tokens",
+  "n",
+  "temperature",
+  "top_p",
+  "frequency_penalty",
+  "presence_penalty",
+  "stop",
+  "seed",
+  "tools",
+  "tool_choice",
+  "parallel_tool_calls",
+  "functions",
+  "function_call",
+  "response_format",
+  "logit_bias",
+  "logprobs",
+  "top_logprobs",
+  "reasoning_effort",
+  "verbosity",
+  "prediction",
+  "user",
+]);
+
+const count = z.number().int().positive().max(1e7).nullish();
+
+// What the instance acts on is checked; the other allowed fields go to the provider as the client sent them.
 const CompletionRequest = z.looseObject({
   model: z.string().min(1),
   messages: z.array(z.looseObject({ role: z.string() })).min(1),
   stream: z.boolean().optional(),
   stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  max_tokens: count,
+  max_completion_tokens: count,
+  n: z.number().int().min(1).max(128).nullish(),
 });
 
 export const chatCompletions: Handler = async (request, env, ctx) => {
   const caller = await authenticateCaller(request, env);
   const body = await readJson(request, CompletionRequest);
   const model = findModel(env, body.model, "chat");
-  await assertMayUse(env, caller);
+  if ((body.n ?? 1) > 1 && !model.forward.has("n"))
+    throw new HttpError(400, `n above 1 (several choices) is not enabled for ${model.id} on this instance`);
 
-  const clientAskedUsage = body.stream_options?.include_usage === true;
-  const forwarded = body.stream
-    ? { ...body, model: model.upstreamModel, stream_options: { ...body.stream_options, include_usage: true } }
-    : { ...body, model: model.upstreamModel };
-  const upstream = await callUpstream(env, model, "/chat/completions", forwarded);
+  const forwarded: Record<string, unknown> = { model: model.upstreamModel };
+  for (const [field, value] of Object.entries(body))
+    if (field !== "model" && (ALLOWED.has(field) || model.forward.has(field))) forwarded[field] = value;
+  if (body.stream) forwarded.stream_options = { ...body.stream_options, include_usage: true };
+  const json = JSON.stringify(forwarded);
+  const inputBytes = inputTokensAtMost(json);
 
+  const charge = await admit(env, ctx, caller, model, {
+    tokensIn: inputBytes,
+    tokensOut: outputTokensAtMost(body, model.maxOutput),
+  });
+  const upstream = await forwardAdmitted(env, charge, model, "/chat/completions", json);
+  const likelyIn = tokensLikely(inputBytes);
   if (body.stream && upstream.body) {
-    const metered = meterSse(upstream.body, !clientAskedUsage);
-    chargeLater(env, ctx, caller, model, metered.counts);
+    const metered = meterSse(upstream.body, {
+      stripUsage: body.stream_options?.include_usage !== true,
+      servedModel: model.id,
+      likelyInputTokens: likelyIn,
+      drainMs: DRAIN_MS,
+    });
+    charge.settle(metered.usage);
     return new Response(metered.body, {
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
     });
   }
-  return relayJson(env, ctx, caller, model, upstream);
+  return relayJson(charge, model, upstream, { tokensIn: likelyIn, tokensOut: 0, estimated: true });
 };

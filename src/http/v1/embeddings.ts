@@ -4,19 +4,24 @@ import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
 import { findModel } from "../../providers/config";
-import { callUpstream } from "../../providers/upstream";
-import { assertMayUse, relayJson } from "./metering";
+import { inputTokensAtMost, tokensLikely } from "../../providers/estimate";
+import { admit, forwardAdmitted, relayJson } from "./metering";
 
-const EmbeddingRequest = z.looseObject({
+const EmbeddingRequest = z.object({
   model: z.string().min(1),
   input: z.union([z.string(), z.array(z.string()), z.array(z.number()), z.array(z.array(z.number()))]),
+  encoding_format: z.enum(["float", "base64"]).optional(),
+  dimensions: z.number().int().positive().max(65_536).optional(),
+  user: z.string().optional(),
 });
 
 export const embeddings: Handler = async (request, env, ctx) => {
   const caller = await authenticateCaller(request, env);
   const body = await readJson(request, EmbeddingRequest);
   const model = findModel(env, body.model, "embedding");
-  await assertMayUse(env, caller);
-  const upstream = await callUpstream(env, model, "/embeddings", { ...body, model: model.upstreamModel });
-  return relayJson(env, ctx, caller, model, upstream);
+  const json = JSON.stringify({ ...body, model: model.upstreamModel });
+  const bytes = inputTokensAtMost(json);
+  const charge = await admit(env, ctx, caller, model, { tokensIn: bytes, tokensOut: 0 });
+  const upstream = await forwardAdmitted(env, charge, model, "/embeddings", json);
+  return relayJson(charge, model, upstream, { tokensIn: tokensLikely(bytes), tokensOut: 0, estimated: true });
 };

@@ -1,19 +1,18 @@
 /**
- * Metering shared by the /v1 surfaces: what a request costs, whether an account may make one, and the usage row
- * written after the answer (in waitUntil, so it never delays it).
+ * Metering shared by the /v1 surfaces. Before a request is forwarded, `admit` holds what it may cost against the
+ * account (refusing with 402 or 429 when the balance or a window has no room for it); after the answer, the charge
+ * is settled to what the request really used, in waitUntil so it never delays the answer.
  */
 import type { Env } from "../../env";
 import type { ApiCaller } from "../auth";
 import type { ServedModel } from "../../providers/config";
-import { reportedUsage, type TokenCounts } from "../../providers/usage-report";
-import { readStanding, type AccountStanding, type WindowSpend } from "../../db/credits";
-import { recordUsage, windowFreesAt } from "../../db/usage";
+import { costMicro, type Metered } from "../../providers/pricing";
+import { reportedUsage } from "../../providers/usage-report";
+import { callUpstream } from "../../providers/upstream";
+import { release, reserve, settle, type AccountStanding, type WindowSpend } from "../../db/ledger";
+import { windowFreesAt } from "../../db/usage";
+import { toCredits } from "../../db/micro-credits";
 import { HttpError, json } from "../respond";
-
-/** credits = tokens_in × price_in / 1e6 + tokens_out × price_out / 1e6 (prices are per million tokens). */
-export function costOf(model: ServedModel, t: TokenCounts): number {
-  return (t.tokensIn * model.priceIn) / 1e6 + (t.tokensOut * model.priceOut) / 1e6;
-}
 
 export interface WindowReport {
   window: string;
@@ -23,93 +22,160 @@ export interface WindowReport {
 }
 
 /**
- * A window's spend as /v1/usage and a 429 show it. frees_at: over the limit, when enough spend has left the window
- * to be under it again; under it, when its oldest spend leaves; null when nothing was spent in it.
+ * A window's settled spend as /v1/usage and a 429 show it, in credits. frees_at: when the spend left in it is at
+ * most `room` micro-credits (by default: when it is under the limit again, over it; when its oldest spend leaves,
+ * under it); null when nothing was spent in it or nothing leaving would make room.
  */
-export async function reportWindow(env: Env, userId: string, now: number, w: WindowSpend): Promise<WindowReport> {
+export async function reportWindow(
+  env: Env,
+  userId: string,
+  now: number,
+  w: WindowSpend,
+  room = w.limitMicro - 1,
+): Promise<WindowReport> {
   let freesAt: number | null = null;
-  if (w.spent >= w.limit) freesAt = await windowFreesAt(env.DB, userId, now, w.seconds, w.spent, w.limit);
+  if (w.spentMicro > room) freesAt = await windowFreesAt(env.DB, userId, now, w.seconds, w.spentMicro, room);
   else if (w.oldest !== null) freesAt = w.oldest + w.seconds * 1000;
   return {
     window: w.window,
-    limit: w.limit,
-    spent: w.spent,
+    limit: toCredits(w.limitMicro),
+    spent: toCredits(w.spentMicro),
     frees_at: freesAt === null ? null : new Date(freesAt).toISOString(),
   };
 }
 
-const shown = (n: number) => (Math.abs(n) < 1000 ? n.toFixed(2) : n.toFixed(0));
+const shown = (micro: number) => {
+  const n = toCredits(micro);
+  return Math.abs(n) < 1000 ? n.toFixed(2) : n.toFixed(0);
+};
 
-/**
- * Refuses a request the account may not make now: 402 when its plan's balance is spent, 429 when a rolling window
- * is full (with when it frees). Admins are never refused; accounts without a plan are not limited.
- */
-export async function assertMayUse(env: Env, caller: ApiCaller, now = Date.now()): Promise<AccountStanding> {
-  const standing = await readStanding(env.DB, caller.userId, now);
-  if (standing.admin || standing.plan === null) return standing;
-  if (standing.balance !== null && standing.balance <= 0) {
-    throw new HttpError(
+/** A refusal a client should not retry on its own (the OpenAI SDKs read x-should-retry). */
+const noRetry = { "x-should-retry": "false" };
+
+/** Why a limited account's hold for `need` micro-credits was refused: 402 for the balance, 429 for a window. */
+async function refusal(env: Env, userId: string, s: AccountStanding, need: number, now: number): Promise<HttpError> {
+  const plan = s.plan!.name;
+  const balance = s.balanceMicro!;
+  if (balance <= 0) {
+    return new HttpError(
       402,
-      `no credits left on plan ${standing.plan.name} (balance ${shown(standing.balance)}); ask the operator for more`,
-      {
-        balance: standing.balance,
-      },
+      `no credits left on plan ${plan} (balance ${shown(balance)}); ask the operator for more`,
+      { balance: toCredits(balance) },
+      noRetry,
     );
   }
-  const full = standing.windows.find((w) => w.spent >= w.limit);
-  if (full) {
-    const report = await reportWindow(env, caller.userId, now, full);
-    const retryAfter = report.frees_at ? Math.max(1, Math.ceil((Date.parse(report.frees_at) - now) / 1000)) : undefined;
-    throw new HttpError(
-      429,
-      `the ${full.window} spending limit of plan ${standing.plan.name} is reached (${shown(full.spent)} of ${shown(full.limit)} credits)` +
-        (report.frees_at ? `; it frees at ${report.frees_at}` : ""),
-      { window: report },
-      retryAfter === undefined ? undefined : { "retry-after": String(retryAfter) },
+  if (balance - s.heldMicro < need) {
+    return new HttpError(
+      402,
+      `this request may cost up to ${shown(need)} credits and plan ${plan} has ${shown(balance - s.heldMicro)} left ` +
+        `(balance ${shown(balance)}, ${shown(s.heldMicro)} held by requests in flight); ask for fewer output tokens ` +
+        "(max_tokens) or ask the operator for more credits",
+      { balance: toCredits(balance) },
+      noRetry,
     );
   }
-  return standing;
-}
-
-/** Writes the request's usage row once `counts` settles, without holding the answer back. */
-export function chargeLater(
-  env: Env,
-  ctx: ExecutionContext,
-  caller: ApiCaller,
-  model: ServedModel,
-  counts: Promise<TokenCounts>,
-): void {
-  ctx.waitUntil(
-    counts
-      .then((t) =>
-        recordUsage(env.DB, {
-          userId: caller.userId,
-          deviceId: caller.deviceId,
-          model: model.id,
-          tokensIn: t.tokensIn,
-          tokensOut: t.tokensOut,
-          cost: costOf(model, t),
-          at: Date.now(),
-        }),
-      )
-      .catch((err: unknown) => console.error("usage not recorded", err)),
+  const full = s.windows.find((w) => w.spentMicro + s.heldMicro + Math.max(need, 1) > w.limitMicro)!;
+  const report = await reportWindow(env, userId, now, full, full.limitMicro - s.heldMicro - Math.max(need, 1));
+  let why = `the ${full.window} spending limit of plan ${plan} is reached (${shown(full.spentMicro)} of ${shown(full.limitMicro)} credits)`;
+  if (full.spentMicro < full.limitMicro)
+    why = `the ${full.window} spending limit of plan ${plan} (${shown(full.limitMicro)} credits, ${shown(full.spentMicro)} spent, ${shown(s.heldMicro)} held by requests in flight) has no room for this request, which may cost up to ${shown(need)}`;
+  if (report.frees_at) why += `; it frees at ${report.frees_at}`;
+  else if (need > full.limitMicro) why += "; ask for fewer output tokens (max_tokens)";
+  const retryAfter = report.frees_at ? Math.max(1, Math.ceil((Date.parse(report.frees_at) - now) / 1000)) : null;
+  return new HttpError(
+    429,
+    why,
+    { window: report },
+    retryAfter === null ? noRetry : { ...noRetry, "retry-after": String(retryAfter) },
   );
 }
 
-/** Relays an unstreamed provider answer and charges the usage it reports (none reported: nothing charged). */
-export async function relayJson(
+/** A request let through: settled to its real usage once known, or released when it was not served. */
+export interface Charge {
+  /** Charges what `usage` resolves to (in waitUntil) and drops the hold. */
+  settle(usage: Promise<Metered>): void;
+  /** The provider did not serve it: the hold goes, nothing is charged. */
+  release(): void;
+}
+
+/**
+ * Lets a request through if the account has room for `estimate` (the most it may use), holding its cost until it
+ * is settled. Admins and accounts without a plan are never refused nor held.
+ */
+export async function admit(
   env: Env,
   ctx: ExecutionContext,
   caller: ApiCaller,
   model: ServedModel,
+  estimate: Metered,
+): Promise<Charge> {
+  const now = Date.now();
+  const need = costMicro(model, estimate);
+  const reservation = await reserve(env.DB, caller.userId, need, now);
+  if (reservation.outcome === "refused") throw await refusal(env, caller.userId, reservation.standing, need, now);
+  const { holdId } = reservation;
+  const logged = (what: string) => (err: unknown) => console.error(what, err);
+  return {
+    settle(usage) {
+      ctx.waitUntil(
+        usage
+          .then((u) =>
+            settle(env.DB, holdId, {
+              userId: caller.userId,
+              deviceId: caller.deviceId,
+              model: model.id,
+              tokensIn: u.tokensIn,
+              tokensOut: u.tokensOut,
+              audioMs: u.audioMs ?? 0,
+              characters: u.characters ?? 0,
+              costMicro: costMicro(model, u),
+              estimated: u.estimated === true,
+              at: Date.now(),
+            }),
+          )
+          .catch(logged("usage not recorded")),
+      );
+    },
+    release() {
+      if (holdId !== null) ctx.waitUntil(release(env.DB, holdId).catch(logged("hold not released")));
+    },
+  };
+}
+
+/** Calls the provider for an admitted request; a call the provider refused (or that failed) releases the hold. */
+export async function forwardAdmitted(
+  env: Env,
+  charge: Charge,
+  model: ServedModel,
+  path: string,
+  body: string | FormData,
+): Promise<Response> {
+  try {
+    return await callUpstream(env, model, path, body);
+  } catch (err) {
+    charge.release();
+    throw err;
+  }
+}
+
+/**
+ * Relays an unstreamed provider answer with the served model's id in it, and settles the charge to the usage it
+ * reports — or, when it reports none, to `fallback` (an estimate).
+ */
+export async function relayJson(
+  charge: Charge,
+  model: ServedModel,
   upstream: Response,
+  fallback: Metered,
 ): Promise<Response> {
   let answer: unknown;
   try {
     answer = await upstream.json();
   } catch {
+    charge.settle(Promise.resolve(fallback));
     throw new HttpError(502, `provider ${model.provider} answered with something that is not JSON`);
   }
-  chargeLater(env, ctx, caller, model, Promise.resolve(reportedUsage(answer) ?? { tokensIn: 0, tokensOut: 0 }));
+  charge.settle(Promise.resolve(reportedUsage(answer) ?? fallback));
+  if (typeof answer === "object" && answer !== null && "model" in answer) return json({ ...answer, model: model.id });
   return json(answer);
 }

@@ -1,0 +1,199 @@
+/**
+ * The credit ledger (tables `credits`, `usage`, `holds`), in micro-credits. Balance = every credit granted (each
+ * UTC month's plan credits, admins' grants) minus the cost of every settled request. A request is forwarded only
+ * after a hold for what it may cost is written — in the same statement that checks the balance and every rolling
+ * window still have room for it, counting the holds of requests in flight — and settled to its real cost after.
+ * So requests racing each other cannot spend more than the account has: each sees the others' holds.
+ *
+ * The month's plan credits are written on the first read or hold of the month, so the ledger needs no cron.
+ */
+import type { Currency } from "./plans";
+import { monthKey } from "./account-settings";
+
+/** A hold stops counting after this long: its request died without settling (a settled one is deleted). */
+const HOLD_TTL_MS = 3_600_000;
+
+export interface WindowSpend {
+  window: string;
+  seconds: number;
+  limitMicro: number;
+  /** Settled spend inside the window. */
+  spentMicro: number;
+  /** Oldest spend still inside the window (ms), or null. */
+  oldest: number | null;
+}
+
+export interface AccountStanding {
+  admin: boolean;
+  plan: { name: string; monthlyMicro: number; currency: Currency | null; credit_value: number | null } | null;
+  /** Credited minus settled spend; null without a plan (such an account is not limited). */
+  balanceMicro: number | null;
+  /** What requests in flight hold. */
+  heldMicro: number;
+  windows: WindowSpend[];
+}
+
+interface StandingRow {
+  admin: number;
+  plan: string | null;
+  monthly_micro: number | null;
+  currency: Currency | null;
+  credit_value: number | null;
+  credited: number;
+  spent: number;
+  held: number;
+}
+
+interface WindowRow {
+  name: string;
+  seconds: number;
+  limit_micro: number;
+  spent: number;
+  oldest: number | null;
+}
+
+const HELD = "(SELECT COALESCE(SUM(amount_micro), 0) FROM holds WHERE user_id = ?1 AND expires_at > ?2)";
+const SPENT_SINCE = (since: string) =>
+  `(SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1 AND created_at > ${since})`;
+
+/** The statements every read of the standing runs (?1 the account, ?2 now), after the month's credits. */
+function standingStatements(db: D1Database, userId: string, now: number): D1PreparedStatement[] {
+  return [
+    db
+      .prepare(
+        `SELECT u.admin, p.name AS plan, p.monthly_micro, p.currency, p.credit_value,
+           (SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1) AS credited,
+           (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) AS spent,
+           ${HELD} AS held
+         FROM users u LEFT JOIN account_settings s ON s.user_id = u.id LEFT JOIN plans p ON p.name = s.plan
+         WHERE u.id = ?1`,
+      )
+      .bind(userId, now),
+    db
+      .prepare(
+        `SELECT w.name, w.seconds, w.limit_micro, ${SPENT_SINCE("?2 - w.seconds * 1000")} AS spent,
+           (SELECT MIN(created_at) FROM usage WHERE user_id = ?1 AND created_at > ?2 - w.seconds * 1000) AS oldest
+         FROM account_settings s JOIN plan_windows w ON w.plan = s.plan WHERE s.user_id = ?1 ORDER BY w.seconds`,
+      )
+      .bind(userId, now),
+  ];
+}
+
+function monthCredits(db: D1Database, userId: string, now: number): D1PreparedStatement {
+  return db
+    .prepare(
+      `INSERT INTO credits (user_id, source, month, amount_micro, created_at)
+       SELECT s.user_id, 'plan', ?2, p.monthly_micro, ?3 FROM account_settings s JOIN plans p ON p.name = s.plan
+       WHERE s.user_id = ?1
+       ON CONFLICT(user_id, month) WHERE source = 'plan' DO NOTHING`,
+    )
+    .bind(userId, monthKey(now), now);
+}
+
+function toStanding(standing: D1Result, windows: D1Result): AccountStanding {
+  const row = standing.results[0] as StandingRow | undefined;
+  if (!row) return { admin: false, plan: null, balanceMicro: null, heldMicro: 0, windows: [] };
+  const plan =
+    row.plan === null
+      ? null
+      : { name: row.plan, monthlyMicro: row.monthly_micro!, currency: row.currency, credit_value: row.credit_value };
+  return {
+    admin: row.admin === 1,
+    plan,
+    balanceMicro: plan ? row.credited - row.spent : null,
+    heldMicro: row.held,
+    windows: (windows.results as WindowRow[]).map((w) => ({
+      window: w.name,
+      seconds: w.seconds,
+      limitMicro: w.limit_micro,
+      spentMicro: w.spent,
+      oldest: w.oldest,
+    })),
+  };
+}
+
+export async function readStanding(db: D1Database, userId: string, now: number): Promise<AccountStanding> {
+  const [, standing, windows] = await db.batch([monthCredits(db, userId, now), ...standingStatements(db, userId, now)]);
+  return toStanding(standing!, windows!);
+}
+
+/** Whether an account on a plan is limited: admins and accounts without a plan never are. */
+export const isLimited = (s: AccountStanding): boolean => !s.admin && s.plan !== null;
+
+export type Reservation =
+  | { outcome: "held"; holdId: string; standing: AccountStanding }
+  | { outcome: "unlimited" | "refused"; holdId: null; standing: AccountStanding };
+
+/**
+ * Holds `amountMicro` for a request of a limited account, if its balance less what is held already covers it (and
+ * is above 0) and no window's spend plus holds plus it passes the window's limit. One D1 batch — a transaction —
+ * so no other request's hold or charge can come between the check and the hold. `refused` leaves the standing
+ * (read in the same transaction) to say why.
+ */
+export async function reserve(db: D1Database, userId: string, amountMicro: number, now: number): Promise<Reservation> {
+  const holdId = crypto.randomUUID();
+  const need = Math.max(amountMicro, 1);
+  const [, , hold, standing, windows] = await db.batch([
+    monthCredits(db, userId, now),
+    db.prepare("DELETE FROM holds WHERE user_id = ? AND expires_at <= ?").bind(userId, now),
+    db
+      .prepare(
+        `INSERT INTO holds (id, user_id, amount_micro, created_at, expires_at)
+         SELECT ?3, ?1, ?4, ?2, ?2 + ?6
+         FROM users u JOIN account_settings s ON s.user_id = u.id JOIN plans p ON p.name = s.plan
+         WHERE u.id = ?1 AND u.admin = 0
+           AND (SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1)
+             - (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) - ${HELD} >= ?5
+           AND NOT EXISTS (SELECT 1 FROM plan_windows w WHERE w.plan = s.plan
+             AND ${SPENT_SINCE("?2 - w.seconds * 1000")} + ${HELD} + ?5 > w.limit_micro)`,
+      )
+      .bind(userId, now, holdId, amountMicro, need, HOLD_TTL_MS),
+    ...standingStatements(db, userId, now),
+  ]);
+  const s = toStanding(standing!, windows!);
+  if (hold!.meta.changes > 0) return { outcome: "held", holdId, standing: s };
+  return { outcome: isLimited(s) ? "refused" : "unlimited", holdId: null, standing: s };
+}
+
+/** One settled request, as its usage row keeps it. */
+export interface UsageRecord {
+  userId: string;
+  /** Null for a request made with an API token. */
+  deviceId: string | null;
+  model: string;
+  tokensIn: number;
+  tokensOut: number;
+  audioMs: number;
+  characters: number;
+  costMicro: number;
+  estimated: boolean;
+  at: number;
+}
+
+/** Replaces the request's hold (if it had one) with its usage row, in one transaction. */
+export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
+  const insert = db
+    .prepare(
+      `INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, audio_ms, characters, cost_micro, estimated, created_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    )
+    .bind(
+      u.userId,
+      u.deviceId,
+      u.model,
+      u.tokensIn,
+      u.tokensOut,
+      u.audioMs,
+      u.characters,
+      u.costMicro,
+      u.estimated ? 1 : 0,
+      u.at,
+    );
+  if (holdId === null) await insert.run();
+  else await db.batch([db.prepare("DELETE FROM holds WHERE id = ?").bind(holdId), insert]);
+}
+
+/** Drops a hold whose request was not served (the provider refused it): it costs nothing. */
+export async function release(db: D1Database, holdId: string): Promise<void> {
+  await db.prepare("DELETE FROM holds WHERE id = ?").bind(holdId).run();
+}

@@ -1,0 +1,29 @@
+/**
+ * What a request will use, before the provider says: an upper bound to hold against the balance, and a fair guess
+ * to charge when the provider never reports (a stream cut before its usage chunk, a provider that omits usage).
+ */
+
+const encoder = new TextEncoder();
+
+export const byteLength = (text: string): number => encoder.encode(text).length;
+
+/**
+ * At most one input token a byte of the request's JSON: a tokenizer's token covers at least a byte of text, and
+ * the JSON's keys and quotes outweigh the few tokens a message's framing adds. (An image sent by URL is the
+ * exception: its tokens are not in the bytes.)
+ */
+export const inputTokensAtMost = (json: string): number => byteLength(json);
+
+/** About four bytes or characters a token, the usual rate for English text and code. */
+export const tokensLikely = (size: number): number => Math.ceil(size / 4);
+
+/**
+ * The output tokens a chat request may produce: what it asked for (`max_completion_tokens`, else `max_tokens`), at
+ * most the model's `max_output`, times the choices it asked for.
+ */
+export function outputTokensAtMost(
+  body: { max_completion_tokens?: number | null; max_tokens?: number | null; n?: number | null },
+  maxOutput: number,
+): number {
+  return Math.min(body.max_completion_tokens ?? body.max_tokens ?? maxOutput, maxOutput) * (body.n ?? 1);
+}
