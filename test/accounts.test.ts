@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, jsonOf } from "./helpers/requests";
 import { createDevice, createUser } from "./helpers/fixtures";
-import { SESSION_COOKIE } from "../src/http/auth";
+import { DEV_SESSION_COOKIE } from "../src/http/session-cookie";
 
 const THIRTY_DAYS_S = 30 * 86_400;
 
@@ -62,7 +62,7 @@ describe("sign-in", () => {
     expect(res.status).toBe(200);
     expect(await jsonOf(res)).toEqual({ id: user.userId, email: "Reader@Example.com", admin: false });
     const setCookie = res.headers.get("set-cookie")!;
-    expect(setCookie).toMatch(new RegExp(`^${SESSION_COOKIE}=lbs_[A-Za-z0-9_-]{12}_[A-Za-z0-9_-]{32};`));
+    expect(setCookie).toMatch(new RegExp(`^${DEV_SESSION_COOKIE}=lbs_[A-Za-z0-9_-]{12}_[A-Za-z0-9_-]{32};`));
     const attributes = setCookie
       .split(";")
       .slice(1)
@@ -126,7 +126,7 @@ describe("sign-in", () => {
     const cookie = cookiePair((await signIn(user.email, user.password)).headers.get("set-cookie")!);
     const out = await call("POST", "/api/auth/logout", { headers: { cookie } });
     expect(out.status).toBe(204);
-    expect(out.headers.get("set-cookie")).toMatch(new RegExp(`^${SESSION_COOKIE}=;.*Max-Age=0`));
+    expect(out.headers.get("set-cookie")).toMatch(new RegExp(`^${DEV_SESSION_COOKIE}=;.*Max-Age=0`));
     const id = /lbs_(.{12})_/.exec(cookie)![1];
     expect(await env.DB.prepare("SELECT id FROM sessions WHERE id = ?").bind(id).first()).toBeNull();
     const me = await call("GET", "/api/auth/me", { headers: { cookie } });

@@ -90,6 +90,7 @@ const ROWS: Row[] = [
   { route: "POST /api/tokens", takes: "person", body: () => ({ name: "intruder" }) },
   { route: "GET /api/tokens", takes: "person", stranger: "own" },
   { route: "DELETE /api/tokens/:id", takes: "person", path: () => `/api/tokens/${ownerTokenId}`, stranger: 404 },
+  { route: "POST /api/devices/lookup", takes: "person", body: () => ({ user_code: userCode }) },
   { route: "POST /api/devices/approve", takes: "person", body: () => ({ user_code: userCode }) },
   { route: "POST /api/devices/deny", takes: "person", body: () => ({ user_code: userCode }) },
   { route: "GET /api/devices", takes: "person", stranger: "own" },

@@ -16,6 +16,7 @@ export interface DeviceCodeRow {
   device_id: string | null;
   interval_s: number;
   last_polled_at: number | null;
+  created_at: number;
   expires_at: number;
 }
 
@@ -35,7 +36,7 @@ export interface NewDeviceCode {
 const KEEP_EXPIRED_MS = 86_400_000;
 
 const COLUMNS =
-  "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, expires_at";
+  "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, created_at, expires_at";
 
 /** False when the user code collides with a live one (the caller draws another). Old codes are swept here. */
 export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {

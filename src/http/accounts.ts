@@ -5,11 +5,11 @@ import * as z from "zod";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
-import { authenticatePerson, readCookie, SESSION_COOKIE } from "./auth";
+import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { closeCredentialSockets } from "./devices";
 import { assertSameOrigin } from "./origin";
-import { clearedSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
+import { clearedSessionCookie, readSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
 import { issueToken, parseToken } from "../crypto/tokens";
 import { findUser, findUserCredential, insertFirstAdmin, type UserRow } from "../db/users";
@@ -68,7 +68,7 @@ export const login: Handler = async (request, env) => {
 export const logout: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   if (person.via === "session") {
-    const sessionId = parseToken(readCookie(request, SESSION_COOKIE) ?? "")?.id;
+    const sessionId = parseToken(readSessionCookie(request) ?? "")?.id;
     if (sessionId) {
       await deleteSession(env.DB, sessionId, person.userId);
       await closeCredentialSockets(env, person.userId, person.credential);

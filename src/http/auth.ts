@@ -8,8 +8,7 @@ import { findSession } from "../db/sessions";
 import { findApiToken } from "../db/api-tokens";
 import { findDeviceCredential } from "../db/devices";
 import { HttpError } from "./respond";
-
-export const SESSION_COOKIE = "lembas_session";
+import { readSessionCookie } from "./session-cookie";
 
 export interface Person {
   userId: string;
@@ -28,16 +27,6 @@ function bearer(request: Request): string | null {
   if (!header) return null;
   const m = /^Bearer\s+(\S+)$/i.exec(header);
   return m ? m[1]! : null;
-}
-
-export function readCookie(request: Request, name: string): string | null {
-  const header = request.headers.get("cookie");
-  if (!header) return null;
-  for (const part of header.split(";")) {
-    const eq = part.indexOf("=");
-    if (eq > 0 && part.slice(0, eq).trim() === name) return decodeURIComponent(part.slice(eq + 1).trim());
-  }
-  return null;
 }
 
 const unauthorized = (detail: string) => new HttpError(401, detail, {}, { "www-authenticate": "Bearer" });
@@ -83,7 +72,7 @@ export async function authenticatePerson(request: Request, env: Env): Promise<Pe
         : "the API token is not valid (revoked or mistyped)",
     );
   }
-  const cookie = readCookie(request, SESSION_COOKIE);
+  const cookie = readSessionCookie(request);
   if (cookie) {
     const found = await checkToken(env, cookie, ["lbs"]);
     if (found) return { userId: found.userId, via: "session", credential: `${found.kind}_${found.id}` };

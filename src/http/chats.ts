@@ -31,7 +31,8 @@ export const listOwnChats: Handler = async (request, env) => {
  */
 export const deleteOwnChat: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const { deviceId, sessionId } = request.params as { deviceId: string; sessionId: string };
+  const deviceId = request.params.deviceId!;
+  const sessionId = decodeURIComponent(request.params.sessionId!);
   if (!(await ownsDevice(env.DB, person.userId, deviceId))) throw noSuchDevice();
   if (!(await findChat(env.DB, person.userId, deviceId, sessionId))) throw new HttpError(404, "no such chat");
   const outcome = await deviceLinkOf(env, deviceId).deleteSession(sessionId, person.userId);

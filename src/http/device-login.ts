@@ -9,6 +9,8 @@ import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";
 import { HttpError, json } from "./respond";
 import { personWriting } from "./guards";
+import type { Person } from "./auth";
+import { findUser } from "../db/users";
 import { issueToken, newTokenId, parseToken, secretMatches } from "../crypto/tokens";
 import { hashUserCode, newUserCode, normaliseUserCode } from "../crypto/user-codes";
 import {
@@ -94,14 +96,43 @@ async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow> {
 
 const codeGone = () => new HttpError(409, "this code was approved, denied or expired meanwhile");
 
+/** The name a device approved from this code gets: what the CLI called it, else its host. */
+const deviceName = (code: DeviceCodeRow) => code.name ?? code.host ?? "device";
+
+/**
+ * What a person must see before approving a code, and what the approval names: the device as its CLI described
+ * itself, when it asked, and the account it joins — so a code planted by someone else cannot pass unnoticed.
+ */
+async function waitingLogin(env: Env, code: DeviceCodeRow, person: Person, now: number) {
+  const account = await findUser(env.DB, person.userId);
+  if (!account) throw new HttpError(401, "this account no longer exists");
+  return {
+    name: deviceName(code),
+    host: code.host,
+    platform: code.platform,
+    requested_at: code.created_at,
+    requested_seconds_ago: Math.max(0, Math.round((now - code.created_at) / 1000)),
+    expires_at: code.expires_at,
+    account: { id: account.id, email: account.email },
+  };
+}
+
+/** The login waiting for a user code, shown before it is approved or denied. */
+export const lookup: Handler = async (request, env) => {
+  const person = await personWriting(request, env);
+  const code = await pendingCode(request, env);
+  return json(await waitingLogin(env, code, person, Date.now()));
+};
+
 export const approve: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const code = await pendingCode(request, env);
   const deviceId = newTokenId();
-  const name = code.name ?? code.host ?? "device";
-  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name, now: Date.now() })))
+  const now = Date.now();
+  const shown = await waitingLogin(env, code, person, now);
+  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name: shown.name, now })))
     throw codeGone();
-  return json({ device_id: deviceId, name });
+  return json({ device_id: deviceId, ...shown });
 };
 
 export const deny: Handler = async (request, env) => {

@@ -1,7 +1,7 @@
 /** Every HTTP route of the instance, in one place. Each surface's handlers live in a module of their own. */
 import { Router, type IRequest, type RouterType } from "itty-router";
 import type { Env } from "../env";
-import { errorResponse, json } from "./respond";
+import { errorResponse, HttpError, json } from "./respond";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { clientRpc, clientSocket, deviceLink } from "./link-routes";
@@ -23,7 +23,7 @@ import {
 import { login, logout, me, setup } from "./accounts";
 import { createAccount, deleteAccount, listAccounts } from "./users";
 import { createToken, deleteToken, listTokens } from "./api-tokens";
-import { approve, authorize, deny, token } from "./device-login";
+import { approve, authorize, deny, lookup, token } from "./device-login";
 import { listOwnDevices, renameOwnDevice, revokeDevice } from "./devices";
 import { deleteOwnChat, listOwnChats } from "./chats";
 import { listPush, pushKey, subscribePush, unsubscribePush } from "./push";
@@ -31,8 +31,19 @@ import { listPush, pushKey, subscribePush, unsubscribePush } from "./push";
 export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 export type AppRouter = RouterType<IRequest, [Env, ExecutionContext], Response>;
 
+/** A path that is not valid percent-encoding names nothing: 400 before any route reads a parameter from it. */
+function decodablePath(request: IRequest): undefined {
+  try {
+    decodeURIComponent(new URL(request.url).pathname);
+  } catch {
+    throw new HttpError(400, "the path is not valid percent-encoding");
+  }
+  return undefined;
+}
+
 export function buildRouter(): AppRouter {
   const router: AppRouter = Router<IRequest, [Env, ExecutionContext], Response>({
+    before: [decodablePath],
     catch: errorResponse,
   });
   router.get("/.well-known/lembas.json", discovery).get("/api/v1/instance", instanceInfo);
@@ -50,6 +61,7 @@ export function buildRouter(): AppRouter {
     .get("/api/tokens", listTokens)
     .delete("/api/tokens/:id", deleteToken)
     .post("/api/devices/authorize", authorize)
+    .post("/api/devices/lookup", lookup)
     .post("/api/devices/approve", approve)
     .post("/api/devices/deny", deny)
     .post("/api/devices/token", token)

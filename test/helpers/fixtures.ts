@@ -5,7 +5,7 @@
 import { env } from "cloudflare:test";
 import { issueToken } from "../../src/crypto/tokens";
 import { hashPassword } from "../../src/crypto/password";
-import { SESSION_COOKIE } from "../../src/http/auth";
+import { DEV_SESSION_COOKIE } from "../../src/http/session-cookie";
 
 export interface TestUser {
   userId: string;
@@ -43,7 +43,7 @@ export async function createUser(opts: { admin?: boolean; email?: string; passwo
   await env.DB.prepare("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
     .bind(session.id, userId, session.hash, now, now + 86_400_000)
     .run();
-  return { userId, email, password, apiAuth: `Bearer ${api.token}`, cookie: `${SESSION_COOKIE}=${session.token}` };
+  return { userId, email, password, apiAuth: `Bearer ${api.token}`, cookie: `${DEV_SESSION_COOKIE}=${session.token}` };
 }
 
 export async function createDevice(userId: string, name = "laptop"): Promise<TestDevice> {

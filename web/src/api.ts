@@ -63,5 +63,7 @@ export const signOut = () => api<unknown>("POST", "/api/auth/logout");
 export const devices = () => api<Device[]>("GET", "/api/devices");
 export const chats = (deviceId: string) => api<Chat[]>("GET", `/api/chats?device=${encodeURIComponent(deviceId)}`);
 export const approveCode = (userCode: string) =>
-  api<{ device_id: string; name: string }>("POST", "/api/devices/approve", { user_code: userCode });
+  api<{ device_id: string; name: string; account: { email: string } }>("POST", "/api/devices/approve", {
+    user_code: userCode,
+  });
 export const denyCode = (userCode: string) => api<unknown>("POST", "/api/devices/deny", { user_code: userCode });

@@ -10,7 +10,7 @@ export function approveView(root: Element, initialCode: string): void {
     try {
       if (approve) {
         const device = await approveCode(code);
-        result.textContent = `Approved: ${device.name} is now linked to your account. You can close this page.`;
+        result.textContent = `Approved: ${device.name} is now linked to the account ${device.account.email}. You can close this page.`;
       } else {
         await denyCode(code);
         result.textContent = "Denied: the CLI will be told no.";
