@@ -117,6 +117,14 @@ const ROWS: Row[] = [
     stranger: 404,
     reachesDevice: true,
   },
+  {
+    route: "POST /api/devices/:deviceId/cards/answer",
+    takes: "person",
+    path: () => `/api/devices/${device.deviceId}/cards/answer`,
+    body: () => ({ sessionId: SESSION_ID, toolCallId: "call_1", outcome: { outcome: "cancelled" } }),
+    stranger: 404,
+    reachesDevice: true,
+  },
   { route: "GET /api/chats", takes: "person", path: () => `/api/chats?device=${device.deviceId}`, stranger: 404 },
   {
     route: "DELETE /api/chats/:deviceId/:sessionId",

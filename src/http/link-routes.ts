@@ -6,6 +6,7 @@
  *   GET  /api/devices/link              the device's link (WebSocket; device token)
  *   GET  /api/devices/:deviceId/client  a client socket of the device's owner (WebSocket; cookie or API token)
  *   POST /api/devices/:deviceId/rpc     one JSON-RPC message over HTTP (cookie or API token)
+ * (and card-answer.ts: POST /api/devices/:deviceId/cards/answer, a card answered over HTTP)
  */
 import { deviceLinkOf, type Env } from "../env";
 import { deviceOwner } from "../db/device-presence";
@@ -25,7 +26,7 @@ const toLink = (env: Env, request: Request, identity: Identity) =>
   deviceLinkOf(env, identity.deviceId).fetch(withIdentity(request, identity));
 
 /** The device's person, or 404 for a device that does not exist or is someone else's (the same answer for both). */
-async function ownersDevice(request: Parameters<Handler>[0], env: Env): Promise<Identity> {
+export async function ownersDevice(request: Parameters<Handler>[0], env: Env): Promise<Identity> {
   assertSameOrigin(request);
   const person = await authenticatePerson(request, env);
   const deviceId = request.params.deviceId ?? "";

@@ -4,6 +4,7 @@ import type { Env } from "../env";
 import { errorResponse, HttpError, json } from "./respond";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
+import { answerCardOverHttp } from "./card-answer";
 import { clientRpc, clientSocket, deviceLink } from "./link-routes";
 import { listModels } from "./v1/models";
 import { chatCompletions } from "./v1/completions";
@@ -88,7 +89,8 @@ export function buildRouter(): AppRouter {
   router
     .get("/api/devices/link", deviceLink)
     .get("/api/devices/:deviceId/client", clientSocket)
-    .post("/api/devices/:deviceId/rpc", clientRpc);
+    .post("/api/devices/:deviceId/rpc", clientRpc)
+    .post("/api/devices/:deviceId/cards/answer", answerCardOverHttp);
   // Chats: listed from D1; a delete goes through the device's object, which tells the device or keeps it pending.
   router.get("/api/chats", listOwnChats).delete("/api/chats/:deviceId/:sessionId", deleteOwnChat);
   // Web Push: the instance's VAPID key and a person's browser subscriptions.

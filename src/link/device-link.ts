@@ -10,6 +10,7 @@
  *   webSocketClose / webSocketError → dispatch.onSocketGone
  *   alarm            → every due deadline to the handler its kind registered (deadlines.ts)
  *   revoke()         → RPC from the devices API: closes the link (4401) and the client sockets (4404)
+ *   answerCard()     → RPC from POST /api/devices/:id/cards/answer (cards.ts: answerCard)
  *
  * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
  * (feature.ts) listed in FEATURES below. It may declare:
@@ -51,14 +52,16 @@ import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import type { DeleteOutcome } from "../db/pending-deletes";
 import { json } from "../http/respond";
+import type { CardKey } from "../protocol/cards";
 import { CloseCode } from "../protocol/close-codes";
+import { ErrorCode } from "../protocol/jsonrpc";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { logFailure } from "./failures";
 import { buildRegistry, type LinkFeature } from "./feature";
 import { flood } from "./flood";
 import { forwarding } from "./forwarding";
 import { cancel } from "./cancel";
-import { cards } from "./cards";
+import { answerCard, cards } from "./cards";
 import { chats } from "./chats";
 import { core } from "./core";
 import { beginLink, endLink, handshake } from "./handshake";
@@ -109,6 +112,13 @@ const detail = (text: string, status: number) => json({ detail: text }, status);
 
 /** When an alarm whose work failed rings again. */
 const ALARM_RETRY_MS = 30_000;
+
+/** Why a card's answer over HTTP was not used: the socket's error code and sentence, and how the card ended. */
+export interface HttpCardRefusal {
+  code: number;
+  message: string;
+  reason: string | null;
+}
 
 export class DeviceLink extends DurableObject<Env> {
   readonly #rt: LinkRuntime;
@@ -245,6 +255,21 @@ export class DeviceLink extends DurableObject<Env> {
     } catch (err) {
       logFailure(this.#rt, "deleteSession", err);
       return { status: "failed", reason: "the instance's storage failed; try again" };
+    }
+  }
+  /**
+   * A card answered over HTTP (POST /api/devices/:id/cards/answer, e.g. from a notification's action): the same
+   * first-answer-wins rule as a socket's answer, and every socket is told it ended. Null when the answer was used.
+   */
+  async answerCard(key: CardKey, result: unknown): Promise<HttpCardRefusal | null> {
+    try {
+      const refusal = answerCard(this.#rt, key, result, null);
+      if (!refusal) return null;
+      const reason = (refusal.data as { reason?: unknown } | undefined)?.reason;
+      return { code: refusal.code, message: refusal.message, reason: typeof reason === "string" ? reason : null };
+    } catch (err) {
+      logFailure(this.#rt, "answerCard", err);
+      return { code: ErrorCode.InternalError, message: "the instance's storage failed; try again", reason: null };
     }
   }
 }
