@@ -20,8 +20,8 @@ describe("bad frames", () => {
     expect(await client.next()).toMatchObject({ id: 3, error: { code: -32600 } });
     client.send(JSON.stringify({ jsonrpc: "2.0", id: { x: 1 }, method: "_instance/status" }));
     expect(await client.next()).toMatchObject({ id: null, error: { code: -32600 } });
-    const unknown = await client.call(4, "session/load", { sessionId: "ses_1" });
-    expect(unknown.error).toMatchObject({ code: -32601, message: expect.stringContaining("session/load") });
+    const unknown = await client.call(4, "session/teleport", { sessionId: "ses_1" });
+    expect(unknown.error).toMatchObject({ code: -32601, message: expect.stringContaining("session/teleport") });
     const badParams = await client.call(5, "session/new", { cwd: "relative/dir" });
     expect(badParams.error).toMatchObject({ code: -32602, message: expect.stringContaining("cwd") });
     const noBlocks = await client.call(6, "session/prompt", { sessionId: "ses_1", prompt: [] });

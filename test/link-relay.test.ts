@@ -3,7 +3,8 @@ import { describe, expect, it } from "vitest";
 import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
-import { fireRequestDeadlines } from "./helpers/linked";
+import { chatsOf, until } from "./helpers/chats";
+import { drain, fireRequestDeadlines } from "./helpers/linked";
 
 /** The device answers the next request it gets with this result, and returns that request. */
 async function answerNext(link: Peer, result: unknown) {
@@ -277,26 +278,158 @@ describe("relay: capability gating", () => {
     }
   });
 
-  it("refuses image and resource blocks to a device without attachments with -32602, and passes them with it", async () => {
-    const image = { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" };
-    const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
-    const without = await linkedDevice(["files"]);
-    for (const block of [image, resource]) {
-      const answer = await without.client.call(1, "session/prompt", {
-        sessionId: "ses_1",
-        prompt: [{ type: "text", text: "see" }, block],
-      });
-      expect(answer.error).toMatchObject({ code: -32602, data: { capability: "attachments" } });
-      expect(answer.error?.message).toContain("attachments");
+  const image = { type: "image", data: "iVBORw0KGgo=", mimeType: "image/png" };
+  const audio = { type: "audio", data: "UklGRg==", mimeType: "audio/wav" };
+  const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
+  const promptWith = (block: unknown) => ({ sessionId: "ses_1", prompt: [{ type: "text", text: "see" }, block] });
+  const agent = (promptCapabilities: Record<string, boolean>) => ({
+    agentCapabilities: { loadSession: false, promptCapabilities },
+  });
+
+  it("refuses image, audio and resource blocks to an agent that advertised none of them, with -32602 naming what it lacks", async () => {
+    const { link, client } = await linkedDevice(
+      ["files"],
+      agent({ image: false, audio: false, embeddedContext: false }),
+    );
+    const needs: [unknown, string][] = [
+      [image, "promptCapabilities.image"],
+      [audio, "promptCapabilities.audio"],
+      [resource, "promptCapabilities.embeddedContext"],
+    ];
+    for (const [block, capability] of needs) {
+      const answer = await client.call(1, "session/prompt", promptWith(block));
+      expect(answer.error).toMatchObject({ code: -32602, data: { capability } });
+      expect(answer.error?.message).toContain(capability);
     }
-    await without.link.silent();
-    const withIt = await linkedDevice(["attachments"]);
-    withIt.client.send({
+    await link.silent();
+  });
+
+  it("passes each block to an agent that advertises it in promptCapabilities, or image and resource with attachments", async () => {
+    const acp = await linkedDevice([], agent({ image: true, audio: true, embeddedContext: true }));
+    acp.client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: promptWith(image) });
+    acp.client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptWith(audio) });
+    acp.client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: promptWith(resource) });
+    for (const block of [image, audio, resource]) expect((await acp.link.next()).params?.prompt).toContainEqual(block);
+
+    const lembas = await linkedDevice(["attachments"], agent({}));
+    lembas.client.send({
       jsonrpc: "2.0",
       id: 1,
       method: "session/prompt",
       params: { sessionId: "ses_1", prompt: [image, resource] },
     });
-    expect((await withIt.link.next()).params?.prompt).toEqual([image, resource]);
+    expect((await lembas.link.next()).params?.prompt).toEqual([image, resource]);
+    const noAudio = await lembas.client.call(2, "session/prompt", promptWith(audio));
+    expect(noAudio.error).toMatchObject({ code: -32602, data: { capability: "promptCapabilities.audio" } });
+  });
+});
+
+describe("relay: standard ACP methods by what the agent advertised", () => {
+  const calls: Record<string, [unknown, string | null]> = {
+    "session/load": [{ sessionId: "ses_1", cwd: "/w", mcpServers: [] }, "loadSession"],
+    "session/list": [{}, "sessionCapabilities.list"],
+    "session/delete": [{ sessionId: "ses_1" }, "sessionCapabilities.delete"],
+    "session/resume": [{ sessionId: "ses_1", cwd: "/w" }, "sessionCapabilities.resume"],
+    "session/close": [{ sessionId: "ses_1" }, "sessionCapabilities.close"],
+    "session/fork": [{ sessionId: "ses_1", cwd: "/w" }, "sessionCapabilities.fork"],
+    authenticate: [{ methodId: "chatgpt" }, "authMethods"],
+    logout: [{}, "auth.logout"],
+    "session/set_model": [{ sessionId: "ses_1", modelId: "o3" }, null],
+    "session/set_config_option": [{ sessionId: "ses_1", configId: "model", value: "o3" }, null],
+  };
+  const everything = {
+    agentCapabilities: {
+      loadSession: true,
+      sessionCapabilities: { list: {}, delete: {}, resume: {}, close: {}, fork: {} },
+      auth: { logout: {} },
+    },
+    authMethods: [{ id: "chatgpt", name: "Sign in with ChatGPT" }],
+  };
+
+  it("answers each one the agent did not advertise with -32601 naming the offer; set_model and set_config_option always go", async () => {
+    const { link, client } = await linkedDevice([], {
+      agentCapabilities: { loadSession: false, sessionCapabilities: { list: null } },
+      authMethods: [],
+    });
+    for (const [method, [params, capability]] of Object.entries(calls)) {
+      client.send({ jsonrpc: "2.0", id: method, method, params });
+      if (capability === null) {
+        const forwarded = await answerNext(link, {});
+        expect(forwarded).toMatchObject({ method, params });
+        expect(await client.answer(method)).toEqual({ jsonrpc: "2.0", id: method, result: {} });
+        continue;
+      }
+      const answer = await client.answer(method);
+      expect(answer.error, method).toMatchObject({ code: -32601, data: { capability } });
+      expect(answer.error?.message).toContain(capability);
+    }
+    await link.silent();
+  });
+
+  it("forwards every one an agent advertises, and answers each client under its own id", async () => {
+    const { link, client } = await linkedDevice([], everything);
+    for (const [method, [params]] of Object.entries(calls)) {
+      client.send({ jsonrpc: "2.0", id: method, method, params });
+      const forwarded = await answerNext(link, { ok: method });
+      expect(forwarded).toMatchObject({ method, params });
+      expect(await client.answer(method)).toEqual({ jsonrpc: "2.0", id: method, result: { ok: method } });
+    }
+  });
+
+  it("gives a client the agent's initialize less what the instance cannot relay", async () => {
+    const { link, client } = await linkedDevice([], {
+      ...everything,
+      agentCapabilities: {
+        ...everything.agentCapabilities,
+        providers: {},
+        sessionCapabilities: { ...everything.agentCapabilities.sessionCapabilities, archive: {} },
+        promptCapabilities: { image: true, audio: false, embeddedContext: true },
+      },
+    });
+    const answer = await client.call("init", "initialize", { protocolVersion: 1, clientCapabilities: {} });
+    expect(answer.result).toMatchObject({ protocolVersion: 1, authMethods: everything.authMethods });
+    expect((answer.result as { agentCapabilities: unknown }).agentCapabilities).toEqual({
+      loadSession: true,
+      sessionCapabilities: { list: {}, delete: {}, resume: {}, close: {}, fork: {} },
+      auth: { logout: {} },
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
+    });
+    await link.silent();
+  });
+
+  it("sends a session's history streamed while it loads to the loading socket alone, and later updates to all", async () => {
+    const { user, device, link, client: loader } = await linkedDevice([], everything);
+    const other = await attachClient(user, device.deviceId);
+    const update = (sessionId: string, text: string) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId, update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } },
+    });
+    loader.send({ jsonrpc: "2.0", id: "load", method: "session/load", params: { sessionId: "ses_old", cwd: "/w" } });
+    const load = await link.next();
+    link.send({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: {
+        sessionId: "ses_old",
+        update: { sessionUpdate: "user_message_chunk", content: { type: "text", text: "before" } },
+      },
+    });
+    link.send(update("ses_old", "history"));
+    link.send(update("ses_live", "live elsewhere"));
+    await evictDurableObject(linkStub(device.deviceId));
+    link.send(update("ses_old", "more history"));
+    link.send({ jsonrpc: "2.0", id: load.id, result: {} });
+    link.send(update("ses_old", "after the load"));
+    const toLoader = await drain(loader);
+    expect(
+      toLoader.map((m) => (m.params?.update as { content?: { text?: string } } | undefined)?.content?.text ?? m.id),
+    ).toEqual(["before", "history", "live elsewhere", "more history", "load", "after the load"]);
+    expect(await drain(other)).toEqual([update("ses_live", "live elsewhere"), update("ses_old", "after the load")]);
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (list) => list.length > 0,
+    );
+    expect(chats).toMatchObject([{ session_id: "ses_old", cwd: "/w" }]);
   });
 });

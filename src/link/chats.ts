@@ -1,17 +1,18 @@
 /**
  * Chats (D1) follow the link: a session/new answer makes one (with the cwd the client asked for, kept with the
- * request), an announce makes or refreshes one (never one pending deletion — chatFromAnnounce checks), title
- * events and a _lembas/session/title answer rename one, left marks one. Every notification still fans out first;
- * the D1 writes run after, in the background.
+ * request), and so do the answers to ACP's session/load, session/resume and session/fork; an announce makes or
+ * refreshes one (never one pending deletion — chatFromAnnounce checks), title events and a _lembas/session/title
+ * answer rename one, left marks one. Every notification still fans out first; the D1 writes run after, in the
+ * background.
  */
 import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../db/chats";
-import { type SessionNewParams, SessionNewResult } from "../protocol/acp";
+import { SessionNewResult } from "../protocol/acp";
 import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
 import type * as z from "zod";
 import { deviceOf, inBackground } from "./background";
-import type { DeviceNotificationHandler, LinkFeature } from "./feature";
+import type { BeforeForward, DeviceNotificationHandler, LinkFeature, RelayedAnswerObserver } from "./feature";
 import type { LinkRuntime } from "./runtime";
 
 const MEMO = "chats";
@@ -37,23 +38,39 @@ function observe<S extends z.ZodType>(
   };
 }
 
+/** Keeps the cwd a session was opened in with the request, for the chat its answer makes. */
+const keepCwd: BeforeForward = (_rt, call) => {
+  const cwd = (call.params as { cwd?: unknown }).cwd;
+  if (typeof cwd === "string") call.memo[MEMO] = { cwd };
+};
+
+/**
+ * An answer that opened a session makes or refreshes its chat: session/new's and session/fork's name the session
+ * (the new one), session/load's and session/resume's are about the one asked for.
+ */
+const chatFromAnswer: RelayedAnswerObserver = (rt, request, answer) => {
+  const cwd = (request.memo as { [MEMO]?: { cwd?: unknown } } | null)?.[MEMO]?.cwd;
+  if (!answer || !("result" in answer) || typeof cwd !== "string") return;
+  const named = request.method === "session/new" || request.method === "session/fork";
+  const result = check(
+    SessionNewResult,
+    named ? answer.result : { ...(answer.result as object), sessionId: request.sessionId },
+  );
+  const { deviceId, ownerId } = deviceOf(rt);
+  if (!result.ok || !ownerId)
+    return console.warn(`${request.method} answer made no chat: ${result.ok ? "no owner known" : result.error}`);
+  inBackground(rt, `chats: ${request.method}`, () =>
+    chatFromSessionNew(rt.env.DB, deviceId, ownerId, cwd, result.value),
+  );
+};
+
+const OPENING = ["session/new", "session/load", "session/resume", "session/fork"] as const;
+
 export const chats: LinkFeature = {
   name: "chats",
-  beforeForward: {
-    "session/new": (_rt, call) => {
-      call.memo[MEMO] = { cwd: (call.params as SessionNewParams).cwd };
-    },
-  },
+  beforeForward: Object.fromEntries(OPENING.map((method) => [method, keepCwd])),
   relayedAnswers: {
-    "session/new": (rt, request, answer) => {
-      const cwd = (request.memo as { [MEMO]?: { cwd?: unknown } } | null)?.[MEMO]?.cwd;
-      if (!answer || !("result" in answer) || typeof cwd !== "string") return;
-      const result = check(SessionNewResult, answer.result);
-      const { deviceId, ownerId } = deviceOf(rt);
-      if (!result.ok || !ownerId)
-        return console.warn(`session/new answer made no chat: ${result.ok ? "no owner known" : result.error}`);
-      inBackground(rt, "chats: session/new", () => chatFromSessionNew(rt.env.DB, deviceId, ownerId, cwd, result.value));
-    },
+    ...Object.fromEntries(OPENING.map((method) => [method, chatFromAnswer])),
     "_lembas/session/title": (rt, request, answer) => {
       if (!answer || !("result" in answer) || request.sessionId === null) return;
       const result = check(SessionTitleResult, answer.result);

@@ -28,7 +28,8 @@
  *   deviceRequests       agent→client requests (cards: session/request_permission, _lembas/question, _lembas/plan);
  *                        answer with rt.answerDevice. Unclaimed ones are answered -32601.
  *   deviceNotifications  agent→client notifications: { fanOut, handle } — observe (chats: announce, deleted, title
- *                        events) or route yourself with fanOut: false (terminals: output to the owning socket only)
+ *                        events) or route yourself with fanOut: false (terminals: output to the owning socket only),
+ *                        or per message with a function (session-load: a loading session's history to its loader)
  *   deviceAnswers        answers to the feature's own requests, sent with rt.requestDevice(method, params, purpose)
  *                        (pending deletes: _lembas/session/delete); link loss and time-outs arrive as error answers
  *   relayedAnswers       per relayed method: observe the end of a client's request (turns: a prompt answered)
@@ -72,6 +73,7 @@ import { instanceMethods } from "./instance-methods";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
 import { push } from "./push";
 import { replay } from "./replay";
+import { sessionLoad } from "./session-load";
 import { LinkRuntime } from "./runtime";
 import {
   acceptSocket,
@@ -102,6 +104,7 @@ const FEATURES: readonly LinkFeature[] = [
   replay,
   cards,
   cancel,
+  sessionLoad,
   chats,
   pendingDeletes,
   terminals,

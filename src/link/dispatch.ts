@@ -46,7 +46,9 @@ async function onDeviceFrame(rt: LinkRuntime, frame: Exclude<Frame, { kind: "ref
       const handlers = rt.registry.deviceNotifications.get(method) ?? [];
       // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
       const text = frame.verbatim ?? JSON.stringify(frame.message);
-      if (handlers.every((h) => h.fanOut)) rt.broadcastText(text);
+      const fanOut = (h: (typeof handlers)[number]) =>
+        typeof h.fanOut === "function" ? h.fanOut(rt, frame.message) : h.fanOut;
+      if (handlers.every(fanOut)) rt.broadcastText(text);
       for (const h of handlers) {
         try {
           await h.handle(rt, frame.message, text);

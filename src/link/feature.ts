@@ -62,7 +62,8 @@ export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) =>
  * handler's awaited work, so clients see frames in the device's order); without it, the handler routes it itself.
  */
 export interface DeviceNotificationHandler {
-  fanOut: boolean;
+  /** Or, per message: false when this handler routes that one itself (session-load.ts: a loaded history). */
+  fanOut: boolean | ((rt: LinkRuntime, message: NotificationMessage) => boolean);
   /** `text`: the message as it is (or would be) fanned out. */
   handle: (rt: LinkRuntime, message: NotificationMessage, text: string) => void | Promise<void>;
 }

@@ -11,7 +11,7 @@
  * partial result or -32800, as ACP has it — is the end, so a client never hears "cancelled" while the work still runs.
  */
 import { CANCEL_REQUEST, ClientCancelRequestParams } from "../protocol/acp";
-import { missingCapability } from "../protocol/capabilities";
+import { missingCapability, offerOf } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
 import {
   CLIENT_TO_AGENT,
@@ -37,6 +37,9 @@ export const DEFAULT_ANSWER_WITHIN_MS = 120_000;
 const ANSWER_WITHIN_MS: Partial<Record<ClientToAgentMethod, number | null>> = {
   "session/prompt": null,
   "_lembas/session/compact": null,
+  // Streaming a long history back, or a person signing in, takes longer than most answers.
+  "session/load": 600_000,
+  authenticate: 600_000,
 };
 
 const answerWithin = (method: string) => {
@@ -105,7 +108,7 @@ export async function forward(
   const params = check(spec.params, message.params);
   if (!params.ok) return fail(ErrorCode.InvalidParams, `invalid params for ${message.method}: ${params.error}`);
   if (!rt.upLink()) return fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
-  const missing = missingCapability(message.method, message.params, rt.capabilities());
+  const missing = missingCapability(message.method, message.params, offerOf(rt.upLink()?.initialize));
   if (missing) {
     return fail(missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams, missing.sentence, {
       capability: missing.capability,

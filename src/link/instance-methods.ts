@@ -4,11 +4,13 @@
  * - `_instance/status` → { link: "up" | "down", hello, lembas (the device's initialize `_meta.lembas`), agentInfo,
  *   protocol, capabilities, cards, turns, … }: the last link's facts even while down; other features add fields
  *   (cards, turns) through their `status` hook.
- * - `initialize` is answered here with the device's own initialize result (the last link's), so an ACP client SDK
- *   can attach to the relay as if to the agent; the device is not asked again. Before any link: -32001 offline.
+ * - `initialize` is answered here with the device's own initialize result (the last link's), less what the instance
+ *   cannot relay (capabilities.ts), so an ACP client SDK can attach to the relay as if to the agent and never sees an
+ *   offer that would be refused; the device is not asked again. Before any link: -32001 offline.
  * - `_instance/link` { link: "up", protocol, hello, lembas, agentInfo } goes to every client when the link comes up
  *   (after initialize), and { link: "down", reason } when an up link goes down.
  */
+import { clientInitialize } from "../protocol/capabilities";
 import { rpcNotification, RpcError } from "../protocol/jsonrpc";
 import type { LinkFeature } from "./feature";
 import { OFFLINE, type LinkRuntime } from "./runtime";
@@ -54,7 +56,7 @@ export const instanceMethods: LinkFeature = {
           "the device has not linked yet; its initialize result is not known",
           OFFLINE.data,
         );
-      return init;
+      return clientInitialize(init);
     },
   },
   onLinkUp: (rt, link) => rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "up", ...linkFacts(link) })),

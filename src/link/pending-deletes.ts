@@ -21,7 +21,7 @@ import {
   listPendingDeletes,
   type DeleteOutcome,
 } from "../db/pending-deletes";
-import { missingCapability } from "../protocol/capabilities";
+import { missingCapability, offerOf } from "../protocol/capabilities";
 import { check } from "../protocol/issues";
 import {
   ErrorCode,
@@ -172,7 +172,8 @@ export const pendingDeletes: LinkFeature = {
       const kept = await startDelete(rt, checked.value.sessionId, memo);
       if (kept === null) return ANSWER_LATER;
       // Gated like every method (-32601 naming the capability), and kept all the same.
-      const missing = kept === REASONS.unsupported ? missingCapability(DELETE, params, rt.capabilities()) : null;
+      const missing =
+        kept === REASONS.unsupported ? missingCapability(DELETE, params, offerOf(rt.upLink()?.initialize)) : null;
       if (missing)
         throw new RpcError(ErrorCode.MethodNotFound, missing.sentence, {
           capability: missing.capability,

@@ -34,7 +34,14 @@ export const ResourceBlock = z.looseObject({
   type: z.literal("resource"),
   resource: z.union([TextResource, BlobResource], { error: "a resource needs a uri and either text or a base64 blob" }),
 });
-export const ContentBlock = z.discriminatedUnion("type", [TextBlock, ResourceLinkBlock, ImageBlock, ResourceBlock]);
+export const AudioBlock = z.looseObject({ type: z.literal("audio"), data: Base64, mimeType: z.string().min(1) });
+export const ContentBlock = z.discriminatedUnion("type", [
+  TextBlock,
+  ResourceLinkBlock,
+  ImageBlock,
+  AudioBlock,
+  ResourceBlock,
+]);
 export type ContentBlock = z.infer<typeof ContentBlock>;
 
 /** Bytes of a base64 string once decoded. */
@@ -69,6 +76,7 @@ export function blockBytes(block: ContentBlock): number {
     case "resource_link":
       return utf8Bytes(block.uri);
     case "image":
+    case "audio":
       return base64Bytes(block.data);
     case "resource": {
       const { blob, text } = block.resource;
@@ -111,6 +119,11 @@ export type PromptParams = z.infer<typeof PromptParams>;
 
 // ---- other client → agent requests ----
 
+/** A path on the device. The device judges it (absolute, inside its roots, trusted); the instance bounds its size. */
+export const DevicePath = z.string().min(1, "a path is required").max(4096, "a path is at most 4096 characters");
+const McpServers = z.array(z.unknown()).optional();
+const WithSession = z.looseObject({ sessionId: SessionId });
+
 export const SessionNewParams = z.looseObject({
   cwd: AbsolutePath,
   mcpServers: z.array(z.unknown()).optional(),
@@ -128,8 +141,28 @@ export type SessionNewParams = z.infer<typeof SessionNewParams>;
 export const SetModeParams = z.looseObject({ sessionId: SessionId, modeId: z.string().min(1) });
 export type SetModeParams = z.infer<typeof SetModeParams>;
 
-export const CancelParams = z.looseObject({ sessionId: SessionId });
+export const CancelParams = WithSession;
 export type CancelParams = z.infer<typeof CancelParams>;
+
+// Standard ACP methods an agent may advertise (capabilities.ts gates them); fields the instance does not read pass.
+export const SessionLoadParams = z.looseObject({ sessionId: SessionId, cwd: DevicePath, mcpServers: McpServers });
+export const SessionResumeParams = SessionLoadParams;
+export const SessionForkParams = z.looseObject({
+  sessionId: SessionId,
+  cwd: DevicePath.optional(),
+  mcpServers: McpServers,
+});
+export const SessionListParams = z.looseObject({ cwd: DevicePath.nullish(), cursor: z.string().nullish() });
+export const SessionDeleteAcpParams = WithSession;
+export const SessionCloseParams = WithSession;
+export const SetModelParams = z.looseObject({ sessionId: SessionId, modelId: z.string().min(1) });
+export const SetConfigOptionParams = z.looseObject({
+  sessionId: SessionId,
+  configId: z.string().min(1),
+  value: z.unknown(),
+});
+export const AuthenticateParams = z.looseObject({ methodId: z.string().min(1) });
+export const LogoutParams = z.looseObject({});
 
 // ---- either way: $/cancel_request ----
 
@@ -165,21 +198,33 @@ export const InitializeLembasMeta = z.looseObject({
 });
 export type InitializeLembasMeta = z.infer<typeof InitializeLembasMeta>;
 
+/** An ACP offer given as an object (`{}`: supported); absent, null or anything else: not offered. */
+const Offered = z.looseObject({}).nullish().catch(null);
+/** ACP reads a field it cannot read as its default: an offer it does not understand is no offer. */
+const flag = z.boolean().optional().catch(undefined);
+
+export const AgentCapabilities = z.looseObject({
+  loadSession: flag,
+  promptCapabilities: z.looseObject({ image: flag, audio: flag, embeddedContext: flag }).optional().catch(undefined),
+  mcpCapabilities: z.looseObject({ http: flag, sse: flag }).optional().catch(undefined),
+  sessionCapabilities: z
+    .looseObject({
+      list: Offered,
+      delete: Offered,
+      resume: Offered,
+      close: Offered,
+      fork: Offered,
+      additionalDirectories: Offered,
+    })
+    .nullish()
+    .catch(undefined),
+  auth: z.looseObject({ logout: Offered }).nullish().catch(undefined),
+});
+export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
+
 export const InitializeResult = z.looseObject({
   protocolVersion: z.number().int(),
-  agentCapabilities: z
-    .looseObject({
-      loadSession: z.boolean().optional(),
-      promptCapabilities: z
-        .looseObject({
-          image: z.boolean().optional(),
-          audio: z.boolean().optional(),
-          embeddedContext: z.boolean().optional(),
-        })
-        .optional(),
-      mcpCapabilities: z.looseObject({ http: z.boolean().optional(), sse: z.boolean().optional() }).optional(),
-    })
-    .optional(),
+  agentCapabilities: AgentCapabilities.optional().catch(undefined),
   authMethods: z.array(z.unknown()).optional(),
   agentInfo: z
     .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })

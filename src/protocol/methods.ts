@@ -5,14 +5,25 @@
  */
 import type * as z from "zod";
 import {
+  AuthenticateParams,
   CancelParams,
+  CancelRequestParams,
   InitializeResult,
+  LogoutParams,
   PromptParams,
   PromptResult,
+  SessionCloseParams,
+  SessionDeleteAcpParams,
+  SessionForkParams,
+  SessionListParams,
+  SessionLoadParams,
   SessionNewParams,
   SessionNewResult,
+  SessionResumeParams,
   SessionUpdateParams,
+  SetConfigOptionParams,
   SetModeParams,
+  SetModelParams,
 } from "./acp";
 import {
   CommandsParams,
@@ -51,12 +62,25 @@ export interface ClientMethod {
 const request = (params: z.ZodType): ClientMethod => ({ params, notification: false });
 const notification = (params: z.ZodType): ClientMethod => ({ params, notification: true });
 
-/** What a browser (the client) may send on to the device. initialize is the instance's own, never a browser's. */
+/**
+ * What a client may send on to the device: ACP's agent methods (the ones beyond its baseline only to an agent that
+ * advertises them, capabilities.ts) and the spec's `_lembas/*` ones. initialize is the instance's own, never a client's.
+ */
 export const CLIENT_TO_AGENT = {
   "session/new": request(SessionNewParams),
+  "session/load": request(SessionLoadParams),
+  "session/list": request(SessionListParams),
+  "session/delete": request(SessionDeleteAcpParams),
+  "session/resume": request(SessionResumeParams),
+  "session/close": request(SessionCloseParams),
+  "session/fork": request(SessionForkParams),
   "session/prompt": request(PromptParams),
   "session/set_mode": request(SetModeParams),
+  "session/set_model": request(SetModelParams),
+  "session/set_config_option": request(SetConfigOptionParams),
   "session/cancel": notification(CancelParams),
+  authenticate: request(AuthenticateParams),
+  logout: request(LogoutParams),
   "_lembas/directories": request(DirectoriesParams),
   "_lembas/configure": request(ConfigureParams),
   "_lembas/steer": request(SteerParams),
@@ -88,6 +112,7 @@ export const AGENT_NOTIFICATIONS = {
   "_lembas/permission/settled": PermissionSettled,
   "_lembas/terminal/output": TerminalOutput,
   "_lembas/terminal/exit": TerminalExit,
+  "$/cancel_request": CancelRequestParams,
 } as const satisfies Record<string, z.ZodType>;
 
 export type AgentNotificationMethod = keyof typeof AGENT_NOTIFICATIONS;

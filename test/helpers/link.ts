@@ -171,15 +171,23 @@ export async function openLink(device: TestDevice): Promise<Peer> {
   return new Peer(res.webSocket);
 }
 
+export interface LinkOptions {
+  protocol?: number;
+  capabilities?: string[];
+  /** Fields of the initialize result to say instead of LLeMbas CLI's (e.g. another agent's agentCapabilities). */
+  initialize?: Record<string, unknown>;
+}
+
 /** A device linked all the way: hello sent, initialize answered. Returns the device's peer and the initialize it got. */
 export async function linkDevice(
   device: TestDevice,
-  opts: { protocol?: number; capabilities?: string[] } = {},
+  opts: LinkOptions = {},
 ): Promise<{ peer: Peer; initialize: Wire }> {
   const peer = await openLink(device);
   peer.send(hello(opts.protocol ?? 2));
   const initialize = await peer.next();
-  peer.send({ jsonrpc: "2.0", id: initialize.id, result: initializeResult(opts.protocol ?? 2, opts.capabilities) });
+  const result = { ...initializeResult(opts.protocol ?? 2, opts.capabilities), ...opts.initialize };
+  peer.send({ jsonrpc: "2.0", id: initialize.id, result });
   return { peer, initialize };
 }
 
@@ -203,11 +211,14 @@ export async function waitUntilUp(client: Peer): Promise<void> {
   throw new Error("the link did not come up");
 }
 
-/** A person, their device linked with these capabilities (all by default), and one client socket that saw it up. */
-export async function linkedDevice(capabilities?: string[]) {
+/**
+ * A person, their device linked with these capabilities (all by default; other initialize fields as given), and one
+ * client socket that saw it up.
+ */
+export async function linkedDevice(capabilities?: string[], initialize?: Record<string, unknown>) {
   const user = await createUser();
   const device = await createDevice(user.userId);
-  const { peer: link } = await linkDevice(device, { capabilities });
+  const { peer: link } = await linkDevice(device, { capabilities, initialize });
   const client = await attachClient(user, device.deviceId);
   await waitUntilUp(client);
   return { user, device, link, client };
