@@ -3,6 +3,7 @@ import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { fakePushService, PUSH_SERVICE } from "./test/helpers/push-service.js";
 import { fakeUpstream, TEST_PROVIDERS } from "./test/helpers/upstream.js";
+import { writeHeadersFile } from "./scripts/write-headers.ts";
 
 /** A VAPID key pair for the tests' instance, in the web-push tools' form (the tests verify with the public key). */
 async function vapidKeys() {
@@ -14,6 +15,8 @@ async function vapidKeys() {
 
 // Tests run inside workerd with the real Durable Object and a real (local) D1, migrated before each file.
 export default defineConfig(async () => {
+  // The assets layer's _headers (the web UI's security headers), as a build writes it.
+  writeHeadersFile(import.meta.dirname);
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [

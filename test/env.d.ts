@@ -6,6 +6,8 @@ declare global {
     interface Env extends WorkerEnv {
       TEST_MIGRATIONS: D1Migration[];
       MIGRATION_DB: D1Database;
+      /** The web UI's files, served as the assets layer serves them. */
+      ASSETS: Fetcher;
     }
   }
 }

@@ -26,7 +26,7 @@ describe("the CLI API refuses bad credentials on every route", () => {
       ["token of another instance", { authorization: `Bearer ${stranger}` }],
       ["session token as a bearer", { authorization: `Bearer ${session}` }],
       ["device-code token", { authorization: `Bearer ${(await issueToken("lbc")).token}` }],
-      ["session cookie", { cookie: user.cookie }],
+      ["session cookie", { cookie: user.publicCookie }],
       ["garbage", { authorization: "Bearer nonsense" }],
     ];
     for (const [method, path, body] of V1_ROUTES) {
@@ -58,14 +58,14 @@ describe("admin endpoints", () => {
     for (const [method, template, body] of ADMIN_ROUTES) {
       const path = template.replace("TARGET", person.userId);
       expect((await call(path, person.apiAuth, { method, body })).status, `${method} ${path} non-admin`).toBe(403);
-      expect((await call(path, null, { method, body, headers: { cookie: person.cookie } })).status).toBe(403);
+      expect((await call(path, null, { method, body, headers: { cookie: person.publicCookie } })).status).toBe(403);
       expect((await call(path, device.auth, { method, body })).status, `${method} ${path} device`).toBe(401);
       expect((await call(path, null, { method, body })).status).toBe(401);
       if (method !== "GET") {
         const res = await call(path, null, {
           method,
           body,
-          headers: { cookie: admin.cookie, origin: "https://evil.example" },
+          headers: { cookie: admin.publicCookie, origin: "https://evil.example" },
         });
         expect(res.status, `${method} ${path} foreign origin`).toBe(403);
       }
@@ -88,7 +88,7 @@ describe("admin endpoints", () => {
           { window: "30m", limit: 5 },
         ],
       },
-      headers: { cookie: admin.cookie, origin: BASE },
+      headers: { cookie: admin.publicCookie, origin: BASE },
     });
     expect(put.status).toBe(200);
     const plans = await (await call("/api/admin/plans", admin.apiAuth)).json<{

@@ -2,6 +2,7 @@
 import { Router, type IRequest, type RouterType } from "itty-router";
 import type { Env } from "../env";
 import { errorResponse, HttpError, json } from "./respond";
+import { withSecurityHeaders } from "./security-headers";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { answerCardOverHttp } from "./card-answer";
@@ -46,6 +47,7 @@ export function buildRouter(): AppRouter {
   const router: AppRouter = Router<IRequest, [Env, ExecutionContext], Response>({
     before: [decodablePath],
     catch: errorResponse,
+    finally: [withSecurityHeaders],
   });
   router.get("/.well-known/lembas.json", discovery).get("/api/v1/instance", instanceInfo);
   // Accounts, API tokens, device login (RFC 8628) and devices. The fixed /api/devices/<word> routes come before

@@ -5,7 +5,7 @@
 import { env } from "cloudflare:test";
 import { issueToken } from "../../src/crypto/tokens";
 import { hashPassword } from "../../src/crypto/password";
-import { DEV_SESSION_COOKIE } from "../../src/http/session-cookie";
+import { DEV_SESSION_COOKIE, SESSION_COOKIE } from "../../src/http/session-cookie";
 
 export interface TestUser {
   userId: string;
@@ -13,8 +13,10 @@ export interface TestUser {
   password: string;
   /** `Authorization` header value for an API token of this user. */
   apiAuth: string;
-  /** `Cookie` header value for a browser session of this user. */
+  /** `Cookie` header value for a browser session of this user, on a loopback host (http://localhost). */
   cookie: string;
+  /** The same session's `Cookie` header value on a public (HTTPS) host, where the cookie is `__Host-` prefixed. */
+  publicCookie: string;
 }
 
 export interface TestDevice {
@@ -43,7 +45,14 @@ export async function createUser(opts: { admin?: boolean; email?: string; passwo
   await env.DB.prepare("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
     .bind(session.id, userId, session.hash, now, now + 86_400_000)
     .run();
-  return { userId, email, password, apiAuth: `Bearer ${api.token}`, cookie: `${DEV_SESSION_COOKIE}=${session.token}` };
+  return {
+    userId,
+    email,
+    password,
+    apiAuth: `Bearer ${api.token}`,
+    cookie: `${DEV_SESSION_COOKIE}=${session.token}`,
+    publicCookie: `${SESSION_COOKIE}=${session.token}`,
+  };
 }
 
 export async function createDevice(userId: string, name = "laptop"): Promise<TestDevice> {
