@@ -205,6 +205,7 @@ const ROWS: Row[] = [
   { route: "PUT /v1/me/personalization", takes: "device", body: () => ({ enabled: true }), apiToken: 403 },
   // The CLI API: a device, or a person's script.
   { route: "GET /v1/models", takes: "device or API token" },
+  { route: "GET /v1/models/:id+", takes: "device or API token", path: () => "/v1/models/fake/chat" },
   {
     route: "POST /v1/chat/completions",
     takes: "device or API token",

@@ -11,9 +11,15 @@ export async function readJson<S extends z.ZodType>(request: Request, schema: S,
   try {
     raw = await request.json();
   } catch {
-    throw new HttpError(400, "the body is not valid JSON");
+    throw new HttpError(400, "the body is not valid JSON", {}, undefined, { code: "invalid_json" });
   }
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new HttpError(status, describeIssues(parsed.error));
+  if (!parsed.success) {
+    const field = parsed.error.issues[0]?.path.join(".");
+    throw new HttpError(status, describeIssues(parsed.error), {}, undefined, {
+      code: "invalid_request",
+      ...(field && { param: field }),
+    });
+  }
   return parsed.data;
 }

@@ -1,13 +1,13 @@
 /** Every HTTP route of the instance, in one place. Each surface's handlers live in a module of their own. */
 import { Router, type IRequest, type RouterType } from "itty-router";
 import type { Env } from "../env";
-import { errorResponse, HttpError, json } from "./respond";
+import { errorResponse, HttpError } from "./respond";
 import { withSecurityHeaders } from "./security-headers";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { answerCardOverHttp } from "./card-answer";
 import { clientRpc, clientSocket, deviceLink } from "./link-routes";
-import { listModels } from "./v1/models";
+import { getModel, listModels } from "./v1/models";
 import { chatCompletions } from "./v1/completions";
 import { embeddings } from "./v1/embeddings";
 import { usage } from "./v1/usage";
@@ -74,6 +74,7 @@ export function buildRouter(): AppRouter {
   // The CLI's HTTP API (a device token, or an API token where allowed), and the operator's plans and credits.
   router
     .get("/v1/models", listModels)
+    .get("/v1/models/:id+", getModel)
     .post("/v1/chat/completions", chatCompletions)
     .post("/v1/embeddings", embeddings)
     .get("/v1/usage", usage)
@@ -101,6 +102,8 @@ export function buildRouter(): AppRouter {
     .post("/api/push/subscriptions", subscribePush)
     .get("/api/push/subscriptions", listPush)
     .delete("/api/push/subscriptions", unsubscribePush);
-  router.all("*", () => json({ detail: "no such route" }, 404));
+  router.all("*", () => {
+    throw new HttpError(404, "no such route");
+  });
   return router;
 }

@@ -58,10 +58,12 @@ const ProviderConfig = z.object({
   models: z.record(z.string().min(1), ModelConfig),
 });
 
-const ProvidersConfig = z.record(
-  z.string().regex(/^[a-z0-9][a-z0-9_-]*$/, "provider names are lower-case letters, digits, _ and -"),
-  ProviderConfig,
-);
+// The name is checked apart from the record, whose own key error would not say what a name may be.
+const ProvidersConfig = z.record(z.string(), ProviderConfig).superRefine((providers, ctx) => {
+  for (const name of Object.keys(providers))
+    if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(name))
+      ctx.addIssue({ code: "custom", path: [name], message: "provider names are lower-case letters, digits, _ and -" });
+});
 
 export interface ServedModel {
   /** `<provider>/<model>`, as /v1/models lists it and clients ask for it. */
@@ -86,7 +88,14 @@ export interface ServedModel {
 let cached: { source: unknown; models: Map<string, ServedModel> } | undefined;
 
 function parseProviders(source: unknown): Map<string, ServedModel> {
-  const raw = typeof source === "string" ? JSON.parse(source) : (source ?? {});
+  let raw: unknown = source ?? {};
+  if (typeof source === "string") {
+    try {
+      raw = JSON.parse(source);
+    } catch (err) {
+      throw new Error(`it is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
   const parsed = ProvidersConfig.safeParse(raw);
   if (!parsed.success) throw new Error(describeIssues(parsed.error));
   const models = new Map<string, ServedModel>();
@@ -111,6 +120,12 @@ function parseProviders(source: unknown): Map<string, ServedModel> {
   return models;
 }
 
+const MODEL_NOT_FOUND = { code: "model_not_found", param: "model" };
+
+/** 404 for a model id this instance does not serve. */
+export const noSuchModel = (id: string) =>
+  new HttpError(404, `no model ${id} on this instance; GET /v1/models lists them`, {}, undefined, MODEL_NOT_FOUND);
+
 /** Every served model, by id. A malformed PROVIDERS is a 500 whose detail names the mistake. */
 export function servedModels(env: Env): Map<string, ServedModel> {
   if (cached && cached.source === env.PROVIDERS) return cached.models;
@@ -120,15 +135,25 @@ export function servedModels(env: Env): Map<string, ServedModel> {
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
     console.error("PROVIDERS is malformed:", why);
-    throw new HttpError(500, `the instance's provider configuration (PROVIDERS in wrangler.toml) is malformed: ${why}`);
+    throw new HttpError(
+      500,
+      `the instance's provider configuration (PROVIDERS in wrangler.toml) is malformed: ${why}`,
+      {},
+      undefined,
+      { code: "configuration_error" },
+    );
   }
 }
 
 /** The served model a request names, of the kind the endpoint serves: 404 when unknown, 400 when another kind. */
 export function findModel(env: Env, id: string, kind: ModelKind): ServedModel {
   const model = servedModels(env).get(id);
-  if (!model) throw new HttpError(404, `no model ${id} on this instance; GET /v1/models lists them`);
-  if (model.kind !== kind) throw new HttpError(400, `${id} is a model of kind ${model.kind}, not ${kind}`);
+  if (!model) throw noSuchModel(id);
+  if (model.kind !== kind)
+    throw new HttpError(400, `${id} is a model of kind ${model.kind}, not ${kind}`, {}, undefined, {
+      code: "model_kind_mismatch",
+      param: "model",
+    });
   return model;
 }
 
@@ -145,6 +170,9 @@ export function providerKey(env: Env, provider: string): string {
     throw new HttpError(
       503,
       `provider ${provider} has no API key on this instance; the operator sets the secret ${name}`,
+      {},
+      undefined,
+      { code: "provider_not_configured" },
     );
   }
   return key;

@@ -20,6 +20,8 @@ async function upstreamReason(response: Response): Promise<string> {
   return text.slice(0, 300) || response.statusText;
 }
 
+const UPSTREAM = { code: "upstream_error" };
+
 /**
  * POSTs `body` (the upstream model name already in it: JSON text, or a multipart form) to `<base_url><path>` with
  * the provider's key. An answer that
@@ -48,6 +50,9 @@ export async function callUpstream(
     throw new HttpError(
       502,
       `provider ${model.provider} could not be reached: ${err instanceof Error ? err.message : String(err)}`,
+      {},
+      undefined,
+      UPSTREAM,
     );
   }
   if (response.ok) return response;
@@ -58,5 +63,8 @@ export async function callUpstream(
     refusedKey
       ? `provider ${model.provider} refused the instance's API key (${response.status}): ${reason}`
       : `provider ${model.provider} answered ${response.status}: ${reason}`,
+    {},
+    undefined,
+    UPSTREAM,
   );
 }

@@ -65,7 +65,16 @@ export const chatCompletions: Handler = async (request, env, ctx) => {
   const body = await readJson(request, CompletionRequest);
   const model = findModel(env, body.model, "chat");
   if ((body.n ?? 1) > 1 && !model.forward.has("n"))
-    throw new HttpError(400, `n above 1 (several choices) is not enabled for ${model.id} on this instance`);
+    throw new HttpError(
+      400,
+      `n above 1 (several choices) is not enabled for ${model.id} on this instance`,
+      {},
+      undefined,
+      {
+        code: "unsupported_parameter",
+        param: "n",
+      },
+    );
 
   const forwarded: Record<string, unknown> = { model: model.upstreamModel };
   for (const [field, value] of Object.entries(body))

@@ -51,6 +51,7 @@ const shown = (micro: number) => {
 
 /** A refusal a client should not retry on its own (the OpenAI SDKs read x-should-retry). */
 const noRetry = { "x-should-retry": "false" };
+const QUOTA = { code: "insufficient_quota" };
 
 /** Why a limited account's hold for `need` micro-credits was refused: 402 for the balance, 429 for a window. */
 async function refusal(env: Env, userId: string, s: AccountStanding, need: number, now: number): Promise<HttpError> {
@@ -62,6 +63,7 @@ async function refusal(env: Env, userId: string, s: AccountStanding, need: numbe
       `no credits left on plan ${plan} (balance ${shown(balance)}); ask the operator for more`,
       { balance: toCredits(balance) },
       noRetry,
+      QUOTA,
     );
   }
   if (balance - s.heldMicro < need) {
@@ -72,6 +74,7 @@ async function refusal(env: Env, userId: string, s: AccountStanding, need: numbe
         "(max_tokens) or ask the operator for more credits",
       { balance: toCredits(balance) },
       noRetry,
+      QUOTA,
     );
   }
   const full = s.windows.find((w) => w.spentMicro + s.heldMicro + Math.max(need, 1) > w.limitMicro)!;
@@ -87,6 +90,7 @@ async function refusal(env: Env, userId: string, s: AccountStanding, need: numbe
     why,
     { window: report },
     retryAfter === null ? noRetry : { ...noRetry, "retry-after": String(retryAfter) },
+    { code: "spending_limit_reached" },
   );
 }
 
