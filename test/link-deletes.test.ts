@@ -50,7 +50,11 @@ describe("deleting a chat while the device is linked", () => {
     const gone = { jsonrpc: "2.0", method: "_lembas/session/deleted", params: { sessionId: "ses_bye" } };
     expect(await drain(client)).toEqual([gone, { jsonrpc: "2.0", id: "d1", result: { deleted: true } }]);
     expect(await other.next()).toEqual(gone);
-    expect(await chatsOf(user, device.deviceId)).toEqual([]);
+    // D1 follows the answer (the writes are owed through the object's queue).
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length === 0,
+    );
     expect(await pendingRows(device.deviceId)).toEqual([]);
   });
 
@@ -67,7 +71,10 @@ describe("deleting a chat while the device is linked", () => {
     const res = await pending;
     expect(res.status).toBe(200);
     expect(await jsonOf(res)).toEqual({ status: "deleted" });
-    expect(await chatsOf(user, device.deviceId)).toEqual([]);
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats.length === 0,
+    );
   });
 
   it("a refusal keeps it pending and says so; a request with bad params is refused without touching anything", async () => {
@@ -105,9 +112,11 @@ describe("deleting a chat while the device is linked", () => {
       id: 1,
       result: { deleted: false, pending: true, reason: "no answer" },
     });
-    expect(await pendingRows(device.deviceId)).toMatchObject([
-      { session_id: "ses_slow", refusals: 0, last_error: "no answer" },
-    ]);
+    await until(
+      () => pendingRows(device.deviceId),
+      (rows) => rows[0]?.last_error === "no answer",
+    );
+    expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_slow", refusals: 0 }]);
   });
 });
 
@@ -120,7 +129,10 @@ describe("pending deletes", () => {
       id: 1,
       result: { deleted: false, pending: true, reason: "offline" },
     });
-    expect(await chatsOf(user, device.deviceId)).toMatchObject([{ session_id: "ses_off", pending_delete: true }]);
+    await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats[0]?.pending_delete === true,
+    );
 
     const { peer: link } = await linkDevice(device);
     link.send({ jsonrpc: "2.0", id: await expectDelete(link, "ses_off"), result: { deleted: true } });
@@ -256,6 +268,10 @@ describe("pending deletes", () => {
     expect(res.status).toBe(202);
     expect(await jsonOf(res)).toEqual({ status: "pending", reason: expect.stringContaining('"delete" capability') });
     await link.silent();
+    await until(
+      () => pendingRows(device.deviceId),
+      (rows) => rows.length === 2,
+    );
     expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_cli" }, { session_id: "ses_old" }]);
     // A session with no chat, deleted all the same, then shared by a terminal: the announce makes no chat of it.
     expect((await client.call(2, DELETE, { sessionId: "ses_fresh" })).error).toMatchObject({ code: -32601 });

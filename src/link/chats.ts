@@ -2,8 +2,9 @@
  * Chats (D1) follow the link: a session/new answer makes one (with the cwd the client asked for, kept with the
  * request), and so do the answers to ACP's session/load, session/resume and session/fork; an announce makes or
  * refreshes one (never one pending deletion — chatFromAnnounce checks), title events and a _lembas/session/title
- * answer rename one, left marks one. Every notification still fans out first; the D1 writes run after, in the
- * background.
+ * answer rename one, left marks one. Every notification still fans out first; the D1 writes are owed through the
+ * queue (d1-queue.ts), keyed by chat, so a D1 outage delays a chat but loses none, and a chat's writes land in order
+ * with its delete's (pending-deletes.ts uses the same key).
  */
 import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../db/chats";
 import { SessionNewResult } from "../protocol/acp";
@@ -11,19 +12,42 @@ import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
 import type * as z from "zod";
-import { deviceOf, inBackground } from "./background";
+import { deviceOf } from "./background";
+import { d1Write, d1Writes, oweD1, type D1Write } from "./d1-queue";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature, RelayedAnswerObserver } from "./feature";
 import type { LinkRuntime } from "./runtime";
 
 const MEMO = "chats";
 
+/** The queue's key for one chat's writes. */
+export const chatKey = (sessionId: string) => `chat:${sessionId}`;
+
+interface Device {
+  deviceId: string;
+  ownerId: string;
+}
+
+const FROM_SESSION_NEW = d1Write("chats/session-new", (db, a: Device & { cwd: string; result: SessionNewResult }) =>
+  chatFromSessionNew(db, a.deviceId, a.ownerId, a.cwd, a.result),
+);
+const FROM_ANNOUNCE = d1Write("chats/announce", (db, a: Device & { announce: SessionAnnounce }) =>
+  chatFromAnnounce(db, a.deviceId, a.ownerId, a.announce),
+);
+const TITLE = d1Write("chats/title", (db, a: { deviceId: string; sessionId: string; title: string }) =>
+  setChatTitle(db, a.deviceId, a.sessionId, a.title),
+);
+const LEFT = d1Write("chats/left", (db, a: { deviceId: string; left: SessionLeft }) =>
+  markChatLeft(db, a.deviceId, a.left.sessionId, a.left.available),
+);
+
 /**
- * A fanned-out notification whose valid params are written to D1 after it went out; invalid ones are only logged.
- * `when` skips, cheaply, the ones that change no chat (most events).
+ * A fanned-out notification whose valid params make an owed write; invalid ones are only logged. `when` skips,
+ * cheaply, the ones that change no chat (most events).
  */
-function observe<S extends z.ZodType>(
+function observe<S extends z.ZodType, A>(
   schema: S,
-  write: (db: D1Database, device: ReturnType<typeof deviceOf>, params: z.output<S>) => Promise<unknown> | null,
+  write: D1Write<A>,
+  args: (device: ReturnType<typeof deviceOf>, params: z.output<S>) => { sessionId: string; args: A } | null,
   when: (params: unknown) => boolean = () => true,
 ): DeviceNotificationHandler {
   return {
@@ -32,8 +56,8 @@ function observe<S extends z.ZodType>(
       if (!when(message.params)) return;
       const params = check(schema, message.params);
       if (!params.ok) return console.warn(`${message.method} from the device ignored for chats: ${params.error}`);
-      const device = deviceOf(rt);
-      inBackground(rt, `chats: ${message.method}`, async () => write(rt.env.DB, device, params.value));
+      const owed = args(deviceOf(rt), params.value);
+      if (owed) oweD1(rt, write, chatKey(owed.sessionId), owed.args);
     },
   };
 }
@@ -59,15 +83,14 @@ const chatFromAnswer: RelayedAnswerObserver = (rt, request, answer) => {
   const { deviceId, ownerId } = deviceOf(rt);
   if (!result.ok || !ownerId)
     return console.warn(`${request.method} answer made no chat: ${result.ok ? "no owner known" : result.error}`);
-  inBackground(rt, `chats: ${request.method}`, () =>
-    chatFromSessionNew(rt.env.DB, deviceId, ownerId, cwd, result.value),
-  );
+  oweD1(rt, FROM_SESSION_NEW, chatKey(result.value.sessionId), { deviceId, ownerId, cwd, result: result.value });
 };
 
 const OPENING = ["session/new", "session/load", "session/resume", "session/fork"] as const;
 
 export const chats: LinkFeature = {
   name: "chats",
+  d1Writes: d1Writes(FROM_SESSION_NEW, FROM_ANNOUNCE, TITLE, LEFT),
   beforeForward: Object.fromEntries(OPENING.map((method) => [method, keepCwd])),
   relayedAnswers: {
     ...Object.fromEntries(OPENING.map((method) => [method, chatFromAnswer])),
@@ -75,25 +98,25 @@ export const chats: LinkFeature = {
       if (!answer || !("result" in answer) || request.sessionId === null) return;
       const result = check(SessionTitleResult, answer.result);
       if (!result.ok) return;
-      const sessionId = request.sessionId;
-      inBackground(rt, "chats: title", () =>
-        setChatTitle(rt.env.DB, deviceOf(rt).deviceId, sessionId, result.value.title),
-      );
+      const { sessionId } = request;
+      oweD1(rt, TITLE, chatKey(sessionId), { deviceId: deviceOf(rt).deviceId, sessionId, title: result.value.title });
     },
   },
   deviceNotifications: {
     // A title event renames the session it is about (its id is that session's).
     "_lembas/event": observe(
       EventParams,
-      (db, { deviceId }, { sessionId, event }) =>
-        typeof event.title === "string" ? setChatTitle(db, deviceId, sessionId, event.title) : null,
+      TITLE,
+      ({ deviceId }, { sessionId, event }) =>
+        typeof event.title === "string" ? { sessionId, args: { deviceId, sessionId, title: event.title } } : null,
       (params) => (params as { event?: { type?: unknown } } | undefined)?.event?.type === "title",
     ),
-    "_lembas/session/announce": observe(SessionAnnounce, (db, { deviceId, ownerId }, announce) =>
-      ownerId ? chatFromAnnounce(db, deviceId, ownerId, announce) : null,
+    "_lembas/session/announce": observe(SessionAnnounce, FROM_ANNOUNCE, ({ deviceId, ownerId }, announce) =>
+      ownerId ? { sessionId: announce.sessionId, args: { deviceId, ownerId, announce } } : null,
     ),
-    "_lembas/session/left": observe(SessionLeft, (db, { deviceId }, left) =>
-      markChatLeft(db, deviceId, left.sessionId, left.available),
-    ),
+    "_lembas/session/left": observe(SessionLeft, LEFT, ({ deviceId }, left) => ({
+      sessionId: left.sessionId,
+      args: { deviceId, left },
+    })),
   },
 };

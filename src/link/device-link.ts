@@ -65,12 +65,14 @@ import { cancel } from "./cancel";
 import { answerCard, cards } from "./cards";
 import { chats } from "./chats";
 import { core } from "./core";
+import { d1Queue } from "./d1-queue";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
 import { identityOf, type Identity } from "./identity";
 import { instanceMethods } from "./instance-methods";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
+import { presence } from "./presence";
 import { push } from "./push";
 import { replay } from "./replay";
 import { sessionLoad } from "./session-load";
@@ -94,6 +96,8 @@ import { turns } from "./turns";
  */
 const FEATURES: readonly LinkFeature[] = [
   core,
+  d1Queue,
+  presence,
   flood,
   handshake,
   forwarding,

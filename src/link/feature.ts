@@ -13,6 +13,7 @@ import type { CardMethod } from "../protocol/cards";
 import type { JsonRpcId, NotificationMessage, RequestMessage, ResponseMessage } from "../protocol/jsonrpc";
 import type { LinkRuntime } from "./runtime";
 import type { OutboundRequest } from "./outbound";
+import type { D1WriteRun } from "./d1-queue";
 import { checkSteps, type SchemaStep } from "./schema-steps";
 import type { LinkRecord } from "./store";
 
@@ -137,6 +138,8 @@ export interface LinkFeature {
   cancels?: Readonly<Record<string, CancelHandler>>;
   clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
   deadlines?: Readonly<Record<string, DeadlineHandler>>;
+  /** The D1 writes the feature owes through the queue (d1-queue.ts), by kind; make them with d1Write/d1Writes. */
+  d1Writes?: Readonly<Record<string, D1WriteRun>>;
   /** The link finished its handshake (after initialize). */
   onLinkUp?: (rt: LinkRuntime, link: LinkRecord) => void | Promise<void>;
   /** The link went down (or was replaced); it had reached `up` when `wasUp`. */
@@ -151,7 +154,14 @@ export interface LinkFeature {
   status?: (rt: LinkRuntime) => Record<string, unknown>;
 }
 
-type Keyed = "clientMethods" | "deviceRequests" | "deviceAnswers" | "cancels" | "clientAnswers" | "deadlines";
+type Keyed =
+  | "clientMethods"
+  | "deviceRequests"
+  | "deviceAnswers"
+  | "cancels"
+  | "clientAnswers"
+  | "deadlines"
+  | "d1Writes";
 type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
 const HANDLER_FIELDS = [
   "clientMethods",
@@ -160,6 +170,7 @@ const HANDLER_FIELDS = [
   "cancels",
   "clientAnswers",
   "deadlines",
+  "d1Writes",
   "beforeForward",
   "deviceNotifications",
   "relayedAnswers",
@@ -172,6 +183,7 @@ export interface Registry {
   readonly deviceRequests: ReadonlyMap<string, DeviceRequestHandler>;
   readonly deviceAnswers: ReadonlyMap<string, DeviceAnswerHandler>;
   readonly cancels: ReadonlyMap<string, CancelHandler>;
+  readonly d1Writes: ReadonlyMap<string, D1WriteRun>;
   readonly clientAnswers: ReadonlyMap<string, ClientAnswerHandler>;
   readonly deadlines: ReadonlyMap<string, DeadlineHandler>;
   readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
@@ -251,6 +263,7 @@ export function buildRegistry(listed: readonly LinkFeature[]): Registry {
     deviceRequests: keyed(features, "deviceRequests"),
     deviceAnswers: keyed(features, "deviceAnswers"),
     cancels: keyed(features, "cancels"),
+    d1Writes: keyed(features, "d1Writes"),
     clientAnswers: keyed(features, "clientAnswers"),
     deadlines: keyed(features, "deadlines"),
     beforeForward: observed(features, "beforeForward"),

@@ -11,8 +11,8 @@ import { Hello } from "../protocol/lembas";
 import { check } from "../protocol/issues";
 import type { Classified } from "../protocol/jsonrpc";
 import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../version";
-import { markLinked, markUnlinked } from "../db/device-presence";
 import type { LinkDownReason, LinkFeature } from "./feature";
+import { oweLinked, oweUnlinked } from "./presence";
 import type { LinkRuntime } from "./runtime";
 import { closeSocket, socketById } from "./sockets";
 import type { LinkRecord } from "./store";
@@ -84,8 +84,7 @@ export async function endLink(rt: LinkRuntime, link: LinkRecord, reason: LinkDow
   rt.links.update(link.linkId, { state: "down", downAt: at });
   rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
   await rt.emit("onLinkDown", { ...link, state: "down", downAt: at }, reason, wasUp);
-  const deviceId = rt.deviceId();
-  if (deviceId && reason !== "replaced") await markUnlinked(rt.env.DB, deviceId, at);
+  if (reason !== "replaced") oweUnlinked(rt, at);
 }
 
 export const handshake: LinkFeature = {
@@ -133,11 +132,9 @@ export const handshake: LinkFeature = {
       rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
       const up = rt.link()!;
       await rt.emit("onLinkUp", up);
-      const deviceId = rt.deviceId();
-      if (deviceId && up.hello) {
-        await markLinked(
-          rt.env.DB,
-          deviceId,
+      if (up.hello) {
+        oweLinked(
+          rt,
           {
             protocol: up.protocol ?? up.hello.protocol,
             host: up.hello.device.host,

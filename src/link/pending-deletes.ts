@@ -34,7 +34,9 @@ import {
 } from "../protocol/jsonrpc";
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
 import { deviceOf, inBackground } from "./background";
-import { failureAnswer } from "./failures";
+import { chatKey } from "./chats";
+import { d1Write, d1Writes, oweD1, owedCount, workQueue } from "./d1-queue";
+import { failureAnswer, logFailure } from "./failures";
 import { ANSWER_LATER, type LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import type { LinkRuntime } from "./runtime";
@@ -53,6 +55,27 @@ export const REASONS = {
   noAnswer: "no answer",
   linkDown: "link down",
 } as const;
+
+const RECORD = d1Write(
+  "pending-deletes/record",
+  (db, a: { deviceId: string; userId: string; sessionId: string; reason: string }) =>
+    recordPendingDelete(db, a.deviceId, a.userId, a.sessionId, a.reason),
+);
+const CLEAR = d1Write("pending-deletes/clear", (db, a: { deviceId: string; sessionId: string }) =>
+  clearPendingDelete(db, a.deviceId, a.sessionId),
+);
+
+/** Keeps the delete pending (D1, through the queue: in order with the chat's other writes). */
+function keep(rt: LinkRuntime, sessionId: string, userId: string, reason: string): string {
+  oweD1(rt, RECORD, chatKey(sessionId), { deviceId: deviceOf(rt).deviceId, userId, sessionId, reason });
+  return reason;
+}
+
+/** The device took the delete: the pending row and the chat go (D1, through the queue), and every client is told. */
+function done(rt: LinkRuntime, sessionId: string): void {
+  oweD1(rt, CLEAR, chatKey(sessionId), { deviceId: deviceOf(rt).deviceId, sessionId });
+  chatGone(rt, sessionId);
+}
 
 /** What a client's delete is answered with. */
 export interface DeleteAnswer {
@@ -94,20 +117,30 @@ function send(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): boolean {
 async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<string | null> {
   // The chat's prompts kept for the next link are never sent: the device is not to get a prompt for a deleted chat.
   withdrawKept(rt, sessionId, { cancelOnRelink: false });
-  const { deviceId } = deviceOf(rt);
-  const keep = async (reason: string) => {
-    await recordPendingDelete(rt.env.DB, deviceId, memo.userId, sessionId, reason);
-    return reason;
-  };
-  if (!rt.upLink()) return keep(REASONS.offline);
-  if (!rt.capabilities().includes("delete")) return keep(REASONS.unsupported);
-  await keep(REASONS.awaiting);
-  return send(rt, sessionId, memo) ? null : keep(REASONS.offline);
+  if (!rt.upLink()) return keep(rt, sessionId, memo.userId, REASONS.offline);
+  if (!rt.capabilities().includes("delete")) return keep(rt, sessionId, memo.userId, REASONS.unsupported);
+  keep(rt, sessionId, memo.userId, REASONS.awaiting);
+  return send(rt, sessionId, memo) ? null : keep(rt, sessionId, memo.userId, REASONS.offline);
 }
 
-/** The device refused: counted, and at the fifth the instance gives up and the chat goes. */
+/**
+ * The device refused: counted, and at the fifth the instance gives up and the chat goes. The count is read back,
+ * so it is written now, after the chat's owed writes — and when D1 cannot take it, the refusal is not counted (the
+ * delete stays pending and goes again with the next link) and the client is told so.
+ */
 async function refused(rt: LinkRuntime, sessionId: string, why: string): Promise<DeleteAnswer> {
-  const refusal = await recordRefusal(rt.env.DB, deviceOf(rt).deviceId, sessionId, why);
+  await workQueue(rt);
+  const uncounted = () =>
+    new RpcError(
+      ErrorCode.InternalError,
+      `the device refused the delete (${why}); the instance's storage failed, so the refusal was not counted and the delete stays pending`,
+      { reason: "storage", pending: true },
+    );
+  if (owedCount(rt, chatKey(sessionId)) > 0) throw uncounted();
+  const refusal = await recordRefusal(rt.env.DB, deviceOf(rt).deviceId, sessionId, why).catch((err: unknown) => {
+    logFailure(rt, "counting a refused delete", err);
+    throw uncounted();
+  });
   if (refusal && !refusal.givenUp) return pending(`refused: ${why}`);
   if (refusal?.givenUp) chatGone(rt, sessionId);
   const done = refusal
@@ -121,19 +154,15 @@ async function refused(rt: LinkRuntime, sessionId: string, why: string): Promise
  * taking it (the spec's { deleted }: false for a session it no longer has, done as well) and is passed on as it is.
  */
 async function settle(rt: LinkRuntime, sessionId: string, memo: DeleteMemo, answer: ResponseMessage): Promise<unknown> {
-  const { deviceId } = deviceOf(rt);
   if ("result" in answer) {
     const result = check(SessionDeleteResult, answer.result);
     if (!result.ok) console.warn(`${DELETE} answered with an unexpected result, taken as done: ${result.error}`);
-    await clearPendingDelete(rt.env.DB, deviceId, sessionId);
-    chatGone(rt, sessionId);
+    done(rt, sessionId);
     return answer.result;
   }
   const { code, message } = answer.error;
   if (code === ErrorCode.Timeout || code === ErrorCode.Offline) {
-    const reason = code === ErrorCode.Timeout ? REASONS.noAnswer : REASONS.linkDown;
-    await recordPendingDelete(rt.env.DB, deviceId, memo.userId, sessionId, reason);
-    return pending(reason);
+    return pending(keep(rt, sessionId, memo.userId, code === ErrorCode.Timeout ? REASONS.noAnswer : REASONS.linkDown));
   }
   return refused(rt, sessionId, message);
 }
@@ -163,6 +192,7 @@ export async function deleteForPerson(rt: LinkRuntime, sessionId: string, userId
 
 export const pendingDeletes: LinkFeature = {
   name: "pending-deletes",
+  d1Writes: d1Writes(RECORD, CLEAR),
   clientMethods: {
     [DELETE]: async (rt, peer, params, message) => {
       const checked = check(SessionDeleteParams, params);
@@ -202,8 +232,10 @@ export const pendingDeletes: LinkFeature = {
       handle: (rt, message) => {
         const params = check(SessionDeleted, message.params);
         if (!params.ok) return console.warn(`${DELETED} from the device ignored: ${params.error}`);
-        const { deviceId } = deviceOf(rt);
-        inBackground(rt, DELETED, () => clearPendingDelete(rt.env.DB, deviceId, params.value.sessionId));
+        oweD1(rt, CLEAR, chatKey(params.value.sessionId), {
+          deviceId: deviceOf(rt).deviceId,
+          sessionId: params.value.sessionId,
+        });
       },
     },
   },
@@ -211,6 +243,8 @@ export const pendingDeletes: LinkFeature = {
     if (!rt.capabilities().includes("delete")) return;
     const { deviceId } = deviceOf(rt);
     inBackground(rt, "sending pending deletes", async () => {
+      // Deletes still owed to D1 land first, so they are listed too.
+      await workQueue(rt);
       for (const kept of await listPendingDeletes(rt.env.DB, deviceId)) {
         if (rt.upLink()?.linkId !== link.linkId || !send(rt, kept.session_id, { userId: kept.user_id })) return;
       }
