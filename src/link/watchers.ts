@@ -30,10 +30,10 @@ export const watch: ClientMethodHandler = (rt, peer, params) => {
   return {};
 };
 
-/** Whether some client socket shows this chat (any chat, for null) in a visible page. */
-export function isWatched(rt: LinkRuntime, sessionId: string | null): boolean {
+/** Whether some client socket shows this chat in a visible page. */
+export function isWatched(rt: LinkRuntime, sessionId: string): boolean {
   return rt.clientSockets().some((ws) => {
     const watching = attachmentOf(ws)?.watch;
-    return watching?.v === true && (sessionId === null ? watching.s !== null : watching.s === sessionId);
+    return watching?.v === true && watching.s === sessionId;
   });
 }

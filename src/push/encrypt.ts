@@ -63,7 +63,7 @@ export async function encryptPushMessage(
   const sender = fixed?.sender ?? ((await crypto.subtle.generateKey(P256_ECDH, true, ["deriveBits"])) as CryptoKeyPair);
   const senderPublic = new Uint8Array((await crypto.subtle.exportKey("raw", sender.publicKey)) as ArrayBuffer);
   // WebCrypto's member is `public`; the Workers types spell it `$public` (a reserved word in their IDL).
-  const ecdh = { name: "ECDH", public: receiverKey } as unknown as SubtleCryptoDeriveKeyAlgorithm;
+  const ecdh = { name: "ECDH", public: receiverKey } as unknown as Parameters<SubtleCrypto["deriveBits"]>[0];
   const shared = new Uint8Array(await crypto.subtle.deriveBits(ecdh, sender.privateKey, 256));
   const keyInfo = concat(text.encode("WebPush: info\0"), receiver.p256dh, senderPublic);
   const ikm = await hkdf(receiver.auth, shared, keyInfo, 32);

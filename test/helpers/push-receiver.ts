@@ -4,7 +4,8 @@
  * VAPID Authorization header against the instance's public key.
  */
 const P256 = { name: "ECDH", namedCurve: "P-256" } as const;
-const utf8 = new TextEncoder();
+/** UTF-8 bytes in a buffer of their own (WebCrypto takes no view of a shared buffer). */
+const utf8 = { encode: (text: string) => new Uint8Array(new TextEncoder().encode(text)) };
 
 export const b64u = (bytes: ArrayBuffer | Uint8Array) => {
   let s = "";
@@ -22,7 +23,7 @@ export const unb64u = (text: string) =>
     (c) => c.charCodeAt(0),
   );
 
-function join(...parts: Uint8Array[]): Uint8Array {
+function join(...parts: Uint8Array<ArrayBuffer>[]): Uint8Array<ArrayBuffer> {
   const out = new Uint8Array(parts.reduce((n, p) => n + p.length, 0));
   let at = 0;
   for (const p of parts) {
@@ -32,13 +33,21 @@ function join(...parts: Uint8Array[]): Uint8Array {
   return out;
 }
 
-async function hmacSha256(key: Uint8Array, data: Uint8Array): Promise<Uint8Array> {
+async function hmacSha256(
+  key: Uint8Array<ArrayBuffer>,
+  data: Uint8Array<ArrayBuffer>,
+): Promise<Uint8Array<ArrayBuffer>> {
   const k = await crypto.subtle.importKey("raw", key, { name: "HMAC", hash: "SHA-256" }, false, ["sign"]);
   return new Uint8Array(await crypto.subtle.sign("HMAC", k, data));
 }
 
 /** HKDF written out (RFC 5869) with HMAC, rather than WebCrypto's HKDF the sender uses: extract, then one block. */
-async function hkdf(salt: Uint8Array, ikm: Uint8Array, info: Uint8Array, length: number): Promise<Uint8Array> {
+async function hkdf(
+  salt: Uint8Array<ArrayBuffer>,
+  ikm: Uint8Array<ArrayBuffer>,
+  info: Uint8Array<ArrayBuffer>,
+  length: number,
+): Promise<Uint8Array<ArrayBuffer>> {
   const prk = await hmacSha256(salt, ikm);
   return (await hmacSha256(prk, join(info, Uint8Array.of(1)))).slice(0, length);
 }
@@ -59,9 +68,10 @@ export async function makeSubscription(endpoint: string): Promise<TestSubscripti
 
 /** Decrypts an aes128gcm push body as the browser does; throws when it does not open. */
 export async function decryptPush(
-  body: Uint8Array,
+  message: Uint8Array,
   sub: Pick<TestSubscription, "keys" | "privateKey">,
 ): Promise<string> {
+  const body = new Uint8Array(message);
   const salt = body.slice(0, 16);
   const rs = new DataView(body.buffer, body.byteOffset).getUint32(16);
   const idlen = body[20]!;
@@ -70,7 +80,7 @@ export async function decryptPush(
   if (records.length > rs) throw new Error(`one record expected, ${records.length} bytes with rs ${rs}`);
   const uaPublic = unb64u(sub.keys.p256dh);
   const senderKey = await crypto.subtle.importKey("raw", senderPublic, P256, false, []);
-  const ecdh = { name: "ECDH", public: senderKey } as unknown as SubtleCryptoDeriveKeyAlgorithm;
+  const ecdh = { name: "ECDH", public: senderKey } as unknown as Parameters<SubtleCrypto["deriveBits"]>[0];
   const shared = new Uint8Array(await crypto.subtle.deriveBits(ecdh, sub.privateKey, 256));
   const ikm = await hkdf(
     unb64u(sub.keys.auth),
