@@ -86,13 +86,73 @@ describe("link handshake", () => {
     expect((await deviceRow(device.deviceId))!.online).toBe(0);
   });
 
-  it("closes a hello that is not a hello (no device) with 4400 and says what is wrong", async () => {
+  it("closes a hello it cannot read (no device) with 4422 saying what is wrong — 4400 is only for a protocol", async () => {
     const device = await createDevice((await createUser()).userId);
     const link = await openLink(device);
     link.send({ jsonrpc: "2.0", method: "_lembas/hello", params: { protocol: 2 } });
     const closed = await link.closed;
-    expect(closed.code).toBe(4400);
+    expect(closed.code).toBe(4422);
     expect(closed.reason).toContain("device");
+  });
+
+  /** A device that says hello (as given) and answers initialize with `result`; returns the client that saw it. */
+  async function handshakeWith(result: unknown, helloParams: Record<string, unknown> = hello(2).params) {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send({ jsonrpc: "2.0", method: "_lembas/hello", params: helloParams });
+    const init = await link.next();
+    link.send({ jsonrpc: "2.0", id: init.id, result });
+    return { user, device, link };
+  }
+
+  it("links up a device that says lembas: true, or _meta.lembas without protocol, as protocol 1 with what it said", async () => {
+    const plain = initializeResult(2);
+    for (const lembas of [true, { capabilities: ["files", "teleport", 7], limits: null, connection: "x" }]) {
+      const { user, device } = await handshakeWith({ ...plain, _meta: { lembas } });
+      const client = await attachClient(user, device.deviceId);
+      await waitUntilUp(client);
+      const status = (await client.call("s", "_instance/status")).result as Record<string, unknown>;
+      expect(status).toMatchObject({ link: "up", protocol: 1 });
+      expect(status.capabilities).toEqual(lembas === true ? [] : ["files", "teleport"]);
+      expect((await deviceRow(device.deviceId))!.protocol).toBe(1);
+    }
+  });
+
+  it("links up a device whose hello and initialize give partial or null limits, keeping what they said", async () => {
+    const said = hello(2).params;
+    const { user, device } = await handshakeWith(
+      { ...initializeResult(2), _meta: { lembas: { protocol: 2, limits: { max_mode: "edit" }, capabilities: [] } } },
+      { ...said, limits: { max_mode: "manual" } },
+    );
+    const client = await attachClient(user, device.deviceId);
+    await waitUntilUp(client);
+    const status = (await client.call("s", "_instance/status")).result as Record<string, unknown>;
+    expect(status).toMatchObject({
+      protocol: 2,
+      hello: { limits: { max_mode: "manual" } },
+      lembas: { limits: { max_mode: "edit" } },
+    });
+    const noLimits = await handshakeWith(initializeResult(2), { ...said, limits: undefined });
+    const other = await attachClient(noLimits.user, noLimits.device.deviceId);
+    await waitUntilUp(other);
+    expect(((await other.call("s", "_instance/status")).result as { hello: unknown }).hello).toMatchObject({
+      limits: null,
+    });
+  });
+
+  it("closes with 4400 an initialize that names a link protocol the instance does not speak", async () => {
+    const { link } = await handshakeWith({ ...initializeResult(2), _meta: { lembas: { protocol: 3 } } });
+    const closed = await link.closed;
+    expect(closed.code).toBe(4400);
+    expect(closed.reason).toContain("link protocol 3 is not spoken here");
+  });
+
+  it("closes with 4422 an initialize result it cannot read, saying what was wrong", async () => {
+    const { link } = await handshakeWith({ agentCapabilities: {} });
+    const closed = await link.closed;
+    expect(closed.code).toBe(4422);
+    expect(closed.reason).toContain("protocolVersion");
   });
 
   it("closes a link whose first frame is not the hello with 4408", async () => {

@@ -112,17 +112,26 @@ describe("the device's hello and initialize result", () => {
     });
   });
 
-  it("refuse a lembas meta without a protocol, or with capabilities that are not strings", () => {
-    expect(check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { capabilities: [] } } })).toMatchObject({
+  it("read a lembas meta leniently: true or no protocol is protocol 1, capabilities that are not strings are left out", () => {
+    const lembasOf = (lembas: unknown) => {
+      const read = check(InitializeResult, { protocolVersion: 1, _meta: { lembas } });
+      if (!read.ok) throw new Error(read.error);
+      return read.value._meta?.lembas;
+    };
+    expect(lembasOf(true)).toEqual({ protocol: 1, capabilities: [] });
+    expect(lembasOf({ capabilities: ["files"] })).toMatchObject({ protocol: 1, capabilities: ["files"] });
+    expect(lembasOf({ protocol: 2, capabilities: [1, "turns"], limits: { roots: 7 } })).toMatchObject({
+      protocol: 2,
+      capabilities: ["turns"],
+      limits: {},
+    });
+    expect(check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { protocol: "two" } } })).toMatchObject({
       ok: false,
       error: expect.stringContaining("_meta.lembas.protocol"),
     });
-    expect(
-      check(InitializeResult, { protocolVersion: 1, _meta: { lembas: { protocol: 2, capabilities: [1] } } }),
-    ).toMatchObject({ ok: false });
   });
 
-  it("read the spec's hello, and refuse one without a protocol or device", () => {
+  it("read the spec's hello, and refuse one whose protocol or device cannot be read", () => {
     const hello = {
       protocol: 2,
       version: "1.4.0",

@@ -24,6 +24,9 @@ const INITIALIZE_PURPOSE = "handshake/initialize";
 
 const speaks = (protocol: number): protocol is LinkProtocol => (LINK_PROTOCOLS as readonly number[]).includes(protocol);
 
+const notSpoken = (protocol: number) =>
+  `link protocol ${protocol} is not spoken here (this instance speaks ${LINK_PROTOCOLS.join(", ")}); update one of them`;
+
 /** A new device socket: any earlier link is replaced, and this one waits for its hello. */
 export async function beginLink(rt: LinkRuntime, linkId: string, deviceId: string, ownerId: string): Promise<void> {
   rt.links.setMeta("device_id", deviceId);
@@ -64,13 +67,17 @@ export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Cla
     );
   }
   const hello = check(Hello, frame.message.params);
-  if (!hello.ok)
-    return refuse(rt, link, CloseCode.ProtocolMismatch, `bad ${HELLO_METHOD}: ${hello.error}`, "protocol_mismatch");
-  const { protocol } = hello.value;
-  if (!speaks(protocol)) {
-    const reason = `link protocol ${protocol} is not spoken here (this instance speaks ${LINK_PROTOCOLS.join(", ")}); update one of them`;
-    return refuse(rt, link, CloseCode.ProtocolMismatch, reason, "protocol_mismatch");
+  if (!hello.ok) {
+    return refuse(
+      rt,
+      link,
+      CloseCode.HandshakeFailed,
+      `unreadable ${HELLO_METHOD}: ${hello.error}`,
+      "handshake_failed",
+    );
   }
+  const { protocol } = hello.value;
+  if (!speaks(protocol)) return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
   rt.links.update(link.linkId, { state: "initialize", protocol, hello: hello.value });
   rt.deadlines.set(HANDSHAKE_DEADLINE, link.linkId, Date.now() + INITIALIZE_WITHIN_MS);
   rt.requestDevice("initialize", initializeParams(protocol, VERSION), INITIALIZE_PURPOSE);
@@ -109,7 +116,7 @@ export const handshake: LinkFeature = {
           rt,
           link,
           CloseCode.HandshakeFailed,
-          `bad initialize result: ${result.error}`,
+          `unreadable initialize result: ${result.error}`,
           "handshake_failed",
         );
       if (result.value.protocolVersion !== 1) {
@@ -122,13 +129,13 @@ export const handshake: LinkFeature = {
         );
       }
       const lembas = result.value._meta?.lembas;
+      // What initialize's _meta.lembas says wins over the hello (a _meta.lembas without protocol says 1).
+      const protocol = lembas?.protocol ?? link.protocol;
+      if (protocol !== null && !speaks(protocol)) {
+        return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
+      }
       const at = Date.now();
-      rt.links.update(link.linkId, {
-        state: "up",
-        initialize: result.value,
-        protocol: lembas?.protocol ?? link.protocol,
-        upAt: at,
-      });
+      rt.links.update(link.linkId, { state: "up", initialize: result.value, protocol, upAt: at });
       rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
       const up = rt.link()!;
       await rt.emit("onLinkUp", up);

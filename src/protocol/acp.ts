@@ -181,21 +181,39 @@ export const ClientCancelRequestParams = z
 
 // ---- agent → client: initialize's result ----
 
-export const DeviceLimits = z.looseObject({
-  roots: z.array(z.string()),
-  max_mode: z.string().nullish(),
-  require_trust: z.boolean().optional(),
-});
+/**
+ * What a device says it allows (hello and initialize's `limits`), read leniently: a field that cannot be read is
+ * left out, and limits that cannot be read at all are none (null) — the device still applies its own.
+ */
+export const DeviceLimits = z
+  .looseObject({
+    roots: z.array(z.string()).optional().catch(undefined),
+    max_mode: z.string().nullish().catch(undefined),
+    require_trust: z.boolean().optional().catch(undefined),
+  })
+  .nullable()
+  .catch(null);
 export type DeviceLimits = z.infer<typeof DeviceLimits>;
 
-/** `_meta.lembas` of the device's initialize result: what it speaks and promises. Protocol 1 devices may say less. */
-export const InitializeLembasMeta = z.looseObject({
-  protocol: z.number().int().positive(),
-  harness_spec: z.string().nullish(),
-  limits: DeviceLimits.nullable().optional(),
-  connection: z.string().nullable().optional(),
-  capabilities: z.array(z.string()).default([]),
-});
+/**
+ * `_meta.lembas` of the device's initialize result: what it speaks and promises. A device links up with what it
+ * said: `lembas: true` (protocol 1's way) or an object without protocol means protocol 1; capabilities the
+ * instance does not know are kept (and never relied on), ones that are not strings dropped.
+ */
+export const InitializeLembasMeta = z.preprocess(
+  (said) => (said === true ? {} : said),
+  z.looseObject({
+    protocol: z.number().int().positive().default(1),
+    harness_spec: z.string().nullish().catch(undefined),
+    limits: DeviceLimits.optional(),
+    connection: z.string().nullable().optional().catch(undefined),
+    capabilities: z
+      .array(z.unknown())
+      .catch([])
+      .default([])
+      .transform((listed) => listed.filter((c): c is string => typeof c === "string")),
+  }),
+);
 export type InitializeLembasMeta = z.infer<typeof InitializeLembasMeta>;
 
 /** An ACP offer given as an object (`{}`: supported); absent, null or anything else: not offered. */
@@ -225,10 +243,11 @@ export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 export const InitializeResult = z.looseObject({
   protocolVersion: z.number().int(),
   agentCapabilities: AgentCapabilities.optional().catch(undefined),
-  authMethods: z.array(z.unknown()).optional(),
+  authMethods: z.array(z.unknown()).optional().catch(undefined),
   agentInfo: z
     .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })
-    .optional(),
+    .optional()
+    .catch(undefined),
   // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
   _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
 });

@@ -1,6 +1,9 @@
 /** WebSocket close codes the instance uses (application range 4000–4999); reasons stay under 123 bytes. */
 export const CloseCode = {
-  /** The device's hello names a protocol the instance does not speak (the spec's 4400: do not redial). */
+  /**
+   * The device speaks a protocol the instance does not: its hello's or initialize's link protocol, or an ACP
+   * protocolVersion other than 1 (the spec's 4400: do not redial). Nothing else closes with it.
+   */
   ProtocolMismatch: 4400,
   /** The device was revoked: its token no longer works. */
   Revoked: 4401,
@@ -8,7 +11,11 @@ export const CloseCode = {
   CredentialEnded: 4403,
   /** The device is gone (revoked or deleted) — said to browser sockets attached to it. */
   DeviceGone: 4404,
-  /** The device answered initialize with an error or with something that is not an initialize result. */
+  /**
+   * The hello or the initialize answer could not be read, or initialize was answered with an error; the reason says
+   * what was wrong. A handshake that says less than the spec (no limits, unknown capabilities, `lembas: true`) is
+   * not refused: the link comes up with what was said.
+   */
   HandshakeFailed: 4422,
   /** No hello first, or no hello (or no initialize answer) in time. */
   HandshakeTimeout: 4408,

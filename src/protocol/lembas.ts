@@ -71,11 +71,11 @@ export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
 
 /** Sent once when the link opens, before initialize. */
 export const Hello = z.looseObject({
-  protocol: z.number().int().positive(),
+  protocol: z.number().int().positive().default(1),
   version: z.string().optional(),
   harness_spec: z.string().nullish(),
   device: z.looseObject({ host: z.string(), platform: z.string() }),
-  limits: DeviceLimits.nullable(),
+  limits: DeviceLimits.optional().transform((limits) => limits ?? null),
 });
 export type Hello = z.infer<typeof Hello>;
 
