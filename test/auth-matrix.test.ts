@@ -213,6 +213,9 @@ const ROWS: Row[] = [
   },
   { route: "POST /v1/embeddings", takes: "device or API token", body: () => ({ model: "fake/embed", input: "hi" }) },
   { route: "GET /v1/usage", takes: "device or API token" },
+  // The same reports for a signed-in person (the web UI).
+  { route: "GET /api/usage", takes: "person" },
+  { route: "GET /api/models", takes: "person" },
 ];
 
 const methodOf = (row: Row) => row.route.split(" ")[0]!;

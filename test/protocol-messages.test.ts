@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { InitializeResult, PromptParams, PromptResult, SessionUpdateParams, PROMPT_LIMITS } from "../src/protocol/acp";
+import { InitializeResult, PromptParams, PromptResult, SessionUpdateParams } from "../src/protocol/acp";
+import { PROMPT_LIMITS } from "../src/protocol/prompt-limits";
 import {
   EventParams,
   FilesSearchParams,

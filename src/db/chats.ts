@@ -4,21 +4,9 @@
  */
 import type { SessionNewResult } from "../protocol/acp";
 import type { SessionAnnounce } from "../protocol/lembas";
+import type { ChatInfo } from "../protocol/http-api";
 
-/** A chat as its owner sees it (GET /api/chats). */
-export interface ChatInfo {
-  device_id: string;
-  session_id: string;
-  title: string | null;
-  cwd: string;
-  origin: "web" | "terminal";
-  model: string | null;
-  mode: string | null;
-  busy: boolean;
-  updated_at: number;
-  /** The person deleted it and the device has not taken the delete yet. */
-  pending_delete: boolean;
-}
+export type { ChatInfo };
 
 interface ChatInfoRow extends Omit<ChatInfo, "busy" | "pending_delete"> {
   busy: number;

@@ -1,4 +1,5 @@
 /** Devices (table `devices`): logins of LLeMbas CLI or the bridge, and what their last link said. */
+import type { DeviceInfo } from "../protocol/http-api";
 
 export interface DeviceCredentialRow {
   id: string;
@@ -10,19 +11,7 @@ export function findDeviceCredential(db: D1Database, id: string): Promise<Device
   return db.prepare("SELECT id, user_id, secret_hash FROM devices WHERE id = ?").bind(id).first<DeviceCredentialRow>();
 }
 
-/** A device as its owner sees it (GET /api/devices). */
-export interface DeviceInfo {
-  id: string;
-  name: string;
-  online: boolean;
-  last_seen: number | null;
-  protocol: number | null;
-  host: string | null;
-  platform: string | null;
-  capabilities: unknown;
-  agent_info: unknown;
-  created_at: number;
-}
+export type { DeviceInfo };
 
 interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "agent_info"> {
   online: number;

@@ -3,6 +3,7 @@
  * not taken — it was not linked, did not answer, or refused. The chat stays, marked, until the device answers; the
  * delete is sent again after each link's initialize; after MAX_REFUSALS refusals the instance gives up.
  */
+import type { DeleteOutcome } from "../protocol/http-api";
 import { deleteChat, deleteChatStatement } from "./chats";
 
 export const MAX_REFUSALS = 5;
@@ -92,11 +93,4 @@ export async function listPendingDeletes(db: D1Database, deviceId: string): Prom
   return results;
 }
 
-/**
- * What became of a person's delete: taken by the device, kept to be sent again (reason: why not now), or failed —
- * the instance could not even keep it (reason says so; nothing changed, so asking again is safe).
- */
-export interface DeleteOutcome {
-  status: "deleted" | "pending" | "failed";
-  reason?: string;
-}
+export type { DeleteOutcome };

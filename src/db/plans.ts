@@ -4,7 +4,9 @@
  */
 import { toCredits, toMicro } from "./micro-credits";
 
-export type Currency = "EUR" | "USD" | "GBP";
+import type { Currency } from "../protocol/http-api";
+
+export type { Currency };
 
 export interface PlanWindow {
   /** As the operator wrote it: "5h", "7d". */

@@ -14,6 +14,7 @@ import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/passw
 import { issueToken, parseToken } from "../crypto/tokens";
 import { findUser, findUserCredential, insertFirstAdmin, type UserRow } from "../db/users";
 import { deleteSession, insertSession } from "../db/sessions";
+import type { UserView } from "../protocol/http-api";
 
 export const email = z.email().max(254);
 /** Long enough to matter, short enough that hashing it costs nothing unusual. */
@@ -29,7 +30,7 @@ const loginBody = z.object({ email: z.string().max(254), password: z.string().ma
 const UNKNOWN_USER_HASH = `pbkdf2-sha256$${PBKDF2_ITERATIONS}$${"A".repeat(22)}$${"A".repeat(43)}`;
 
 /** An account as the API shows it. */
-export const userView = (user: UserRow) => ({ id: user.id, email: user.email, admin: user.admin === 1 });
+export const userView = (user: UserRow): UserView => ({ id: user.id, email: user.email, admin: user.admin === 1 });
 
 export const setup: Handler = async (request, env) => {
   assertSameOrigin(request);

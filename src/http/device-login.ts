@@ -5,6 +5,7 @@
 import * as z from "zod";
 import type { Env } from "../env";
 import type { Handler } from "./routes";
+import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
 import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";
 import { HttpError, json } from "./respond";
@@ -103,7 +104,7 @@ const deviceName = (code: DeviceCodeRow) => code.name ?? code.host ?? "device";
  * What a person must see before approving a code, and what the approval names: the device as its CLI described
  * itself, when it asked, and the account it joins — so a code planted by someone else cannot pass unnoticed.
  */
-async function waitingLogin(env: Env, code: DeviceCodeRow, person: Person, now: number) {
+async function waitingLogin(env: Env, code: DeviceCodeRow, person: Person, now: number): Promise<WaitingLogin> {
   const account = await findUser(env.DB, person.userId);
   if (!account) throw new HttpError(401, "this account no longer exists");
   return {
@@ -132,7 +133,8 @@ export const approve: Handler = async (request, env) => {
   const shown = await waitingLogin(env, code, person, now);
   if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name: shown.name, now })))
     throw codeGone();
-  return json({ device_id: deviceId, ...shown });
+  const approved: ApprovedDevice = { device_id: deviceId, ...shown };
+  return json(approved);
 };
 
 export const deny: Handler = async (request, env) => {

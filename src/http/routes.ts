@@ -7,10 +7,10 @@ import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { answerCardOverHttp } from "./card-answer";
 import { clientRpc, clientSocket, deviceLink } from "./link-routes";
-import { getModel, listModels } from "./v1/models";
+import { getModel, listModels, listModelsForPerson } from "./v1/models";
 import { chatCompletions } from "./v1/completions";
 import { embeddings } from "./v1/embeddings";
-import { usage } from "./v1/usage";
+import { accountUsage, usage } from "./v1/usage";
 import { getPersonalization, putPersonalization } from "./v1/personalization";
 import {
   adminAssignPlan,
@@ -70,7 +70,10 @@ export function buildRouter(): AppRouter {
     .post("/api/devices/token", token)
     .get("/api/devices", listOwnDevices)
     .patch("/api/devices/:id", renameOwnDevice)
-    .delete("/api/devices/:id", revokeDevice);
+    .delete("/api/devices/:id", revokeDevice)
+    // What the CLI's API reports, for the signed-in person's web UI.
+    .get("/api/usage", accountUsage)
+    .get("/api/models", listModelsForPerson);
   // The CLI's HTTP API (a device token, or an API token where allowed), and the operator's plans and credits.
   router
     .get("/v1/models", listModels)

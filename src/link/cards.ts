@@ -24,6 +24,7 @@ import { PermissionSettled } from "../protocol/lembas";
 import { type Card, CardStore, CARDS_STEPS, type EndedHow, keyText, parseKeyText } from "./card-store";
 import type { DeviceRequestHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";
+import type { OpenCardStatus } from "../protocol/instance";
 import { attachmentOf, sendJson, socketById } from "./sockets";
 
 export const SETTLED = "_lembas/permission/settled";
@@ -259,7 +260,7 @@ export const cards: LinkFeature = {
     // The one socket that could have answered may be the one that left.
     for (const card of store.open()) endIfNobodyCan(rt, card);
   },
-  status: (rt) => ({
+  status: (rt): { cards: OpenCardStatus[] } => ({
     cards: storeOf(rt)
       .open()
       .map((card) => ({

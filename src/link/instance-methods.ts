@@ -15,10 +15,11 @@ import { rpcNotification, RpcError } from "../protocol/jsonrpc";
 import type { LinkFeature } from "./feature";
 import { OFFLINE, type LinkRuntime } from "./runtime";
 import type { LinkRecord } from "./store";
+import type { InstanceStatus, LinkFacts } from "../protocol/instance";
 
 export const INSTANCE_LINK = "_instance/link";
 
-function linkFacts(link: LinkRecord | null) {
+function linkFacts(link: LinkRecord | null): LinkFacts {
   const init = link?.initialize ?? null;
   return {
     protocol: link?.protocol ?? null,
@@ -28,9 +29,10 @@ function linkFacts(link: LinkRecord | null) {
   };
 }
 
+/** `_instance/status` (InstanceStatus): the link's facts; features add theirs (cards, turns) through `status`. */
 export function instanceStatus(rt: LinkRuntime): Record<string, unknown> {
   const link = rt.link();
-  const status: Record<string, unknown> = {
+  const status: Omit<InstanceStatus, "cards" | "turns"> & Partial<InstanceStatus> = {
     link: link?.state === "up" ? "up" : "down",
     ...linkFacts(link),
     capabilities: link?.initialize?._meta?.lembas?.capabilities ?? [],

@@ -21,6 +21,7 @@ import type { LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import { clearReplay } from "./replay";
 import type { LinkRuntime } from "./runtime";
+import type { RunningTurn } from "../protocol/instance";
 import { TurnStore, TURNS_STEPS, type Turn } from "./turn-store";
 
 export const SESSION_CANCEL = "session/cancel";
@@ -209,7 +210,7 @@ export const turns: LinkFeature = {
     for (const turn of store.all()) if (!turn.kept) endTurn(rt, store, turn);
   },
   onLinkUp: (rt, link) => resendKept(rt, link.linkId),
-  status: (rt) => ({
+  status: (rt): { turns: RunningTurn[] } => ({
     turns: new TurnStore(rt.sql).running().map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })),
   }),
 };

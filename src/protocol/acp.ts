@@ -6,19 +6,14 @@
 import * as z from "zod";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
+import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
 export const SessionId = z.string().min(1, "a session id is required");
 /** An absolute path on the device, which may be POSIX or Windows. */
 export const AbsolutePath = z.string().regex(/^(\/|[A-Za-z]:[\\/])/, "must be an absolute path");
 const Base64 = z.base64("must be base64");
 
-/** Decoded size limits of a prompt. The spec says 10 MB and 25 MB; read as MiB, so the instance never refuses what
- * the device would take — the device still applies its own limits. */
-export const PROMPT_LIMITS = { blockBytes: 10 * 1024 * 1024, promptBytes: 25 * 1024 * 1024 } as const;
-
 // ---- session/prompt content blocks ----
-
-export const IMAGE_MIME_TYPES = ["image/png", "image/jpeg", "image/webp", "image/gif"] as const;
 
 export const TextBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
 export const ResourceLinkBlock = z.looseObject({ type: z.literal("resource_link"), uri: z.string().min(1) });

@@ -153,3 +153,78 @@ export const TerminalOpenResult = z.looseObject({
   integration: z.boolean().optional(),
 });
 export type TerminalOpenResult = z.infer<typeof TerminalOpenResult>;
+
+// ---- results the instance relays as they come (types only: the web UI reads them) ----
+
+/** A directory as `_lembas/directories` gives it: whether session/new would accept it, and why not. */
+export interface Dir {
+  path: string;
+  name: string;
+  accepted: boolean;
+  reason?: string;
+}
+/** `_lembas/directories`: without a path, the places to start from; with one, that directory and what is in it. */
+export type DirectoriesResult =
+  | { path: ""; places: Dir[] }
+  | (Dir & { parent: string | null; entries: Dir[]; error?: string });
+
+/** `_lembas/configure`'s answer: the session's model (the device's ref) and effort now. */
+export interface ConfigureResult {
+  model: string;
+  effort: string;
+}
+
+/** `_lembas/steer`'s answer. */
+export interface SteerResult {
+  queued: number;
+}
+
+/** One turn of `_lembas/session/history`. */
+export type HistoryTurn =
+  | {
+      role: "user";
+      text: string;
+      turnId?: string;
+      attachments?: { name: string; mimeType: string; size: number }[];
+    }
+  | {
+      role: "assistant";
+      text: string;
+      reasoning?: string;
+      tools: { id: string; name: string; args: unknown; output?: string; isError?: boolean }[];
+    };
+export interface SessionHistoryResult {
+  sessionId: string;
+  title: string | null;
+  root: string;
+  turns: HistoryTurn[];
+}
+
+/** `_lembas/session/status`: where the session is held, and (capability turns) which turns run, wait and ended. */
+export interface SessionStatusResult {
+  sessionId: string;
+  exists: boolean;
+  held: "here" | "terminal" | "none";
+  busy: boolean;
+  title: string | null;
+  turnId?: string | null;
+  queued?: string[];
+  lastTurnId?: string | null;
+}
+
+/** `_lembas/files/search`: paths relative to `root`, /-separated. */
+export interface FilesSearchResult {
+  root: string;
+  files: { path: string; kind: "file" | "dir" }[];
+}
+
+/** A command of `available_commands_update` and of `_lembas/commands`' answer. */
+export interface Command {
+  name: string;
+  description?: string;
+  input?: { hint?: string } | null;
+  _meta?: { lembas?: { kind?: "builtin" | "custom" | "skill" } };
+}
+export interface CommandsResult {
+  commands: Command[];
+}

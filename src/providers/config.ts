@@ -7,9 +7,9 @@ import * as z from "zod";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "../http/respond";
+import { MODEL_KINDS, type ModelKind } from "../protocol/http-api";
 
-export const MODEL_KINDS = ["chat", "embedding", "stt", "tts", "image"] as const;
-export type ModelKind = (typeof MODEL_KINDS)[number];
+export { MODEL_KINDS, type ModelKind };
 
 /** A price or a count the ledger multiplies: finite, not negative, at most a billion. */
 const bounded = () => z.number().nonnegative().max(1e9);

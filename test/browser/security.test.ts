@@ -113,6 +113,7 @@ describe("the web UI under its Content-Security-Policy", () => {
       { name: "csp-laptop", host: "csp-laptop", platform: "linux" },
     );
     await page.goto(code.verification_uri_complete);
+    await page.getByLabel(/I started this login myself/).check();
     await page.getByRole("button", { name: "Approve" }).click();
     await page.getByText("Approved:").waitFor();
     const { access_token } = await post<{ access_token: string }>("/api/devices/token", {

@@ -144,7 +144,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await page.getByLabel("Email").fill("owner@example.org");
     await page.getByLabel("Password").fill("a long enough password");
     await page.getByRole("button", { name: "Sign in" }).click();
-    await page.locator(".devices a").click();
+    await page.locator(".devices a.device-name").click();
     await page.locator("#link-state.online").waitFor();
     expect(await page.getByLabel("New session in").inputValue()).toBe(root); // the device's first root
     await page.getByRole("button", { name: "Start" }).click();
@@ -252,7 +252,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
 
     // A page of its own (same sign-in): the first device's view is not in the way while this one loads.
     const other = await page.context().newPage();
-    await other.goto(`${instance.origin}/#/devices/${encodeURIComponent(login.deviceId)}`);
+    await other.goto(`${instance.origin}/devices/${encodeURIComponent(login.deviceId)}`);
     await other.locator("#link-state.online").waitFor();
     await other.getByRole("button", { name: "Start" }).click();
     const prompt = other.locator("textarea[name=prompt]:enabled");

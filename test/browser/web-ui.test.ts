@@ -49,8 +49,8 @@ describe("the web UI", () => {
     await page.getByLabel("Password").fill("correct horse battery");
     await page.getByRole("button", { name: "Create the first account" }).click();
     await page.getByRole("heading", { name: "Devices" }).waitFor();
-    expect(await page.locator("#bar").textContent()).toContain("ada@example.org");
-    expect(await page.locator("#app").textContent()).toContain("No device yet");
+    expect(await page.locator(".account").textContent()).toContain("ada@example.org");
+    await page.getByText("No device yet").waitFor();
   });
 
   it("approves the code the bridge printed, and the bridge gets its token", async () => {
@@ -61,7 +61,14 @@ describe("the web UI", () => {
     await page.goto(url);
     const code = new URL(url).searchParams.get("code")!;
     expect(await page.getByLabel("Code").inputValue()).toBe(code);
-    await page.getByRole("button", { name: "Approve" }).click();
+    // What is waiting is shown first; a code that came in the link also takes an explicit confirmation.
+    const waiting = page.getByRole("region", { name: "The login waiting for this code" });
+    await waiting.waitFor();
+    expect(await waiting.textContent()).toContain("ada@example.org");
+    const approve = page.getByRole("button", { name: "Approve" });
+    expect(await approve.isDisabled()).toBe(true);
+    await page.getByLabel(/I started this login myself/).check();
+    await approve.click();
     await page.getByText("Approved:").waitFor();
     expect(await login.exited).toBe(0);
   });
@@ -80,7 +87,7 @@ describe("the web UI", () => {
   });
 
   it("starts a session, streams a turn with its tool calls, and answers the approval card", async () => {
-    await page.locator(".devices a").click();
+    await page.locator(".devices a.device-name").click();
     await page.locator("#link-state.online").waitFor();
     await page.getByLabel("New session in").fill(workdir);
     await page.getByRole("button", { name: "Start" }).click();

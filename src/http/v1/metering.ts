@@ -6,6 +6,7 @@
 import type { Env } from "../../env";
 import type { ApiCaller } from "../auth";
 import type { ServedModel } from "../../providers/config";
+import type { WindowReport } from "../../protocol/http-api";
 import { costMicro, type Metered } from "../../providers/pricing";
 import { reportedUsage } from "../../providers/usage-report";
 import { callUpstream } from "../../providers/upstream";
@@ -14,12 +15,7 @@ import { windowFreesAt } from "../../db/usage";
 import { toCredits } from "../../db/micro-credits";
 import { HttpError, json } from "../respond";
 
-export interface WindowReport {
-  window: string;
-  limit: number;
-  spent: number;
-  frees_at: string | null;
-}
+export type { WindowReport };
 
 /**
  * A window's settled spend as /v1/usage and a 429 show it, in credits. frees_at: when the spend left in it is at

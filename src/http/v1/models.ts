@@ -1,10 +1,15 @@
-/** GET /v1/models and /v1/models/{id}: OpenAI's shapes; each entry also says its kind and provider. */
+/**
+ * GET /v1/models and /v1/models/{id}: OpenAI's shapes; each entry also says its kind and provider. GET /api/models
+ * gives the same list to a signed-in person (the web UI's model pickers).
+ */
+import type { Env } from "../../env";
 import type { Handler } from "../routes";
-import { authenticateCaller } from "../auth";
+import { authenticateCaller, authenticatePerson } from "../auth";
 import { json } from "../respond";
 import { noSuchModel, servedModels, type ServedModel } from "../../providers/config";
+import type { ModelList } from "../../protocol/http-api";
 
-const entry = (m: ServedModel) => ({
+const entry = (m: ServedModel): ModelList["data"][number] => ({
   id: m.id,
   object: "model",
   created: 0,
@@ -13,9 +18,16 @@ const entry = (m: ServedModel) => ({
   provider: m.provider,
 });
 
+const modelList = (env: Env): ModelList => ({ object: "list", data: [...servedModels(env).values()].map(entry) });
+
 export const listModels: Handler = async (request, env) => {
   await authenticateCaller(request, env);
-  return json({ object: "list", data: [...servedModels(env).values()].map(entry) });
+  return json(modelList(env));
+};
+
+export const listModelsForPerson: Handler = async (request, env) => {
+  await authenticatePerson(request, env);
+  return json(modelList(env));
 };
 
 /** The id holds a `/` (`<provider>/<model>`): taken whole from the path, as it is or percent-encoded (%2F). */

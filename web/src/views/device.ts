@@ -1,9 +1,10 @@
 /** One device: its chats, a live transcript, the composer, the cards it asks, and a terminal on it. */
-import { chats, devices, type Chat } from "../api.js";
+import { chats, devices, type ChatInfo } from "../app/http";
 import { ClientSocket, RpcFailure, type Params } from "../client-socket.js";
 import { renderCard, toolCallIdOf } from "../cards.js";
 import { Composer } from "../composer.js";
-import { background, h, replace } from "../dom.js";
+import { background } from "../app/background";
+import { h, replace } from "../dom.js";
 import { TerminalPanel } from "../terminal.js";
 import { Transcript } from "../transcript.js";
 
@@ -66,7 +67,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   const select = async (sessionId: string) => {
     current = sessionId;
     text.disabled = false;
-    history.replaceState(null, "", `#/devices/${encodeURIComponent(deviceId)}/${encodeURIComponent(sessionId)}`);
+    history.replaceState(null, "", `/devices/${encodeURIComponent(deviceId)}/chats/${encodeURIComponent(sessionId)}`);
     const fresh = !transcripts.has(sessionId);
     const t = transcript(sessionId);
     replace(pane, t.el);
@@ -82,7 +83,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
   };
 
   const refreshChats = async () => {
-    const list: Chat[] = await chats(deviceId).catch(() => []);
+    const list: ChatInfo[] = await chats(deviceId).catch(() => []);
     replace(
       chatList,
       ...list.map((c) =>
@@ -208,7 +209,7 @@ export function deviceView(root: Element, deviceId: string, initialSession: stri
 
   replace(
     root,
-    h("h1", {}, h("a", { href: "#/" }, "Devices"), " / ", title, " ", badge),
+    h("h1", {}, h("a", { href: "/" }, "Devices"), " / ", title, " ", badge),
     h(
       "div",
       { class: "device" },

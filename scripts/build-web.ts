@@ -1,0 +1,100 @@
+/**
+ * `npm run build:web`: bundles the web UI (web/src) with esbuild into web/public, where the Worker serves it as
+ * static assets, and prints what a browser downloads — minified and gzipped, for the first page and for what loads
+ * later (the terminal emulator is a chunk of its own, fetched when a terminal opens).
+ *
+ * It also writes web/public/_headers, the pages' security headers (scripts/write-headers.ts).
+ * Entries: web/src/main.tsx → /js/main.js (+ /js/main.css, + /js/chunk-*.js), and a service worker at
+ * web/src/sw.ts, when there is one, → /sw.js (at the root, so its scope is the whole app).
+ * `--watch` rebuilds on change (for working on the UI beside `npm start`).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { rm } from "node:fs/promises";
+import path from "node:path";
+import { gzipSync } from "node:zlib";
+import * as esbuild from "esbuild";
+import { writeHeadersFile } from "./write-headers.ts";
+
+const ROOT = path.resolve(import.meta.dirname, "..");
+const SRC = path.join(ROOT, "web/src");
+const PUBLIC = path.join(ROOT, "web/public");
+const OUT = path.join(PUBLIC, "js");
+const SERVICE_WORKER = path.join(SRC, "sw.ts");
+const watch = process.argv.includes("--watch");
+
+const common: esbuild.BuildOptions = {
+  bundle: true,
+  minify: true,
+  sourcemap: "linked",
+  target: ["es2022", "chrome111", "safari16.4", "firefox115"],
+  legalComments: "linked",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  logLevel: "warning",
+  metafile: true,
+};
+
+const app: esbuild.BuildOptions = {
+  ...common,
+  entryPoints: [path.join(SRC, "main.tsx")],
+  outdir: OUT,
+  format: "esm",
+  splitting: true,
+  chunkNames: "chunk-[hash]",
+  // Fonts and images a stylesheet names are copied beside it.
+  loader: { ".woff2": "file", ".svg": "file", ".png": "file" },
+};
+
+const serviceWorker: esbuild.BuildOptions = {
+  ...common,
+  entryPoints: [SERVICE_WORKER],
+  outfile: path.join(PUBLIC, "sw.js"),
+  format: "iife",
+};
+
+const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
+
+/** One line per output: its size minified and gzipped; then the first page's total and the lazy chunks'. */
+function report(metafiles: esbuild.Metafile[]): void {
+  const rows: { file: string; bytes: number; gzip: number; initial: boolean }[] = [];
+  const imported = new Set<string>();
+  const outputs = Object.assign({}, ...metafiles.map((m) => m.outputs)) as esbuild.Metafile["outputs"];
+  // What main.js imports statically (and main.css) is the first page; a dynamically imported chunk loads later.
+  const entry = Object.keys(outputs).find((f) => f.endsWith("js/main.js"));
+  const walk = (file: string) => {
+    if (imported.has(file)) return;
+    imported.add(file);
+    for (const i of outputs[file]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
+  };
+  if (entry) walk(entry);
+  for (const [file, out] of Object.entries(outputs)) {
+    if (file.endsWith(".map") || file.endsWith(".LEGAL.txt")) continue;
+    const gzip = gzipSync(readFileSync(path.join(ROOT, file))).length;
+    const initial = imported.has(file) || file.endsWith("js/main.css");
+    rows.push({ file: path.relative(PUBLIC, path.join(ROOT, file)), bytes: out.bytes, gzip, initial });
+  }
+  const sum = (list: typeof rows, key: "bytes" | "gzip") => list.reduce((n, r) => n + r[key], 0);
+  const first = rows.filter((r) => r.initial);
+  const later = rows.filter((r) => !r.initial);
+  const lines = rows.map((r) => `  ${r.file.padEnd(28)} ${kib(r.bytes).padStart(10)} ${kib(r.gzip).padStart(10)} gz`);
+  console.log(`web UI built into web/public:\n${lines.join("\n")}`);
+  console.log(
+    `  first page: ${kib(sum(first, "bytes"))} (${kib(sum(first, "gzip"))} gzipped); loaded later: ` +
+      `${kib(sum(later, "bytes"))} (${kib(sum(later, "gzip"))} gzipped)`,
+  );
+}
+
+async function build(): Promise<void> {
+  await rm(OUT, { recursive: true, force: true });
+  writeHeadersFile(ROOT);
+  const configs = [app, ...(existsSync(SERVICE_WORKER) ? [serviceWorker] : [])];
+  if (watch) {
+    for (const config of configs) await (await esbuild.context(config)).watch();
+    console.log("watching web/src …");
+    return;
+  }
+  const results = await Promise.all(configs.map((config) => esbuild.build(config)));
+  report(results.map((r) => r.metafile!));
+}
+
+await build();

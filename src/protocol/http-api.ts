@@ -1,0 +1,112 @@
+/**
+ * The JSON the HTTP API answers a person (README: accounts, devices, chats, usage, models), as plain types with no
+ * platform behind them: the handlers build these, and the web UI imports them (type-only) instead of restating
+ * them — a module that named Workers types could not be type-checked beside the browser's DOM.
+ */
+
+/** A person's account (sign-in, GET /api/auth/me). */
+export interface UserView {
+  id: string;
+  email: string;
+  admin: boolean;
+}
+
+/**
+ * A device login waiting for its code (POST /api/devices/lookup): the device as its CLI described itself, when it
+ * asked (ms), and the account it will join.
+ */
+export interface WaitingLogin {
+  name: string;
+  host: string | null;
+  platform: string | null;
+  requested_at: number;
+  requested_seconds_ago: number;
+  expires_at: number;
+  account: { id: string; email: string };
+}
+
+/** What approving a code answers: the login, and the new device's id. */
+export interface ApprovedDevice extends WaitingLogin {
+  device_id: string;
+}
+
+/** A device as its owner sees it (GET /api/devices). */
+export interface DeviceInfo {
+  id: string;
+  name: string;
+  online: boolean;
+  last_seen: number | null;
+  protocol: number | null;
+  host: string | null;
+  platform: string | null;
+  capabilities: unknown;
+  agent_info: unknown;
+  created_at: number;
+}
+
+/** A chat as its owner sees it (GET /api/chats). */
+export interface ChatInfo {
+  device_id: string;
+  session_id: string;
+  title: string | null;
+  cwd: string;
+  origin: "web" | "terminal";
+  model: string | null;
+  mode: string | null;
+  busy: boolean;
+  updated_at: number;
+  /** The person deleted it and the device has not taken the delete yet. */
+  pending_delete: boolean;
+}
+
+/**
+ * What became of a person's delete: taken by the device, kept to be sent again (reason: why not now), or failed —
+ * the instance could not even keep it (reason says so; nothing changed, so asking again is safe).
+ */
+export interface DeleteOutcome {
+  status: "deleted" | "pending" | "failed";
+  reason?: string;
+}
+
+/** The currencies a plan may price its credits in. */
+export type Currency = "EUR" | "USD" | "GBP";
+
+/** Tokens and credits spent (a month's, a device's), as reported. */
+export interface SpendReport {
+  tokens_in: number;
+  tokens_out: number;
+  cost: number;
+}
+
+/** A rolling spending window: its limit and spend in credits, and when enough of it frees (ISO), or null. */
+export interface WindowReport {
+  window: string;
+  limit: number;
+  spent: number;
+  frees_at: string | null;
+}
+
+/** GET /v1/usage (the spec's shape) and GET /api/usage. Money fields come with a plan that has a currency. */
+export interface UsageReport {
+  plan: { name: string; credits_per_month: number } | null;
+  balance: number | null;
+  month: SpendReport & { from: string; cost_money?: number | null };
+  device: SpendReport & { cost_money?: number | null };
+  unit: "credits";
+  currency?: Currency;
+  credit_value?: number;
+  balance_money?: number | null;
+  /** No limit, never refused; its windows are not listed. */
+  admin?: true;
+  windows?: WindowReport[];
+}
+
+/** The kinds of model an instance serves (spec: GET /v1/models). */
+export const MODEL_KINDS = ["chat", "embedding", "stt", "tts", "image"] as const;
+export type ModelKind = (typeof MODEL_KINDS)[number];
+
+/** GET /v1/models and GET /api/models: OpenAI's list shape, each entry with its kind and provider. */
+export interface ModelList {
+  object: "list";
+  data: { id: string; object: "model"; created: number; owned_by: string; kind: ModelKind; provider: string }[];
+}

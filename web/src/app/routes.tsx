@@ -1,0 +1,33 @@
+/**
+ * The pages of the app, by path. To add a page: write its component under web/src/pages/, add a row here (first
+ * match wins; `:name` is a parameter), and, if it belongs in the header, an entry in NAV.
+ */
+import type { ComponentChildren } from "preact";
+import { ApprovePage } from "../pages/approve";
+import { DevicePage } from "../pages/device";
+import { DevicesPage } from "../pages/devices";
+
+export interface Route {
+  pattern: string;
+  /** The document's title while the page shows (a page may set a more precise one itself). */
+  title: string;
+  page: (params: Record<string, string>, query: URLSearchParams) => ComponentChildren;
+}
+
+export const ROUTES: readonly Route[] = [
+  { pattern: "/", title: "Devices", page: () => <DevicesPage /> },
+  { pattern: "/device", title: "Link a device", page: (_, q) => <ApprovePage code={q.get("code") ?? ""} /> },
+  {
+    pattern: "/devices/:deviceId",
+    title: "Device",
+    page: (p) => <DevicePage key={p.deviceId} deviceId={p.deviceId!} />,
+  },
+  {
+    pattern: "/devices/:deviceId/chats/:sessionId",
+    title: "Chat",
+    page: (p) => <DevicePage key={p.deviceId} deviceId={p.deviceId!} sessionId={p.sessionId} />,
+  },
+];
+
+/** Links in the header, in order. */
+export const NAV: readonly { href: string; label: string }[] = [{ href: "/", label: "Devices" }];

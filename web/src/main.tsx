@@ -1,0 +1,12 @@
+/** The web UI's entry: styles, the account, and the shell that routes by path. */
+import "./styles/base.css";
+import "./styles/layout.css";
+import "@xterm/xterm/css/xterm.css";
+import "./styles/chat.css";
+import { render } from "preact";
+import { refreshAccount } from "./app/account";
+import { background } from "./app/background";
+import { Shell } from "./app/shell";
+
+render(<Shell />, document.getElementById("root")!);
+background(refreshAccount());

@@ -1,0 +1,145 @@
+/**
+ * The person's devices, online first, refreshed every few seconds so a device that links (or drops) shows without
+ * a reload: host and platform, the agent and the capabilities its last link listed, when it was last seen; rename
+ * and revoke.
+ */
+import { useEffect, useState } from "preact/hooks";
+import { background } from "../app/background";
+import { ago } from "../app/format";
+import { type DeviceInfo, devices, messageOf, renameDevice, revokeDevice } from "../app/http";
+
+const REFRESH_MS = 3_000;
+
+/** The agent a device's last link ran, from its initialize's agentInfo. */
+export function agentOf(device: DeviceInfo): string | null {
+  const info = device.agent_info;
+  if (!info || typeof info !== "object" || !("name" in info) || typeof info.name !== "string") return null;
+  return "version" in info && typeof info.version === "string" ? `${info.name} ${info.version}` : info.name;
+}
+
+export function capabilitiesOf(device: DeviceInfo): string[] {
+  return Array.isArray(device.capabilities) ? device.capabilities.filter((c) => typeof c === "string") : [];
+}
+
+export function DevicesPage() {
+  const [list, setList] = useState<DeviceInfo[] | null>(null);
+  const [error, setError] = useState("");
+  const load = async () => {
+    try {
+      const all = await devices();
+      all.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
+      setList(all);
+      setError("");
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+  useEffect(() => {
+    background(load());
+    const timer = setInterval(() => background(load()), REFRESH_MS);
+    return () => clearInterval(timer);
+  }, []);
+
+  return (
+    <section class="pad page">
+      <h1>Devices</h1>
+      <p class="error" role="alert">
+        {error}
+      </p>
+      {list?.length === 0 && (
+        <p>
+          No device yet. On a machine, run <code>lembas-edge login {location.origin}</code> (or log LLeMbas CLI in) and
+          approve the code here.
+        </p>
+      )}
+      <ul class="devices">
+        {list?.map((d) => (
+          <DeviceRow key={d.id} device={d} changed={() => background(load())} />
+        ))}
+      </ul>
+    </section>
+  );
+}
+
+function DeviceRow({ device, changed }: { device: DeviceInfo; changed: () => void }) {
+  const [mode, setMode] = useState<"view" | "rename" | "revoke">("view");
+  const [error, setError] = useState("");
+  const agent = agentOf(device);
+  const capabilities = capabilitiesOf(device);
+  const act = async (work: Promise<unknown>) => {
+    setError("");
+    try {
+      await work;
+      setMode("view");
+      changed();
+    } catch (err) {
+      setError(messageOf(err));
+    }
+  };
+
+  return (
+    <li class="device-card" data-device-id={device.id}>
+      <div class="device-head">
+        <a class="device-name" href={`/devices/${encodeURIComponent(device.id)}`}>
+          {device.name}
+        </a>
+        <span class={device.online ? "badge online" : "badge"}>{device.online ? "online" : "offline"}</span>
+      </div>
+      <p class="muted">
+        {[device.host, device.platform].filter(Boolean).join(" · ") || "never linked"}
+        {agent && ` · ${agent}`} · last seen {device.online ? "now" : ago(device.last_seen)}
+      </p>
+      {capabilities.length > 0 && (
+        <ul class="chips" aria-label="Capabilities">
+          {capabilities.map((c) => (
+            <li>{c}</li>
+          ))}
+        </ul>
+      )}
+      {mode === "view" && (
+        <div class="actions">
+          <button type="button" class="secondary" onClick={() => setMode("rename")}>
+            Rename
+          </button>
+          <button type="button" class="secondary danger" onClick={() => setMode("revoke")}>
+            Revoke…
+          </button>
+        </div>
+      )}
+      {mode === "rename" && (
+        <form
+          class="inline-form"
+          onSubmit={(e) => {
+            e.preventDefault();
+            const name = String(new FormData(e.currentTarget).get("name") ?? "");
+            background(act(renameDevice(device.id, name)));
+          }}
+        >
+          <label>
+            New name for {device.name}
+            <input name="name" defaultValue={device.name} required maxLength={100} />
+          </label>
+          <button type="submit">Save</button>
+          <button type="button" class="secondary" onClick={() => setMode("view")}>
+            Cancel
+          </button>
+        </form>
+      )}
+      {mode === "revoke" && (
+        <fieldset class="confirm">
+          <legend class="visually-hidden">Revoke {device.name}</legend>
+          <p>Revoke {device.name}? Its token stops working and its link closes at once; it must log in again.</p>
+          <button type="button" class="danger" onClick={() => background(act(revokeDevice(device.id)))}>
+            Revoke {device.name}
+          </button>
+          <button type="button" class="secondary" onClick={() => setMode("view")}>
+            Keep it
+          </button>
+        </fieldset>
+      )}
+      <p class="error" role="alert">
+        {error}
+      </p>
+    </li>
+  );
+}
