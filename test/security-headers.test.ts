@@ -32,7 +32,7 @@ describe("the web UI's pages", () => {
       const res = await page(path);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toMatch(/^text\/html/);
-      expect(await res.text()).toContain('<div id="app">');
+      expect(await res.text()).toContain('<div id="root">');
       const csp = directives(res.headers.get("content-security-policy"));
       expect(csp.get("default-src")).toBe("'self'");
       expect(csp.get("script-src")).toBe("'self'");
@@ -47,9 +47,9 @@ describe("the web UI's pages", () => {
     },
   );
 
-  it("the stylesheet is served with nosniff too", async () => {
-    const res = await env.ASSETS.fetch("http://localhost/style.css");
-    expect(res.headers.get("content-type")).toMatch(/^text\/css/);
+  it("a file that is not a page (the app's manifest) is served with nosniff too", async () => {
+    const res = await env.ASSETS.fetch("http://localhost/manifest.webmanifest");
+    expect(res.headers.get("content-type")).toMatch(/^application\/manifest\+json/);
     expect(res.headers.get("x-content-type-options")).toBe("nosniff");
   });
 });
