@@ -3,21 +3,19 @@
  * RFC 6749 §4.1.3), or JSON. An empty body is an empty object, so a client with nothing to say may send nothing.
  */
 import type * as z from "zod";
-import { describeIssues } from "./body";
+import { describeIssues, readBodyText } from "./body";
 import { HttpError } from "./respond";
 
 export async function readJsonOrForm<S extends z.ZodType>(request: Request, schema: S): Promise<z.output<S>> {
   let raw: unknown = {};
+  const text = await readBodyText(request);
   if ((request.headers.get("content-type") ?? "").startsWith("application/x-www-form-urlencoded")) {
-    raw = Object.fromEntries(await request.formData());
-  } else {
-    const text = await request.text();
-    if (text.trim() !== "") {
-      try {
-        raw = JSON.parse(text);
-      } catch {
-        throw new HttpError(400, "the body is neither valid JSON nor form-encoded");
-      }
+    raw = Object.fromEntries(new URLSearchParams(text));
+  } else if (text.trim() !== "") {
+    try {
+      raw = JSON.parse(text);
+    } catch {
+      throw new HttpError(400, "the body is neither valid JSON nor form-encoded");
     }
   }
   const parsed = schema.safeParse(raw);

@@ -3,6 +3,8 @@ import { Router, type IRequest, type RouterType } from "itty-router";
 import type { Env } from "../env";
 import { errorResponse, HttpError } from "./respond";
 import { withSecurityHeaders } from "./security-headers";
+import { bodyLimit, KiB, MiB } from "./body";
+import { FRAME_LIMITS } from "../link/frames";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { answerCardOverHttp } from "./card-answer";
@@ -49,6 +51,8 @@ export function buildRouter(): AppRouter {
     catch: errorResponse,
     finally: [withSecurityHeaders],
   });
+  // Bodies: a route reads at most DEFAULT_BODY_BYTES (8 KiB, src/http/body.ts) unless it names its own cap with
+  // bodyLimit(…) before its handler; past the cap it answers 413.
   router.get("/.well-known/lembas.json", discovery).get("/api/v1/instance", instanceInfo);
   // Accounts, API tokens, device login (RFC 8628) and devices. The fixed /api/devices/<word> routes come before
   // /api/devices/:id, which must not catch them.
@@ -78,11 +82,11 @@ export function buildRouter(): AppRouter {
   router
     .get("/v1/models", listModels)
     .get("/v1/models/:id+", getModel)
-    .post("/v1/chat/completions", chatCompletions)
-    .post("/v1/embeddings", embeddings)
+    .post("/v1/chat/completions", bodyLimit(8 * MiB), chatCompletions)
+    .post("/v1/embeddings", bodyLimit(1 * MiB), embeddings)
     .get("/v1/usage", usage)
     .get("/v1/me/personalization", getPersonalization)
-    .put("/v1/me/personalization", putPersonalization)
+    .put("/v1/me/personalization", bodyLimit(128 * KiB), putPersonalization)
     .get("/api/admin/plans", adminListPlans)
     .put("/api/admin/plans/:plan", adminPutPlan)
     .delete("/api/admin/plans/:plan", adminDeletePlan)
@@ -95,8 +99,8 @@ export function buildRouter(): AppRouter {
   router
     .get("/api/devices/link", deviceLink)
     .get("/api/devices/:deviceId/client", clientSocket)
-    .post("/api/devices/:deviceId/rpc", clientRpc)
-    .post("/api/devices/:deviceId/cards/answer", answerCardOverHttp);
+    .post("/api/devices/:deviceId/rpc", bodyLimit(FRAME_LIMITS.maxFrameBytes), clientRpc)
+    .post("/api/devices/:deviceId/cards/answer", bodyLimit(64 * KiB), answerCardOverHttp);
   // Chats: listed from D1; a delete goes through the device's object, which tells the device or keeps it pending.
   router.get("/api/chats", listOwnChats).delete("/api/chats/:deviceId/:sessionId", deleteOwnChat);
   // Web Push: the instance's VAPID key and a person's browser subscriptions.
