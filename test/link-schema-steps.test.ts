@@ -149,13 +149,17 @@ describe("schema steps", () => {
       toolCall: { toolCallId: "call_open", title: "ls" },
       options: [{ optionId: "ok", name: "OK", kind: "allow_once" }],
     };
+    // A live link (its socket outlives the eviction below), whose object is then rewritten in the earlier schema.
+    await linkDevice(device);
     await runInDurableObject(stub, async (_instance, state) => {
       const { sql } = state.storage;
+      const linkId = sql.exec<{ link_id: string }>("SELECT link_id FROM link").one().link_id;
       dropAllTables(sql);
       for (const statement of SCHEMA_BEFORE_STEPS) sql.exec(statement);
       const now = Date.now();
       sql.exec(
-        "INSERT INTO link VALUES (1, 'link-old', 'up', 2, ?, ?, ?, ?, NULL)",
+        "INSERT INTO link VALUES (1, ?, 'up', 2, ?, ?, ?, ?, NULL)",
+        linkId,
         JSON.stringify(hello().params),
         JSON.stringify(initializeResult()),
         now - 60_000,
@@ -163,7 +167,8 @@ describe("schema steps", () => {
       );
       sql.exec("INSERT INTO meta VALUES ('device_id', ?), ('owner_id', ?)", device.deviceId, user.userId);
       sql.exec(
-        "INSERT INTO cards VALUES ('call_open', 'session/request_permission', 'ses_old', '7', 'link-old', 0, ?, ?, NULL, NULL)",
+        "INSERT INTO cards VALUES ('call_open', 'session/request_permission', 'ses_old', '7', ?, 0, ?, ?, NULL, NULL)",
+        linkId,
         now - 1_000,
         now + 300_000,
       );

@@ -79,11 +79,16 @@ export function oweD1<A>(rt: LinkRuntime, write: D1Write<A>, key: string, args: 
   rt.ctx.waitUntil(workQueue(rt));
 }
 
-/** Works the queue now (or joins the work under way); resolves when no row is left that could be written now. */
+/**
+ * Works the queue now (or joins the work under way); resolves when no row is left that could be written now. Never
+ * rejects: a failure of the object's own storage is logged, and the alarm's deadline brings the work back.
+ */
 export function workQueue(rt: LinkRuntime): Promise<void> {
   let work = working.get(rt);
   if (!work) {
-    work = drain(rt).finally(() => working.delete(rt));
+    work = drain(rt)
+      .catch((err: unknown) => logFailure(rt, "working the D1 queue", err))
+      .finally(() => working.delete(rt));
     working.set(rt, work);
   }
   return work;

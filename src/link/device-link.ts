@@ -76,6 +76,7 @@ import { presence } from "./presence";
 import { push } from "./push";
 import { replay } from "./replay";
 import { sessionLoad } from "./session-load";
+import { reconcile } from "./reconcile";
 import { LinkRuntime } from "./runtime";
 import {
   acceptSocket,
@@ -132,8 +133,14 @@ export class DeviceLink extends DurableObject<Env> {
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
-    this.#rt = new LinkRuntime(ctx, env, registry);
+    const rt = new LinkRuntime(ctx, env, registry);
+    this.#rt = rt;
     ctx.setWebSocketAutoResponse(keepAlive());
+    // Before any event: a link or a client the storage remembers but whose socket died with the last instance ends.
+    // Guarded inside: a callback that throws would reset the object (and this would run again, and again).
+    ctx
+      .blockConcurrencyWhile(() => this.#guard("reconcile", () => reconcile(rt)))
+      .catch((err: unknown) => logFailure(rt, "reconcile", err));
   }
 
   /** Runs an entry point: whatever the guards inside did not catch is logged once here and goes no further. */

@@ -120,7 +120,9 @@ export type LinkDownReason =
   | "handshake_timeout"
   | "handshake_failed"
   | "protocol_mismatch"
-  | "flood";
+  | "flood"
+  /** Its socket vanished with no close: the object was reset or crashed (reconcile.ts). */
+  | "lost";
 
 export interface LinkFeature {
   /** Unique, and never renamed: its schema steps are recorded under it. */

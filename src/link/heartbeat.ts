@@ -14,6 +14,7 @@
 import { CloseCode } from "../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
 import type { LinkFeature } from "./feature";
+import { reconcile } from "./reconcile";
 import type { LinkRuntime } from "./runtime";
 import { attachmentOf, closeSocket } from "./sockets";
 
@@ -37,6 +38,7 @@ export const heartbeat: LinkFeature = {
   name: "heartbeat",
   deadlines: {
     [SWEEP]: async (rt) => {
+      await reconcile(rt);
       const now = Date.now();
       let asked = false;
       for (const ws of rt.ctx.getWebSockets()) {

@@ -120,6 +120,14 @@ export class Outbound {
       .map(toRequest);
   }
 
+  /** The clients (sockets, HTTP /rpc calls) with requests in flight. */
+  clientOrigins(): string[] {
+    return this.sql
+      .exec<{ origin: string }>("SELECT DISTINCT origin FROM outbound WHERE origin != ?", INSTANCE_ORIGIN)
+      .toArray()
+      .map((row) => row.origin);
+  }
+
   /** How many requests of this method are in flight (terminals: opens not yet answered count toward the limit). */
   countOf(method: string): number {
     return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbound WHERE method = ?", method).one().n;

@@ -1,0 +1,56 @@
+import { runInDurableObject } from "cloudflare:test";
+import { describe, expect, it } from "vitest";
+import type { DeviceInfo } from "../src/db/devices";
+import { until } from "./helpers/chats";
+import { type TestUser } from "./helpers/fixtures";
+import { attachClient, linkStub, type Peer } from "./helpers/link";
+import { linkedWithClients, statusOf } from "./helpers/linked";
+import { call, jsonOf } from "./helpers/requests";
+
+const question = {
+  sessionId: "ses_1",
+  toolCallId: "call_1",
+  questions: [{ header: "DB", question: "Which database?", options: [{ label: "SQLite" }, { label: "Postgres" }] }],
+};
+
+const onlineOf = async (user: TestUser) =>
+  (await jsonOf<DeviceInfo[]>(await call("GET", "/api/devices", { headers: { authorization: user.apiAuth } })))[0]
+    ?.online;
+
+/** Resets the device's object as a crash or a full disk does: its storage stays, its sockets go, no close event. */
+async function resetObject(deviceId: string): Promise<void> {
+  await runInDurableObject(linkStub(deviceId), (_instance, state) => state.abort("reset by the test")).catch(
+    () => undefined,
+  );
+}
+
+describe("after the object is reset, nothing it remembered without a socket is left hanging", () => {
+  it("the dead link is ended when the object starts: reported down, offline, its card settled and an answer to it refused with why", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    link.send({ jsonrpc: "2.0", id: 0, method: "_lembas/question", params: question });
+    expect(await client.next()).toMatchObject({ id: "card:ses_1/call_1" });
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/a" } });
+    await link.next();
+    expect(await onlineOf(user)).toBe(true);
+
+    await resetObject(device.deviceId);
+    await link.closed;
+
+    const later = await attachClient(user, device.deviceId);
+    const status = await statusOf(later);
+    expect(status).toMatchObject({ link: "down", cards: [] });
+    later.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", result: { outcome: "dismissed" } });
+    expect((await later.answer("card:ses_1/call_1")).error).toMatchObject({ data: { reason: "link_down" } });
+    expect(
+      await until(
+        () => onlineOf(user),
+        (online) => online === false,
+      ),
+    ).toBe(false);
+    expect((await later.call(2, "session/new", { cwd: "/home/b" })).error).toMatchObject({
+      code: -32001,
+      data: { reason: "offline" },
+    });
+  });
+});
