@@ -34,6 +34,7 @@ describe("devices", () => {
         platform: "linux",
         capabilities: ["turns", "terminal"],
         agent_info: { name: "LLeMbas CLI", version: "1.0.0" },
+        scopes: [],
         created_at: expect.any(Number),
       },
     ]);
@@ -57,6 +58,7 @@ describe("devices", () => {
       platform: null,
       capabilities: null,
       agent_info: null,
+      scopes: [],
       created_at: expect.any(Number),
     });
   });
@@ -124,5 +126,49 @@ describe("devices", () => {
     const unknown = await call("DELETE", "/api/devices/AAAAAAAAAAAA", { headers: { authorization: other.apiAuth } });
     expect(await jsonOf(res)).toEqual(await jsonOf(unknown));
     expect(await env.DB.prepare("SELECT id FROM devices WHERE id = ?").bind(device.deviceId).first()).not.toBeNull();
+  });
+});
+
+describe("device scopes", () => {
+  it("an approval gives the library only when asked; the devices list shows it; PATCH changes it", async () => {
+    const user = await createUser();
+    const login = async (body: Record<string, unknown>) => {
+      const code = await jsonOf<{ user_code: string }>(await call("POST", "/api/devices/authorize", { body: {} }));
+      const res = await call("POST", "/api/devices/approve", {
+        body: { user_code: code.user_code, ...body },
+        headers: { cookie: user.cookie },
+      });
+      expect(res.status).toBe(200);
+      return jsonOf<{ device_id: string; scopes: string[] }>(res);
+    };
+    const plain = await login({});
+    const reader = await login({ library: true });
+    expect(plain.scopes).toEqual([]);
+    expect(reader.scopes).toEqual(["library"]);
+    const scopesOf = async () =>
+      Object.fromEntries(
+        (await jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { cookie: user.cookie } }))).map(
+          (d) => [d.id, d.scopes],
+        ),
+      );
+    expect(await scopesOf()).toEqual({ [plain.device_id]: [], [reader.device_id]: ["library"] });
+
+    const patched = await call("PATCH", `/api/devices/${plain.device_id}`, {
+      body: { scopes: ["library"] },
+      headers: { cookie: user.cookie },
+    });
+    expect(patched.status).toBe(200);
+    expect(await jsonOf(patched)).toMatchObject({ name: "device", scopes: ["library"] });
+    expect(await scopesOf()).toEqual({ [plain.device_id]: ["library"], [reader.device_id]: ["library"] });
+    const bad = await call("PATCH", `/api/devices/${plain.device_id}`, {
+      body: { library: true },
+      headers: { cookie: user.cookie },
+    });
+    expect(bad.status).toBe(400);
+    const notBool = await call("POST", "/api/devices/approve", {
+      body: { user_code: "BCDF-GHJK", library: "yes" },
+      headers: { cookie: user.cookie },
+    });
+    expect(notBool.status).toBe(400);
   });
 });

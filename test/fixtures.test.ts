@@ -13,11 +13,13 @@ describe("credentials", () => {
       userId: user.userId,
       via: "api",
       credential: expect.stringMatching(/^lba_/),
+      scopes: [],
     });
     expect(await authenticatePerson(req({ cookie: user.cookie }), env)).toEqual({
       userId: user.userId,
       via: "session",
       credential: expect.stringMatching(/^lbs_/),
+      scopes: ["library"],
     });
     expect(await authenticateDevice(req({ authorization: device.auth }), env)).toEqual({
       userId: user.userId,

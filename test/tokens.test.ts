@@ -7,6 +7,7 @@ interface CreatedToken {
   id: string;
   name: string;
   token: string;
+  scopes: string[];
   created_at: number;
 }
 
@@ -23,6 +24,7 @@ describe("API tokens", () => {
       id: expect.any(String),
       name: "deploy script",
       token: expect.stringMatching(/^lba_/),
+      scopes: [],
       created_at: expect.any(Number),
     });
     const [, tokenId, secret] = /^lba_(.{12})_(.{32})$/.exec(created.token)!;
@@ -33,7 +35,7 @@ describe("API tokens", () => {
     expect(await jsonOf(me)).toMatchObject({ id: user.userId });
 
     const list = await jsonOf<Array<Record<string, unknown>>>(await call("GET", "/api/tokens", { headers: auth }));
-    expect(list).toContainEqual({ id: created.id, name: "deploy script", created_at: created.created_at });
+    expect(list).toContainEqual({ id: created.id, name: "deploy script", scopes: [], created_at: created.created_at });
     expect(list).toHaveLength(2); // and the fixture's own
     expect(JSON.stringify(list)).not.toContain(secret!);
     const stored = await env.DB.prepare("SELECT secret_hash FROM api_tokens WHERE id = ?")
@@ -71,6 +73,26 @@ describe("API tokens", () => {
       const res = await call("POST", "/api/tokens", { body, headers: { authorization: user.apiAuth } });
       expect(res.status).toBe(400);
       expect((await jsonOf(res)).detail).toMatch(/^name: /);
+    }
+  });
+});
+
+describe("API token scopes", () => {
+  it("are given when the token is made, listed with it, and only known ones are taken", async () => {
+    const user = await createUser();
+    const made = await call("POST", "/api/tokens", {
+      body: { name: "library script", scopes: ["library"] },
+      headers: { cookie: user.cookie },
+    });
+    expect(made.status).toBe(201);
+    const created = await jsonOf<CreatedToken>(made);
+    expect(created.scopes).toEqual(["library"]);
+    const list = await jsonOf<CreatedToken[]>(await call("GET", "/api/tokens", { headers: { cookie: user.cookie } }));
+    expect(list.find((t) => t.id === created.id)?.scopes).toEqual(["library"]);
+    for (const scopes of [["admin"], ["library", "library"], "library"]) {
+      const bad = await call("POST", "/api/tokens", { body: { name: "x", scopes }, headers: { cookie: user.cookie } });
+      expect(bad.status, JSON.stringify(scopes)).toBe(400);
+      expect((await jsonOf(bad)).detail).toMatch(/scopes/);
     }
   });
 });

@@ -1,38 +1,47 @@
 /** Scripts' API tokens (table `api_tokens`). */
 
+import type { Scope } from "../protocol/http-api";
+import { readScopes, writeScopes } from "./scopes";
+
 export interface ApiTokenRow {
   id: string;
   user_id: string;
   secret_hash: string;
+  /** Space-separated. */
+  scopes: string;
 }
 
 /** What its owner may see of a token: never the secret or its hash. */
 export interface ApiTokenInfo {
   id: string;
   name: string;
+  scopes: Scope[];
   created_at: number;
 }
 
 export function findApiToken(db: D1Database, id: string): Promise<ApiTokenRow | null> {
-  return db.prepare("SELECT id, user_id, secret_hash FROM api_tokens WHERE id = ?").bind(id).first<ApiTokenRow>();
+  return db
+    .prepare("SELECT id, user_id, secret_hash, scopes FROM api_tokens WHERE id = ?")
+    .bind(id)
+    .first<ApiTokenRow>();
 }
 
 export async function insertApiToken(
   db: D1Database,
-  token: { id: string; userId: string; name: string; secretHash: string; now: number },
+  token: { id: string; userId: string; name: string; secretHash: string; scopes: readonly Scope[]; now: number },
 ): Promise<void> {
   await db
-    .prepare("INSERT INTO api_tokens (id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-    .bind(token.id, token.userId, token.name, token.secretHash, token.now)
+    .prepare("INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)")
+    .bind(token.id, token.userId, token.name, token.secretHash, writeScopes(token.scopes), token.now)
     .run();
 }
 
 export async function listApiTokens(db: D1Database, userId: string): Promise<ApiTokenInfo[]> {
   const { results } = await db
-    .prepare("SELECT id, name, created_at FROM api_tokens WHERE user_id = ? ORDER BY created_at, id")
+    .prepare("SELECT id, name, scopes, created_at FROM api_tokens WHERE user_id = ? ORDER BY created_at, id")
     .bind(userId)
-    .all<ApiTokenInfo>();
-  return results;
+    .all<Omit<ApiTokenInfo, "scopes"> & { scopes: string }>();
+  return results.map((t) => ({ ...t, scopes: readScopes(t.scopes) }));
 }
 
 /** False when the person has no such token (someone else's counts as none). */

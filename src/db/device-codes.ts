@@ -2,6 +2,8 @@
  * RFC 8628 device authorization requests (table `device_codes`). A code moves pending → approved → issued, or
  * pending → denied; every move is a conditional UPDATE, so two requests racing on one code cannot both win.
  */
+import type { Scope } from "../protocol/http-api";
+import { writeScopes } from "./scopes";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "issued";
 
@@ -80,16 +82,16 @@ export function findDeviceCodeByUserCode(db: D1Database, userCodeHash: string): 
  */
 export async function approveDeviceCode(
   db: D1Database,
-  approval: { codeId: string; userId: string; deviceId: string; name: string; now: number },
+  approval: { codeId: string; userId: string; deviceId: string; name: string; scopes: readonly Scope[]; now: number },
 ): Promise<boolean> {
-  const { codeId, userId, deviceId, name, now } = approval;
+  const { codeId, userId, deviceId, name, scopes, now } = approval;
   const [, update] = await db.batch([
     db
       .prepare(
-        `INSERT INTO devices (id, user_id, name, secret_hash, host, platform, created_at)
-         SELECT ?, ?, ?, '', host, platform, ? FROM device_codes WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+        `INSERT INTO devices (id, user_id, name, secret_hash, host, platform, scopes, created_at)
+         SELECT ?, ?, ?, '', host, platform, ?, ? FROM device_codes WHERE id = ? AND status = 'pending' AND expires_at > ?`,
       )
-      .bind(deviceId, userId, name, now, codeId, now),
+      .bind(deviceId, userId, name, writeScopes(scopes), now, codeId, now),
     db
       .prepare(
         "UPDATE device_codes SET status = 'approved', user_id = ?, device_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",

@@ -1,26 +1,33 @@
 /** Devices (table `devices`): logins of LLeMbas CLI or the bridge, and what their last link said. */
-import type { DeviceInfo } from "../protocol/http-api";
+import type { DeviceInfo, Scope } from "../protocol/http-api";
+import { readScopes, writeScopes } from "./scopes";
 
 export interface DeviceCredentialRow {
   id: string;
   user_id: string;
   secret_hash: string;
+  /** Space-separated. */
+  scopes: string;
 }
 
 export function findDeviceCredential(db: D1Database, id: string): Promise<DeviceCredentialRow | null> {
-  return db.prepare("SELECT id, user_id, secret_hash FROM devices WHERE id = ?").bind(id).first<DeviceCredentialRow>();
+  return db
+    .prepare("SELECT id, user_id, secret_hash, scopes FROM devices WHERE id = ?")
+    .bind(id)
+    .first<DeviceCredentialRow>();
 }
 
 export type { DeviceInfo };
 
-interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "agent_info"> {
+interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "agent_info" | "scopes"> {
   online: number;
   capabilities: string | null;
   agent_info: string | null;
+  scopes: string;
 }
 
 const DEVICE_INFO_COLUMNS =
-  "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, created_at";
+  "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, scopes, created_at";
 
 /** The JSON columns hold what the device's initialize said; a value that does not parse is shown as unknown. */
 function parseJsonColumn(text: string | null): unknown {
@@ -38,6 +45,7 @@ function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
     online: row.online === 1,
     capabilities: parseJsonColumn(row.capabilities),
     agent_info: parseJsonColumn(row.agent_info),
+    scopes: readScopes(row.scopes),
   };
 }
 
@@ -49,16 +57,20 @@ export async function listDevices(db: D1Database, userId: string): Promise<Devic
   return results.map(toDeviceInfo);
 }
 
-/** The renamed device, or null when the person has no such device. */
-export async function renameDevice(
+/** The device renamed or given other scopes (what is not given stays), or null when the person has no such device. */
+export async function updateDevice(
   db: D1Database,
   id: string,
   userId: string,
-  name: string,
+  change: { name?: string; scopes?: readonly Scope[] },
 ): Promise<DeviceInfo | null> {
+  const scopes = change.scopes === undefined ? null : writeScopes(change.scopes);
   const row = await db
-    .prepare(`UPDATE devices SET name = ? WHERE id = ? AND user_id = ? RETURNING ${DEVICE_INFO_COLUMNS}`)
-    .bind(name, id, userId)
+    .prepare(
+      `UPDATE devices SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND user_id = ?
+       RETURNING ${DEVICE_INFO_COLUMNS}`,
+    )
+    .bind(change.name ?? null, scopes, id, userId)
     .first<DeviceInfoRow>();
   return row && toDeviceInfo(row);
 }

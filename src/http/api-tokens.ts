@@ -8,16 +8,17 @@ import { personWriting } from "./guards";
 import { issueToken } from "../crypto/tokens";
 import { deleteApiToken, insertApiToken, listApiTokens } from "../db/api-tokens";
 import { closeCredentialSockets } from "./devices";
+import { ScopeList } from "./scopes";
 
-const createBody = z.object({ name: z.string().trim().min(1).max(100) });
+const createBody = z.object({ name: z.string().trim().min(1).max(100), scopes: ScopeList.default([]) });
 
 export const createToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const { name } = await readJson(request, createBody);
+  const { name, scopes } = await readJson(request, createBody);
   const token = await issueToken("lba");
   const now = Date.now();
-  await insertApiToken(env.DB, { id: token.id, userId: person.userId, name, secretHash: token.hash, now });
-  return json({ id: token.id, name, token: token.token, created_at: now }, 201);
+  await insertApiToken(env.DB, { id: token.id, userId: person.userId, name, secretHash: token.hash, scopes, now });
+  return json({ id: token.id, name, token: token.token, scopes, created_at: now }, 201);
 };
 
 export const listTokens: Handler = async (request, env) => {

@@ -9,12 +9,16 @@ import { findApiToken } from "../db/api-tokens";
 import { findDeviceCredential } from "../db/devices";
 import { HttpError } from "./respond";
 import { readSessionCookie } from "./session-cookie";
+import { SCOPES, type Scope } from "../protocol/http-api";
+import { readScopes } from "../db/scopes";
 
 export interface Person {
   userId: string;
   via: "session" | "api";
   /** `<kind>_<id>` of the session or API token used: what a sign-out or a token's deletion ends. */
   credential: string;
+  /** The API token's scopes; a sign-in session has them all. */
+  scopes: Scope[];
 }
 
 export interface DeviceCaller {
@@ -47,25 +51,38 @@ async function credentialRow(env: Env, kind: TokenKind, id: string) {
   }
 }
 
-/** The credential's row, if its token parses, exists, is not expired and its secret matches. */
+/**
+ * The credential's row, if its token parses, exists, is not expired and its secret matches, with its scopes (a
+ * sign-in session has them all).
+ */
 async function checkToken(
   env: Env,
   token: string,
   kinds: TokenKind[],
-): Promise<{ kind: TokenKind; id: string; userId: string } | null> {
+): Promise<{ kind: TokenKind; id: string; userId: string; scopes: Scope[] } | null> {
   const parsed = parseToken(token);
   if (!parsed || !kinds.includes(parsed.kind)) return null;
   const row = await credentialRow(env, parsed.kind, parsed.id);
   if (!row || !(await secretMatches(parsed.secret, row.secret_hash))) return null;
-  return { kind: parsed.kind, id: parsed.id, userId: row.user_id };
+  const scopes = "scopes" in row ? readScopes(row.scopes) : [...SCOPES];
+  return { kind: parsed.kind, id: parsed.id, userId: row.user_id, scopes };
 }
+
+type Checked = NonNullable<Awaited<ReturnType<typeof checkToken>>>;
+
+const personOf = (found: Checked, via: Person["via"]): Person => ({
+  userId: found.userId,
+  via,
+  credential: `${found.kind}_${found.id}`,
+  scopes: found.scopes,
+});
 
 /** A signed-in person: the session cookie, or `Authorization: Bearer lba_…`. A device token is refused here. */
 export async function authenticatePerson(request: Request, env: Env): Promise<Person> {
   const token = bearer(request);
   if (token) {
     const found = await checkToken(env, token, ["lba"]);
-    if (found) return { userId: found.userId, via: "api", credential: `${found.kind}_${found.id}` };
+    if (found) return personOf(found, "api");
     throw unauthorized(
       parseToken(token)?.kind === "lbd"
         ? "a device token cannot be used here; sign in or use an API token"
@@ -75,7 +92,7 @@ export async function authenticatePerson(request: Request, env: Env): Promise<Pe
   const cookie = readSessionCookie(request);
   if (cookie) {
     const found = await checkToken(env, cookie, ["lbs"]);
-    if (found) return { userId: found.userId, via: "session", credential: `${found.kind}_${found.id}` };
+    if (found) return personOf(found, "session");
     throw unauthorized("the sign-in session has expired or was ended; sign in again");
   }
   throw unauthorized("sign in, or send Authorization: Bearer <API token>");
@@ -98,6 +115,7 @@ export async function authenticateDevice(request: Request, env: Env): Promise<De
 export interface ApiCaller {
   userId: string;
   deviceId: string | null;
+  scopes: Scope[];
 }
 
 /** The CLI's HTTP API: `Bearer lbd_…` (the device's own user) or `Bearer lba_…` (a person's API token). */
@@ -105,6 +123,6 @@ export async function authenticateCaller(request: Request, env: Env): Promise<Ap
   const token = bearer(request);
   if (!token) throw unauthorized("send a device token or an API token as Authorization: Bearer <token>");
   const found = await checkToken(env, token, ["lbd", "lba"]);
-  if (found) return { userId: found.userId, deviceId: found.kind === "lbd" ? found.id : null };
+  if (found) return { userId: found.userId, deviceId: found.kind === "lbd" ? found.id : null, scopes: found.scopes };
   throw unauthorized("the token is not valid here (revoked, mistyped, or not a device or API token); log in again");
 }

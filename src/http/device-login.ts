@@ -10,6 +10,7 @@ import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";
 import { HttpError, json } from "./respond";
 import { personWriting } from "./guards";
+import type { Scope } from "../protocol/http-api";
 import type { Person } from "./auth";
 import { findUser } from "../db/users";
 import { issueToken, newTokenId, parseToken, secretMatches } from "../crypto/tokens";
@@ -45,7 +46,8 @@ const tokenBody = z.object({
   device_code: z.string().min(1, "is required").max(200),
 });
 
-const userCodeBody = z.object({ user_code: z.string().max(32) });
+/** A person naming a waiting login; an approval also says whether the device may use the library (default: no). */
+const userCodeBody = z.object({ user_code: z.string().max(32), library: z.boolean().default(false) });
 
 /** RFC 8628 §3.5 / RFC 6749 §5.2 error: 400 with `error`, `error_description` and this API's `detail`. */
 const oauthError = (error: string, description: string) =>
@@ -83,8 +85,8 @@ export const authorize: Handler = async (request, env) => {
 };
 
 /** The pending, unexpired request a person names by its user code. */
-async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow> {
-  const { user_code } = await readJson(request, userCodeBody);
+async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow & { library: boolean }> {
+  const { user_code, library } = await readJson(request, userCodeBody);
   const normalised = normaliseUserCode(user_code);
   const row = normalised && (await findDeviceCodeByUserCode(env.DB, await hashUserCode(normalised)));
   if (!row) throw new HttpError(404, `no device is waiting for the code ${user_code}; check the code the device shows`);
@@ -92,7 +94,7 @@ async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow> {
     throw new HttpError(410, "this code has expired; start the login on the device again");
   if (row.status !== "pending")
     throw new HttpError(409, `this code was already ${row.status === "denied" ? "denied" : "approved"}`);
-  return row;
+  return { ...row, library };
 }
 
 const codeGone = () => new HttpError(409, "this code was approved, denied or expired meanwhile");
@@ -131,9 +133,10 @@ export const approve: Handler = async (request, env) => {
   const deviceId = newTokenId();
   const now = Date.now();
   const shown = await waitingLogin(env, code, person, now);
-  if (!(await approveDeviceCode(env.DB, { codeId: code.id, userId: person.userId, deviceId, name: shown.name, now })))
-    throw codeGone();
-  const approved: ApprovedDevice = { device_id: deviceId, ...shown };
+  const scopes: Scope[] = code.library ? ["library"] : [];
+  const approval = { codeId: code.id, userId: person.userId, deviceId, name: shown.name, scopes, now };
+  if (!(await approveDeviceCode(env.DB, approval))) throw codeGone();
+  const approved: ApprovedDevice = { device_id: deviceId, ...shown, scopes };
   return json(approved);
 };
 

@@ -7,12 +7,15 @@ import { readJson } from "./body";
 import { HttpError, json } from "./respond";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
-import { deleteDevice, listDevices, renameDevice } from "../db/devices";
+import { deleteDevice, listDevices, updateDevice } from "../db/devices";
+import { ScopeList } from "./scopes";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */
 const noSuchDevice = () => new HttpError(404, "no such device");
 
-const renameBody = z.object({ name: z.string().trim().min(1).max(100) });
+const changeBody = z
+  .object({ name: z.string().trim().min(1).max(100).optional(), scopes: ScopeList.optional() })
+  .refine((c) => c.name !== undefined || c.scopes !== undefined, "give a name, scopes, or both");
 
 /** Tells each device's object something at once; one object that could not be told must not stop the others. */
 async function tellEach(
@@ -51,8 +54,8 @@ export const listOwnDevices: Handler = async (request, env) => {
 
 export const renameOwnDevice: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const { name } = await readJson(request, renameBody);
-  const device = await renameDevice(env.DB, request.params.id!, person.userId, name);
+  const change = await readJson(request, changeBody);
+  const device = await updateDevice(env.DB, request.params.id!, person.userId, change);
   if (!device) throw noSuchDevice();
   return json(device);
 };

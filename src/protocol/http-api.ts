@@ -25,9 +25,17 @@ export interface WaitingLogin {
   account: { id: string; email: string };
 }
 
-/** What approving a code answers: the login, and the new device's id. */
+/**
+ * What a token may do beyond its usual routes (README: Scopes). `library`: the account's library, over /mcp and
+ * /api/library.
+ */
+export const SCOPES = ["library"] as const;
+export type Scope = (typeof SCOPES)[number];
+
+/** What approving a code answers: the login, the new device's id, and its scopes. */
 export interface ApprovedDevice extends WaitingLogin {
   device_id: string;
+  scopes: Scope[];
 }
 
 /** A device as its owner sees it (GET /api/devices). */
@@ -41,6 +49,8 @@ export interface DeviceInfo {
   platform: string | null;
   capabilities: unknown;
   agent_info: unknown;
+  /** What the device's token may do beyond the CLI's API. */
+  scopes: Scope[];
   created_at: number;
 }
 

@@ -2,6 +2,8 @@
  * Accounts and devices made straight in D1, for tests whose subject is something else (the link, the relay, the
  * CLI API). The HTTP flows that make them for real are tested in accounts/device-login tests.
  */
+import type { Scope } from "../../src/protocol/http-api";
+import { writeScopes } from "../../src/db/scopes";
 import { env } from "cloudflare:test";
 import { issueToken } from "../../src/crypto/tokens";
 import { hashPassword } from "../../src/crypto/password";
@@ -55,10 +57,12 @@ export async function createUser(opts: { admin?: boolean; email?: string; passwo
   };
 }
 
-export async function createDevice(userId: string, name = "laptop"): Promise<TestDevice> {
+export async function createDevice(userId: string, name = "laptop", scopes: Scope[] = []): Promise<TestDevice> {
   const t = await issueToken("lbd");
-  await env.DB.prepare("INSERT INTO devices (id, user_id, name, secret_hash, created_at) VALUES (?, ?, ?, ?, ?)")
-    .bind(t.id, userId, name, t.hash, Date.now())
+  await env.DB.prepare(
+    "INSERT INTO devices (id, user_id, name, secret_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+  )
+    .bind(t.id, userId, name, t.hash, writeScopes(scopes), Date.now())
     .run();
   return { deviceId: t.id, userId, auth: `Bearer ${t.token}`, token: t.token };
 }
