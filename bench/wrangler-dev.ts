@@ -1,6 +1,6 @@
 /**
  * Runs a Worker under `wrangler dev` for the benchmark: loopback, free ports, a fresh --persist-to directory
- * (its D1 migrated first when asked), ready when a probe URL answers. Unlike the end-to-end tests' instance it can
+ * (its D1 migrated first when asked) or a given one kept as it is, ready when a probe URL answers. Unlike the end-to-end tests' instance it can
  * run another entry point or config (the instrumented Worker, the baseline) and finds the workerd process that runs
  * the Worker, so its memory can be read.
  */
@@ -46,6 +46,11 @@ export interface DevOptions {
   migrateD1?: boolean;
   /** A path that answers 2xx/4xx once the Worker runs. */
   probe: string;
+  /**
+   * Run on this state folder (D1, Durable Objects) instead of a fresh one, and leave it on stop: an instance killed
+   * and started again on it finds what the last one stored.
+   */
+  persistTo?: string;
 }
 
 export interface Dev {
@@ -56,11 +61,13 @@ export interface Dev {
   reloaded(): boolean;
   logs(): string;
   stop(): Promise<void>;
+  /** Kills wrangler and its workerd processes at once (SIGKILL to the group), as a crash would; the state stays. */
+  kill(): Promise<void>;
 }
 
 export async function startDev(options: DevOptions): Promise<Dev> {
   const work = await mkdtemp(path.join(tmpdir(), `lembas-edge-bench-${options.label}-`));
-  const persistTo = path.join(work, "state");
+  const persistTo = options.persistTo ?? path.join(work, "state");
   const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
   const configArgs = config ? ["--config", config] : [];
   if (options.migrateD1) {
@@ -105,6 +112,11 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     await stopGroup(child, exited);
     await rm(work, { recursive: true, force: true });
   };
+  const kill = async () => {
+    signalGroup(child, "SIGKILL");
+    await exited;
+    await rm(work, { recursive: true, force: true });
+  };
   const origin = `http://127.0.0.1:${port}`;
   try {
     await waitUntilAnswering(`${origin}${options.probe}`, exited);
@@ -119,6 +131,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     reloaded: () => /reload/i.test(output.slice(readyAt)),
     logs: () => output,
     stop,
+    kill,
   };
 }
 
@@ -199,20 +212,21 @@ async function waitUntilAnswering(url: string, exited: Promise<void>): Promise<v
   throw new Error(`the Worker did not answer ${url} within ${READY_WITHIN_MS / 1000} s`);
 }
 
+function signalGroup(child: ChildProcess, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-child.pid!, signal);
+  } catch {
+    // The group is gone already.
+  }
+}
+
 async function stopGroup(child: ChildProcess, exited: Promise<void>): Promise<void> {
   if (child.pid === undefined || child.exitCode !== null || child.signalCode !== null) return;
-  const signalGroup = (signal: NodeJS.Signals) => {
-    try {
-      process.kill(-child.pid!, signal);
-    } catch {
-      // The group is gone already.
-    }
-  };
-  signalGroup("SIGTERM");
-  const timer = setTimeout(() => signalGroup("SIGKILL"), STOP_GRACE_MS);
+  signalGroup(child, "SIGTERM");
+  const timer = setTimeout(() => signalGroup(child, "SIGKILL"), STOP_GRACE_MS);
   await exited;
   clearTimeout(timer);
-  signalGroup("SIGKILL");
+  signalGroup(child, "SIGKILL");
 }
 
 /** A port nobody listens on right now (never 8787, which `npm start` uses). */

@@ -1,19 +1,44 @@
 /**
  * The real Worker under `wrangler dev` for the end-to-end and browser suites: the repository's own config (its
- * web UI built, its static assets served), free ports, a fresh local D1 migrated first and Durable Object store,
+ * web UI built, its static assets served), free ports, a local D1 migrated first and Durable Object store — fresh,
+ * or a given state folder, kept, so an instance killed as a crash kills it can be started again on what it stored —
  * ready when discovery answers, stopped with its whole process group. The launcher is the benchmark's, which
  * starts other configs the same way.
  */
-import { startDev } from "../../../bench/wrangler-dev.js";
+import { execFile } from "node:child_process";
+import path from "node:path";
+import { promisify } from "node:util";
+import { ROOT, startDev } from "../../../bench/wrangler-dev.js";
 
 export interface Instance {
   origin: string;
   /** wrangler's output so far, for failure messages. */
   logs(): string;
   stop(): Promise<void>;
+  /** SIGKILL to wrangler and its workerd processes: nothing is flushed or closed; the state folder stays. */
+  kill(): Promise<void>;
 }
 
-export async function startInstance(): Promise<Instance> {
-  const dev = await startDev({ label: "e2e", migrateD1: true, probe: "/.well-known/lembas.json" });
-  return { origin: dev.origin, logs: dev.logs, stop: dev.stop };
+export async function startInstance(options: { persistTo?: string } = {}): Promise<Instance> {
+  const dev = await startDev({ label: "e2e", migrateD1: true, probe: "/.well-known/lembas.json", ...options });
+  return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill };
+}
+
+/** Runs one SQL statement on the local D1 in a state folder (as `wrangler d1 execute --local` does). */
+export async function executeD1(persistTo: string, sql: string): Promise<void> {
+  await promisify(execFile)(
+    process.execPath,
+    [
+      path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
+      "d1",
+      "execute",
+      "DB",
+      "--local",
+      "--persist-to",
+      persistTo,
+      "--command",
+      sql,
+    ],
+    { cwd: ROOT, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" }, timeout: 120_000 },
+  );
 }
