@@ -20,7 +20,7 @@ async function main(argv: readonly string[]): Promise<number> {
       process.stdout.write(`lembas-edge ${packageVersion()}\n`);
       return 0;
     case "login":
-      await login(command.origin);
+      await login(command.origin, command.name);
       return 0;
     case "link": {
       const credential = await findCredential(configDir(), command.origin);

@@ -1,7 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { call, jsonOf } from "./helpers/requests";
+import { until } from "./helpers/chats";
 import { createDevice, createUser } from "./helpers/fixtures";
+import { linkDevice } from "./helpers/link";
 import { authenticateDevice } from "../src/http/auth";
 import type { DeviceInfo as DeviceView } from "../src/db/devices";
 
@@ -34,6 +36,8 @@ describe("devices", () => {
         platform: "linux",
         capabilities: ["turns", "terminal"],
         agent_info: { name: "LLeMbas CLI", version: "1.0.0" },
+        agent_capabilities: null,
+        auth_methods: null,
         scopes: [],
         created_at: expect.any(Number),
       },
@@ -58,8 +62,41 @@ describe("devices", () => {
       platform: null,
       capabilities: null,
       agent_info: null,
+      agent_capabilities: null,
+      auth_methods: null,
       scopes: [],
       created_at: expect.any(Number),
+    });
+  });
+
+  it("lists what the agent of the last link offered: its agentCapabilities (those the instance relays) and authMethods", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const authMethods = [{ id: "chatgpt", name: "Sign in with ChatGPT", description: null }];
+    const agentCapabilities = {
+      loadSession: true,
+      promptCapabilities: { image: true, audio: false, embeddedContext: true },
+      sessionCapabilities: { list: {}, resume: {}, close: {} },
+    };
+    await linkDevice(device, {
+      capabilities: [],
+      initialize: {
+        agentCapabilities: { ...agentCapabilities, providers: {} },
+        authMethods,
+        agentInfo: { name: "codex-acp", version: "0.9.0" },
+        _meta: null,
+      },
+    });
+    const view = await until(
+      async () =>
+        (await jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { cookie: user.cookie } })))[0],
+      (device) => device?.online === true,
+    );
+    expect(view).toMatchObject({
+      online: true,
+      agent_info: { name: "codex-acp", version: "0.9.0" },
+      agent_capabilities: agentCapabilities,
+      auth_methods: authMethods,
     });
   });
 

@@ -1,10 +1,13 @@
-/** The command line: `login <instance-url>`, `link [--instance URL] -- <agent command…>`, `--help`, `--version`. */
+/**
+ * The command line: `login [--name NAME] <instance-url>`, `link [--instance URL] -- <agent command…>`, `--help`,
+ * `--version`.
+ */
 import { Stop } from "./log.js";
 
 export type Command =
   | { kind: "help" }
   | { kind: "version" }
-  | { kind: "login"; origin: string }
+  | { kind: "login"; origin: string; name: string | null }
   | { kind: "link"; origin: string | null; agent: [string, ...string[]] };
 
 /** Usage mistakes exit with 2, like most command-line tools. */
@@ -13,11 +16,12 @@ const USAGE_EXIT = 2;
 export const HELP = `lembas-edge — link any stdio ACP agent to a lembas-edge instance
 
 Usage:
-  lembas-edge login <instance-url>
+  lembas-edge login [--name <name>] <instance-url>
       Log this machine in to the instance with the device flow (RFC 8628): prints a code and the
       address where a signed-in person approves it, waits for the approval, then keeps the device
       token in $XDG_CONFIG_HOME/lembas-edge/credentials.json (~/.config when unset), readable by
-      you alone.
+      you alone. --name names the device in the instance's lists (default: this machine's host
+      name), so several agents on one machine can be told apart.
 
   lembas-edge link [--instance <instance-url>] -- <agent command> [args…]
       Start the agent (it speaks ACP on stdin/stdout, its stderr shows here) and link it to the
@@ -33,6 +37,7 @@ Environment:
 
 Example:
   lembas-edge login http://127.0.0.1:8787
+  lembas-edge login --name codex http://127.0.0.1:8787
   lembas-edge link -- npx my-acp-agent --stdio
 `;
 
@@ -54,15 +59,35 @@ export function parseArgs(argv: readonly string[]): Command {
   const [first, ...rest] = argv;
   if (first === undefined || first === "--help" || first === "-h" || first === "help") return { kind: "help" };
   if (first === "--version" || first === "-v") return { kind: "version" };
-  if (first === "login") {
-    const [url, ...extra] = rest;
-    if (url === undefined || url.startsWith("-") || extra.length > 0) {
-      throw new Stop("usage: lembas-edge login <instance-url>", USAGE_EXIT);
-    }
-    return { kind: "login", origin: instanceOrigin(url) };
-  }
+  if (first === "login") return parseLogin(rest);
   if (first === "link") return parseLink(rest);
   throw new Stop(`unknown command "${first}"; see lembas-edge --help`, USAGE_EXIT);
+}
+
+/** The longest device name the instance takes. */
+const NAME_MAX = 100;
+
+function parseLogin(args: readonly string[]): Command {
+  const usage = () => new Stop("usage: lembas-edge login [--name <name>] <instance-url>", USAGE_EXIT);
+  let name: string | null = null;
+  let url: string | null = null;
+  for (let i = 0; i < args.length; i++) {
+    const arg = args[i]!;
+    let value: string | undefined;
+    if (arg === "--name") value = args[++i];
+    else if (arg.startsWith("--name=")) value = arg.slice("--name=".length);
+    else if (arg.startsWith("-") || url !== null) throw usage();
+    else {
+      url = arg;
+      continue;
+    }
+    name = value?.trim() ?? "";
+    if (name === "" || name.length > NAME_MAX) {
+      throw new Stop(`--name needs a name of 1 to ${NAME_MAX} characters`, USAGE_EXIT);
+    }
+  }
+  if (url === null) throw usage();
+  return { kind: "login", origin: instanceOrigin(url), name };
 }
 
 function parseLink(args: readonly string[]): Command {

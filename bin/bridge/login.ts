@@ -33,7 +33,8 @@ const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 /** RFC 8628 §3.5: every slow_down adds five seconds to the polling interval, for good. */
 const SLOW_DOWN_STEP_S = 5;
 
-export async function login(origin: string): Promise<void> {
+/** Logs in to `origin`; the device is named `name`, or after this machine's host. */
+export async function login(origin: string, name: string | null = null): Promise<void> {
   const discovery = await readDiscovery(origin);
   if (!speaksOurProtocol(discovery)) throw new Stop(PROTOCOL_MISMATCH);
   const authorizeUrl = discovery.endpoints?.device_authorization ?? `${origin}/api/devices/authorize`;
@@ -41,7 +42,7 @@ export async function login(origin: string): Promise<void> {
 
   const host = hostname();
   const grant = Authorization.safeParse(
-    await postJson(authorizeUrl, { name: host, host, platform: process.platform }, "ask for a device code"),
+    await postJson(authorizeUrl, { name: name ?? host, host, platform: process.platform }, "ask for a device code"),
   );
   if (!grant.success) throw new Stop(`${authorizeUrl} did not answer with a device code`);
   const { device_code, user_code, verification_uri, verification_uri_complete, expires_in } = grant.data;

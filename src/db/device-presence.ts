@@ -14,13 +14,16 @@ export interface LinkedDevice {
   platform: string;
   capabilities: readonly string[];
   agentInfo: unknown;
+  /** ACP's agentCapabilities and authMethods (absent in writes owed before they were recorded). */
+  agentCapabilities?: unknown;
+  authMethods?: unknown;
 }
 
 /** The link came up: one write with everything the hello and initialize said. */
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
   await db
     .prepare(
-      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = ?, platform = ?, capabilities = ?, agent_info = ? WHERE id = ?",
+      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = ?, platform = ?, capabilities = ?, agent_info = ?, agent_capabilities = ?, auth_methods = ? WHERE id = ?",
     )
     .bind(
       at,
@@ -29,6 +32,8 @@ export async function markLinked(db: D1Database, deviceId: string, device: Linke
       device.platform,
       JSON.stringify(device.capabilities),
       JSON.stringify(device.agentInfo ?? null),
+      JSON.stringify(device.agentCapabilities ?? null),
+      JSON.stringify(device.authMethods ?? null),
       deviceId,
     )
     .run();

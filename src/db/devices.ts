@@ -19,16 +19,20 @@ export function findDeviceCredential(db: D1Database, id: string): Promise<Device
 
 export type { DeviceInfo };
 
-interface DeviceInfoRow extends Omit<DeviceInfo, "online" | "capabilities" | "agent_info" | "scopes"> {
+const JSON_COLUMNS = ["capabilities", "agent_info", "agent_capabilities", "auth_methods"] as const;
+type JsonColumn = (typeof JSON_COLUMNS)[number];
+
+interface DeviceInfoRow extends Omit<DeviceInfo, "online" | JsonColumn | "scopes"> {
   online: number;
   capabilities: string | null;
   agent_info: string | null;
+  agent_capabilities: string | null;
+  auth_methods: string | null;
   scopes: string;
 }
 
 const DEVICE_INFO_COLUMNS =
-  "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, scopes, created_at";
-
+  "id, name, online, last_seen, protocol, host, platform, capabilities, agent_info, agent_capabilities, auth_methods, scopes, created_at";
 /** The JSON columns hold what the device's initialize said; a value that does not parse is shown as unknown. */
 function parseJsonColumn(text: string | null): unknown {
   if (text === null) return null;
@@ -40,13 +44,8 @@ function parseJsonColumn(text: string | null): unknown {
 }
 
 function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
-  return {
-    ...row,
-    online: row.online === 1,
-    capabilities: parseJsonColumn(row.capabilities),
-    agent_info: parseJsonColumn(row.agent_info),
-    scopes: readScopes(row.scopes),
-  };
+  const parsed = Object.fromEntries(JSON_COLUMNS.map((column) => [column, parseJsonColumn(row[column])]));
+  return { ...row, ...parsed, online: row.online === 1, scopes: readScopes(row.scopes) } as DeviceInfo;
 }
 
 export async function listDevices(db: D1Database, userId: string): Promise<DeviceInfo[]> {

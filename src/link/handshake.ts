@@ -5,6 +5,7 @@
  * initialize request in the outbound table, the deadline), so an eviction between steps loses nothing.
  */
 import { InitializeResult } from "../protocol/acp";
+import { clientInitialize } from "../protocol/capabilities";
 import { CloseCode } from "../protocol/close-codes";
 import { HELLO_METHOD, initializeParams } from "../protocol/handshake";
 import { Hello } from "../protocol/lembas";
@@ -148,6 +149,9 @@ export const handshake: LinkFeature = {
             platform: up.hello.device.platform,
             capabilities: lembas?.capabilities ?? [],
             agentInfo: result.value.agentInfo ?? null,
+            // What clients are given (protocol/capabilities.ts): the offers the instance relays.
+            agentCapabilities: clientInitialize(result.value).agentCapabilities ?? null,
+            authMethods: result.value.authMethods ?? null,
           },
           at,
         );

@@ -49,6 +49,9 @@ export interface DeviceInfo {
   platform: string | null;
   capabilities: unknown;
   agent_info: unknown;
+  /** ACP's agentCapabilities of the last link's agent, as the instance relays them. */
+  agent_capabilities: unknown;
+  auth_methods: unknown;
   /** What the device's token may do beyond the CLI's API. */
   scopes: Scope[];
   created_at: number;

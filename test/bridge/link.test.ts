@@ -261,7 +261,7 @@ describe("lembas-edge --help", () => {
   it("documents login and link with their options", async () => {
     const run = runBridge(["--help"], { configHome: await tempDir("help") });
     expect(await run.exited).toBe(0);
-    expect(run.stdout()).toContain("lembas-edge login <instance-url>");
+    expect(run.stdout()).toContain("lembas-edge login [--name <name>] <instance-url>");
     expect(run.stdout()).toContain("lembas-edge link [--instance <instance-url>] -- <agent command> [args…]");
   });
 });

@@ -2,6 +2,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { readFile, stat } from "node:fs/promises";
+import { hostname } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { runBridge, tempDir } from "./helpers/run-bridge.js";
@@ -127,6 +128,17 @@ describe("lembas-edge login", () => {
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toContain(sentence);
     await expect(stat(path.join(configHome, "lembas-edge", "credentials.json"))).rejects.toThrow(/ENOENT/);
+  });
+
+  it("names the device with --name (the host name otherwise), and refuses an empty name", async () => {
+    flow.answers = [granted];
+    expect(await runBridge(["login", "--name", "codex on the laptop", flow.origin], { configHome }).exited).toBe(0);
+    expect(flow.authorizeBody).toMatchObject({ name: "codex on the laptop", host: hostname() });
+    expect(await runBridge(["login", flow.origin], { configHome }).exited).toBe(0);
+    expect(flow.authorizeBody).toMatchObject({ name: hostname(), host: hostname() });
+    const empty = runBridge(["login", flow.origin, "--name="], { configHome });
+    expect(await empty.exited).toBe(2);
+    expect(empty.stderr()).toContain("--name needs a name of 1 to 100 characters");
   });
 
   it("refuses an address that is not http(s)", async () => {
