@@ -2,7 +2,7 @@ import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { DeviceInfo } from "../src/db/devices";
 import { until } from "./helpers/chats";
-import { type TestUser } from "./helpers/fixtures";
+import type { TestUser } from "./helpers/fixtures";
 import { attachClient, linkStub, type Peer } from "./helpers/link";
 import { linkedWithClients, statusOf } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";

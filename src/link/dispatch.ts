@@ -114,13 +114,13 @@ export async function onClientSocketMessage(
 ): Promise<void> {
   // A socket the instance has closed (a flood) may still deliver frames it had queued: they are not handled.
   if (ws.readyState !== WebSocket.OPEN) return;
-  const frame = readFrame(data, "client");
+  // The budget first: a frame over it is not read at all (not even measured or parsed).
   const verdict = rt.flood.take(attachment.sid, "client");
   if (!verdict.over) {
-    await onClientFrame(rt, { sid: attachment.sid, userId: attachment.uid }, ws, frame);
+    await onClientFrame(rt, { sid: attachment.sid, userId: attachment.uid }, ws, readFrame(data, "client"));
     return;
   }
-  sendJson(ws, floodRefusal(frame, verdict.retryAfterMs));
+  sendJson(ws, floodRefusal(data, verdict.retryAfterMs));
   if (!verdict.close) return;
   closeSocket(ws, CloseCode.Flood, floodCloseReason("client"));
   await onSocketGone(rt, attachment, "closed");

@@ -20,7 +20,8 @@
  */
 import { ErrorCode, rpcError, type ErrorMessage } from "../protocol/jsonrpc";
 import type { LinkFeature } from "./feature";
-import type { Frame } from "./frames";
+import { frameShape } from "./frame-shape";
+import { MAX_DEPTH } from "./frames";
 import type { Role } from "./sockets";
 
 export interface Budget {
@@ -80,9 +81,16 @@ export class FloodGate {
 
 export const FLOOD_MESSAGE = "too many requests: slow down";
 
-/** The answer to a client frame over its budget: under the request's id, else null. */
-export function floodRefusal(frame: Frame, retryAfterMs: number): ErrorMessage {
-  const id = frame.kind === "request" ? frame.message.id : null;
+/** Frames over the budget at most this long are looked at for their id; a longer one is refused under null. */
+const LOOK_FOR_ID_UP_TO = 64 * 1024;
+
+/**
+ * The answer to a client frame over its budget: under the request's id (read from the frame's shape, never parsed),
+ * else null.
+ */
+export function floodRefusal(data: string | ArrayBuffer, retryAfterMs: number): ErrorMessage {
+  const shape = typeof data === "string" && data.length <= LOOK_FOR_ID_UP_TO ? frameShape(data, MAX_DEPTH) : null;
+  const id = shape && !shape.tooDeep && shape.method !== null ? shape.id : null;
   return rpcError(id, ErrorCode.TooManyRequests, FLOOD_MESSAGE, { retryAfterMs });
 }
 

@@ -4,10 +4,13 @@
  *
  * Limits. Workers take WebSocket messages up to 32 MiB (larger ones are closed by the runtime with 1009). A prompt
  * may carry 25 MB decoded, about 33.3 MB as base64 — so session/prompt frames may use the whole 32 MiB, and so may
- * the device (a history answer can be large). Any other client frame is held to 1 MiB.
+ * the device (a history answer can be large). Any other client frame is held to 1 MiB. Larger frames never reach
+ * the object: the runtime closes the socket with 1009 first. No frame may nest deeper than MAX_DEPTH (a value
+ * nested thousands deep parses, but serialising it again throws).
  */
 import { CloseCode } from "../protocol/close-codes";
 import { classify, ErrorCode, rpcError, type Classified, type ErrorMessage } from "../protocol/jsonrpc";
+import { frameShape } from "./frame-shape";
 import type { Role } from "./sockets";
 
 const MiB = 1024 * 1024;
@@ -17,6 +20,8 @@ export const FRAME_LIMITS = {
   /** A client frame other than session/prompt. */
   clientFrameBytes: 1 * MiB,
 } as const;
+/** The deepest a frame may nest (objects and arrays, the envelope included); deeper is refused -32600 unparsed. */
+export const MAX_DEPTH = 64;
 /** Client methods allowed up to maxFrameBytes. */
 const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
 
@@ -41,17 +46,47 @@ export function frameBytes(data: string | ArrayBuffer): number {
   return new TextEncoder().encode(data).byteLength;
 }
 
+/** A frame refused with -32600 (and a close when it is past what the link takes at all). */
+const refused = (
+  id: string | number | null,
+  why: string,
+  close?: { code: number; reason: string },
+): Extract<Frame, { kind: "refused" }> => ({
+  kind: "refused",
+  error: rpcError(id, ErrorCode.InvalidRequest, why),
+  ...(close ? { close } : {}),
+});
+
+/** Whether a frame is over `limit` bytes, measured only when its length leaves it in doubt. */
+function over(data: string | ArrayBuffer, limit: number): boolean {
+  if (typeof data === "string" && data.length > limit) return true;
+  return frameBytes(data) > limit;
+}
+
+/**
+ * Reads a frame, judging it before building it: its size against the most any frame may be; its nesting depth and,
+ * for a client, its size against what its method may take (read from its shape: frame-shape.ts) — a frame refused
+ * here is never parsed; then JSON, the envelope, and once more the size by the parsed method (a frame whose repeated
+ * `method` members would mislead the shape). Refusals go under the request's id when it has one.
+ */
 export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
-  const bytes = frameBytes(data);
-  if (bytes > FRAME_LIMITS.maxFrameBytes) {
-    const why = `frame of ${mib(bytes)} is over the ${mib(FRAME_LIMITS.maxFrameBytes)} limit`;
-    return {
-      kind: "refused",
-      error: rpcError(null, ErrorCode.InvalidRequest, why),
-      close: { code: CloseCode.FrameTooLarge, reason: why },
-    };
+  if (over(data, FRAME_LIMITS.maxFrameBytes)) {
+    const why = `frame of ${mib(frameBytes(data))} is over the ${mib(FRAME_LIMITS.maxFrameBytes)} limit`;
+    return refused(null, why, { code: CloseCode.FrameTooLarge, reason: why });
   }
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
+  const shape = frameShape(text, MAX_DEPTH);
+  if (shape.tooDeep) return refused(shape.id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+  const tooLarge = (method: string | null) =>
+    from === "client" &&
+    !(method !== null && LARGE_CLIENT_METHODS.has(method)) &&
+    over(data, FRAME_LIMITS.clientFrameBytes);
+  const sizeRefusal = (id: string | number | null, method: string | null) =>
+    refused(
+      id,
+      `frame of ${mib(frameBytes(data))} is over the ${mib(FRAME_LIMITS.clientFrameBytes)} limit for ${method ?? "an answer"}; only session/prompt may be up to ${mib(FRAME_LIMITS.maxFrameBytes)}`,
+    );
+  if (tooLarge(shape.method)) return sizeRefusal(shape.id, shape.method);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -60,22 +95,8 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   }
   const frame = classify(value);
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
-  if (
-    from === "client" &&
-    bytes > FRAME_LIMITS.clientFrameBytes &&
-    !("method" in frame.message && LARGE_CLIENT_METHODS.has(frame.message.method))
-  ) {
-    const what = "method" in frame.message ? frame.message.method : "an answer";
-    const id = "id" in frame.message ? frame.message.id : null;
-    return {
-      kind: "refused",
-      error: rpcError(
-        id,
-        ErrorCode.InvalidRequest,
-        `frame of ${mib(bytes)} is over the ${mib(FRAME_LIMITS.clientFrameBytes)} limit for ${what}; only session/prompt may be up to ${mib(FRAME_LIMITS.maxFrameBytes)}`,
-      ),
-    };
-  }
+  const method = "method" in frame.message ? frame.message.method : null;
+  if (tooLarge(method)) return sizeRefusal("id" in frame.message ? frame.message.id : null, method);
   const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
   return { ...frame, verbatim: kept ? text : null };
 }

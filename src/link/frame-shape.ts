@@ -1,0 +1,95 @@
+/**
+ * A frame's shape, read without parsing it: how deeply it nests, and its top-level `method` and `id`. One pass over
+ * the text that allocates nothing but those two values — strings are skipped with indexOf — so a frame can be judged
+ * (too deep; too large for its kind) before JSON.parse builds it, and a refusal still goes under the request's id.
+ * Like JSON.parse, the last of repeated top-level members wins. The text need not be valid JSON: whatever it is, it
+ * is parsed (and refused if it is not JSON) only after passing these checks.
+ */
+
+export interface FrameShape {
+  /** Nests deeper than the limit it was read with (the scan stopped there). */
+  tooDeep: boolean;
+  /** The top-level `method` when it is a string. */
+  method: string | null;
+  /** The top-level `id` when it is a string or a number. */
+  id: string | number | null;
+}
+
+const QUOTE = 0x22;
+const BACKSLASH = 0x5c;
+const COLON = 0x3a;
+const OPEN_OBJECT = 0x7b;
+const OPEN_ARRAY = 0x5b;
+const CLOSE_OBJECT = 0x7d;
+const CLOSE_ARRAY = 0x5d;
+
+const isSpace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/** The index just past the string that opens at `start` (a quote), or the text's length if it never closes. */
+function stringEnd(text: string, start: number): number {
+  for (let at = start + 1; ; ) {
+    const quote = text.indexOf('"', at);
+    if (quote < 0) return text.length;
+    let slashes = 0;
+    while (text.charCodeAt(quote - 1 - slashes) === BACKSLASH) slashes++;
+    if (slashes % 2 === 0) return quote + 1;
+    at = quote + 1;
+  }
+}
+
+const skipSpace = (text: string, at: number) => {
+  while (at < text.length && isSpace(text.charCodeAt(at))) at++;
+  return at;
+};
+
+/** The JSON string or number at `at`, read on its own (small: a method name, an id); null for anything else. */
+function scalarAt(text: string, at: number): string | number | null {
+  const c = text.charCodeAt(at);
+  let end = at;
+  if (c === QUOTE) end = stringEnd(text, at);
+  else while (end < text.length && /[-+.0-9eE]/.test(text[end]!)) end++;
+  if (end === at) return null;
+  try {
+    const value: unknown = JSON.parse(text.slice(at, end));
+    return typeof value === "string" || typeof value === "number" ? value : null;
+  } catch {
+    return null;
+  }
+}
+
+export function frameShape(text: string, maxDepth: number): FrameShape {
+  const shape: FrameShape = { tooDeep: false, method: null, id: null };
+  const topObject = text.charCodeAt(skipSpace(text, 0)) === OPEN_OBJECT;
+  let depth = 0;
+  for (let at = 0; at < text.length; ) {
+    const c = text.charCodeAt(at);
+    if (c === QUOTE) {
+      const end = stringEnd(text, at);
+      // A member name of the top-level object: a string at depth 1 followed by a colon.
+      if (depth === 1 && topObject) {
+        const colon = skipSpace(text, end);
+        if (text.charCodeAt(colon) === COLON) {
+          const name = text.slice(at + 1, end - 1);
+          if (name === "method" || name === "id") {
+            const value = scalarAt(text, skipSpace(text, colon + 1));
+            if (name === "method") shape.method = typeof value === "string" ? value : null;
+            else shape.id = value;
+          }
+        }
+      }
+      at = end;
+      continue;
+    }
+    if (c === OPEN_OBJECT || c === OPEN_ARRAY) {
+      depth += 1;
+      if (depth > maxDepth) {
+        shape.tooDeep = true;
+        return shape;
+      }
+    } else if (c === CLOSE_OBJECT || c === CLOSE_ARRAY) {
+      depth -= 1;
+    }
+    at += 1;
+  }
+  return shape;
+}
