@@ -150,7 +150,7 @@ describe("the web UI under its Content-Security-Policy", () => {
     await page.goto(instance.origin);
     await page.locator(".devices a").click();
     await page.locator("#link-state.online").waitFor();
-    await page.getByLabel("New session in").fill(root);
+    await page.getByLabel("Folder on the device").fill(root);
     await page.getByRole("button", { name: "Start" }).click();
     const prompt = page.locator("textarea[name=prompt]:enabled");
     await prompt.fill("Tidy up");
@@ -158,7 +158,7 @@ describe("the web UI under its Content-Security-Policy", () => {
     await page.getByText("Done").waitFor();
     const card = page.locator('.card-request[data-tool-call-id="call_1"]');
     await card.getByRole("button", { name: "Allow once" }).click();
-    await page.getByText("turn ended: end_turn").waitFor({ timeout: 30_000 });
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor({ timeout: 30_000 });
     expect(csp.violations()).toEqual([]);
   });
 });

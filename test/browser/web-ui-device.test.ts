@@ -2,8 +2,8 @@
  * The web UI's composer and terminal in a real browser (Debian's Chromium driven by playwright-core) against the
  * real Worker, with a scripted protocol 2 device on the ACP SDK (capabilities files, commands, terminal): the `@`
  * picker shows the device's file matches and inserts the chosen path escaped, `/` lists the commands the device
- * announced, and a terminal opens, shows the device's output without its escape sequences, sends what is typed
- * and closes — by the person, or when the device's shell ends. A device without those capabilities gets neither
+ * announced, and a terminal (xterm.js) opens at its panel's size, draws the device's output escape sequences and
+ * all, sends what is typed and closes — by the person, or when the device's shell ends. A device without those capabilities gets neither
  * picker's questions nor a Terminal button.
  */
 import { existsSync } from "node:fs";
@@ -146,7 +146,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await page.getByRole("button", { name: "Sign in" }).click();
     await page.locator(".devices a.device-name").click();
     await page.locator("#link-state.online").waitFor();
-    expect(await page.getByLabel("New session in").inputValue()).toBe(root); // the device's first root
+    expect(await page.getByLabel("Folder on the device").inputValue()).toBe(root); // the device's first root
     await page.getByRole("button", { name: "Start" }).click();
     await page.locator("textarea[name=prompt]:enabled").waitFor();
   });
@@ -170,7 +170,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     expect(await prompt.inputValue()).toBe("Read @src/my\\ notes.md and @docs/a\\#b.md ");
 
     await prompt.press("Enter");
-    await page.getByText("turn ended: end_turn").waitFor();
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
     expect(seen.prompts).toEqual(["Read @src/my\\ notes.md and @docs/a\\#b.md"]);
   });
 
@@ -195,47 +195,51 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await prompt.fill("");
   });
 
-  it("opens a terminal that shows the device's output without escape sequences, sends what is typed, and closes", async () => {
+  it("opens a terminal drawn by xterm.js at its panel's size, draws what the device sends, sends keystrokes, and closes", async () => {
     await page.getByRole("button", { name: "Terminal" }).click();
-    const panel = page.locator('.terminal[data-terminal-id="term_1"]');
+    const panel = page.locator('.terminal-panel[data-terminal-id="term_1"]');
     await panel.waitFor();
-    expect(seen.terminalOpens).toEqual([{ cwd: root, cols: 100, rows: 30 }]);
+    // The terminal asked for the grid its panel holds, within the spec's bounds.
+    expect(seen.terminalOpens).toHaveLength(1);
+    const open = seen.terminalOpens[0] as { cwd: string; cols: number; rows: number };
+    expect(open.cwd).toBe(root);
+    expect(open.cols).toBeGreaterThanOrEqual(20);
+    expect(open.rows).toBeGreaterThanOrEqual(5);
 
+    // A full-screen program's output: clear the screen, move the cursor, colours; an escape cut between frames.
     await device.client.notify("_lembas/terminal/output", {
       terminalId: "term_1",
-      data: base64("\x1b]0;ui-laptop\x07\x1b[32mgreen\x1b[0m and plain\r\n"),
+      data: base64("\x1b]0;ui-laptop\x07\x1b[2J\x1b[H\x1b[32mgreen\x1b[0m and plain\r\n\x1b[3;5Hthird row"),
     });
-    // An escape cut between two frames is still taken out whole.
     await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("\x1b[1") });
-    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("mbold\x1b[0m $ ") });
-    await expect.poll(() => panel.locator(".terminal-output").textContent()).toBe("green and plain\nbold $ ");
+    await device.client.notify("_lembas/terminal/output", { terminalId: "term_1", data: base64("mbold\x1b[0m") });
+    const rows = panel.locator(".xterm-rows > div");
+    await expect.poll(() => rows.nth(0).textContent()).toMatch(/^green and plain\s*$/);
+    await expect.poll(() => rows.nth(2).textContent()).toMatch(/^ {4}third rowbold\s*$/);
 
-    const line = panel.getByLabel("Terminal input");
-    await line.fill("ls -la");
-    await line.press("Enter");
-    await line.press("Control+c");
+    await panel.locator(".terminal-screen").click();
+    await page.keyboard.type("ls");
+    await page.keyboard.press("Enter");
+    await page.keyboard.press("Control+c");
     await expect
-      .poll(() => seen.terminalInput)
-      .toEqual([
-        { terminalId: "term_1", data: base64("ls -la\r") },
-        { terminalId: "term_1", data: base64("\x03") },
-      ]);
-    expect(await line.inputValue()).toBe("");
+      .poll(() => seen.terminalInput.map((i) => Buffer.from(i.data, "base64").toString()).join(""))
+      .toBe("ls\r\x03");
+    expect(new Set(seen.terminalInput.map((i) => i.terminalId))).toEqual(new Set(["term_1"]));
 
     await panel.getByRole("button", { name: "Close" }).click();
     await expect.poll(() => seen.terminalCloses).toEqual([{ terminalId: "term_1" }]);
     expect(await panel.count()).toBe(0);
-    await page.getByText("Terminal closed.").waitFor();
   });
 
-  it("closes a terminal whose shell ended on the device", async () => {
+  it("ends a terminal whose shell ended on the device", async () => {
     await page.getByRole("button", { name: "Terminal" }).click();
-    const panel = page.locator('.terminal[data-terminal-id="term_2"]');
+    const panel = page.locator('.terminal-panel[data-terminal-id="term_2"]');
     await panel.waitFor();
     await device.client.notify("_lembas/terminal/exit", { terminalId: "term_2", code: 0 });
-    await page.getByText("The terminal's shell ended (exit code 0).").waitFor();
-    expect(await panel.count()).toBe(0);
+    await page.getByText("The shell ended (exit code 0).").waitFor();
+    expect(await page.locator(".terminal-panel[data-terminal-id]").count()).toBe(0);
     expect(seen.terminalCloses).toHaveLength(1); // the device's own exit needs no close
+    await page.getByRole("button", { name: "Close" }).click();
   });
 
   it("offers no file search and no terminal for a device that did not list them", async () => {
@@ -254,6 +258,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     const other = await page.context().newPage();
     await other.goto(`${instance.origin}/devices/${encodeURIComponent(login.deviceId)}`);
     await other.locator("#link-state.online").waitFor();
+    await other.getByLabel("Folder on the device").fill(root);
     await other.getByRole("button", { name: "Start" }).click();
     const prompt = other.locator("textarea[name=prompt]:enabled");
     await prompt.pressSequentially("Read @src");

@@ -89,21 +89,20 @@ describe("the web UI", () => {
   it("starts a session, streams a turn with its tool calls, and answers the approval card", async () => {
     await page.locator(".devices a.device-name").click();
     await page.locator("#link-state.online").waitFor();
-    await page.getByLabel("New session in").fill(workdir);
+    await page.getByLabel("Folder on the device").fill(workdir);
     await page.getByRole("button", { name: "Start" }).click();
-    const prompt = page.getByPlaceholder(/Ask the agent/);
-    expect(await prompt.isDisabled()).toBe(true); // until the session exists
+    const prompt = page.getByLabel("Message");
     await prompt.fill("Tidy the configuration, please");
     await prompt.press("Enter");
 
     await page.getByText("I'll help you with that.").waitFor();
-    await page.locator('.msg.tool[data-tool-call-id="call_1"] .tool-status', { hasText: "completed" }).waitFor();
+    await page.locator('.tool[data-tool-call-id="call_1"] .tool-status', { hasText: "completed" }).waitFor();
     const card = page.locator('.card-request[data-tool-call-id="call_2"]');
     await card.waitFor();
     expect(await card.textContent()).toContain("Modifying critical configuration file");
     await card.getByRole("button", { name: "Allow this change" }).click();
 
-    await page.getByText("turn ended: end_turn").waitFor({ timeout: 30_000 });
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor({ timeout: 30_000 });
     expect(await card.count()).toBe(0);
     expect(await page.locator(".msg.user").first().textContent()).toBe("Tidy the configuration, please");
     await page.screenshot({ path: `${workdir}/transcript.png`, fullPage: true });

@@ -1,9 +1,164 @@
-/** One device: its chats, the chat open, its cards and a terminal on it. */
-import { useEffect, useRef } from "preact/hooks";
-import { deviceView } from "../views/device";
+/**
+ * One device: its chats (a drawer on a phone, a column on a wide screen), the chat open — transcript, cards,
+ * composer — or a new session, and a terminal on the device. The page title counts the cards waiting.
+ * Keyboard: Alt+N goes to the next card waiting, Alt+C to the chat list, "/" to the message box.
+ */
+import { useEffect, useMemo, useState } from "preact/hooks";
+import { background } from "../app/background";
+import { APP_NAME } from "../app/shell";
+import { devices } from "../app/http";
+import { chatPath, devicePath } from "../app/paths";
+import { CardList } from "../cards/cards";
+import { ChatList, chatTitle } from "../chat/chat-list";
+import { ChatView } from "../chat/chat-view";
+import { DeviceStore } from "../link/device-store";
+import { NewSession } from "./new-session";
+import { TerminalPanel } from "../terminal/terminal-panel";
 
 export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionId?: string }) {
-  const root = useRef<HTMLDivElement>(null);
-  useEffect(() => deviceView(root.current!, deviceId, sessionId ?? null), [deviceId]);
-  return <div ref={root} class="pad" />;
+  const store = useMemo(() => new DeviceStore(deviceId), [deviceId]);
+  const [name, setName] = useState(deviceId);
+  const [drawer, setDrawer] = useState(false);
+  const [terminal, setTerminal] = useState(false);
+
+  useEffect(() => {
+    store.start();
+    background(
+      devices().then(
+        (list) => setName(list.find((d) => d.id === deviceId)?.name ?? deviceId),
+        () => {},
+      ),
+    );
+    return () => store.stop();
+  }, [store]);
+
+  useEffect(() => {
+    background(store.openChat(sessionId ?? null));
+    setDrawer(false);
+  }, [store, sessionId]);
+
+  const cards = store.cards.value;
+  const chat = sessionId ? store.chat(sessionId) : undefined;
+  useEffect(() => {
+    const page = sessionId ? chatTitle(chat, sessionId) : name;
+    document.title = `${cards.length > 0 ? `(${cards.length}) ` : ""}${page} · ${APP_NAME}`;
+  }, [cards.length, chat?.title, name, sessionId]);
+
+  useEffect(() => {
+    const keys = (e: KeyboardEvent) => {
+      if (e.altKey && e.code === "KeyN") {
+        e.preventDefault();
+        focusNextCard();
+      } else if (e.altKey && e.code === "KeyC") {
+        e.preventDefault();
+        setDrawer(true);
+        document.querySelector<HTMLElement>(".chat-list a")?.focus();
+      } else if (e.key === "/" && !isTyping(e.target)) {
+        const box = document.querySelector<HTMLTextAreaElement>("textarea[name=prompt]");
+        if (box) {
+          e.preventDefault();
+          box.focus();
+        }
+      }
+    };
+    document.addEventListener("keydown", keys);
+    return () => document.removeEventListener("keydown", keys);
+  }, []);
+
+  const status = store.status.value;
+  const linkUp = store.linkUp.value;
+  const elsewhere = cards.filter((c) => c.params.sessionId !== sessionId);
+  const host = status?.hello?.device.host;
+
+  return (
+    <div class={`device-page${drawer ? " drawer-open" : ""}`}>
+      <aside id="chat-drawer" class="sidebar" aria-label="Chats">
+        <div class="device-title">
+          <h1>
+            <a href="/" class="muted back" aria-label="All devices">
+              ‹
+            </a>{" "}
+            {name}
+          </h1>
+          <span
+            id="link-state"
+            class={linkUp ? "badge online" : "badge"}
+            title={store.connected.value ? undefined : "not connected to the instance"}
+          >
+            {linkState(linkUp, store.connected.value)}
+          </span>
+        </div>
+        {host && <p class="muted device-host">{[host, status?.hello?.device.platform].filter(Boolean).join(" · ")}</p>}
+        <div class="actions">
+          <a class="button" href={devicePath(deviceId)}>
+            New chat
+          </a>
+          {store.has("terminal") && (
+            <button type="button" class="secondary" aria-pressed={terminal} onClick={() => setTerminal(!terminal)}>
+              Terminal
+            </button>
+          )}
+        </div>
+        <ChatList store={store} deviceId={deviceId} current={sessionId ?? null} />
+      </aside>
+      <button
+        type="button"
+        class="scrim"
+        aria-label="Close the chat list"
+        tabIndex={-1}
+        onClick={() => setDrawer(false)}
+      />
+      <section class="device-main">
+        <div class="chat-bar">
+          <button
+            type="button"
+            class="secondary drawer-toggle"
+            aria-expanded={drawer}
+            aria-controls="chat-drawer"
+            onClick={() => setDrawer(!drawer)}
+          >
+            Chats{store.unread.value.size > 0 ? " •" : ""}
+          </button>
+          {elsewhere.length > 0 && (
+            <a class="badge waiting" href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}>
+              {elsewhere.length} waiting in other chats
+            </a>
+          )}
+        </div>
+        <p class="error" role="alert">
+          {store.problem.value}
+        </p>
+        {sessionId ? (
+          <ChatView key={sessionId} store={store} deviceId={deviceId} sessionId={sessionId} />
+        ) : (
+          <NewSession store={store} deviceId={deviceId} />
+        )}
+        {!sessionId && <CardList store={store} cards={cards} />}
+        {terminal && store.has("terminal") && (
+          <TerminalPanel store={store} cwd={chat?.cwd ?? null} onClose={() => setTerminal(false)} />
+        )}
+      </section>
+    </div>
+  );
+}
+
+function linkState(up: boolean, connected: boolean): string {
+  if (up) return "online";
+  return connected ? "offline" : "connecting…";
+}
+
+function isTyping(target: EventTarget | null): boolean {
+  return (
+    target instanceof HTMLElement && (target.isContentEditable || /^(INPUT|TEXTAREA|SELECT)$/.test(target.tagName))
+  );
+}
+
+/** Moves the focus to the first control of the next card after the one focused (or the first). */
+function focusNextCard(): void {
+  const cards = [...document.querySelectorAll<HTMLElement>("[data-card]")];
+  if (cards.length === 0) return;
+  const at = cards.findIndex((c) => c.contains(document.activeElement));
+  const next = cards[(at + 1) % cards.length]!;
+  next.scrollIntoView({ block: "nearest" });
+  next.querySelector<HTMLElement>("button, input, textarea, select")?.focus();
 }

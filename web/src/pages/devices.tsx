@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { ago } from "../app/format";
+import { Confirm, RenameForm } from "../app/inline-forms";
 import { type DeviceInfo, devices, messageOf, renameDevice, revokeDevice } from "../app/http";
 
 const REFRESH_MS = 3_000;
@@ -107,35 +108,24 @@ function DeviceRow({ device, changed }: { device: DeviceInfo; changed: () => voi
         </div>
       )}
       {mode === "rename" && (
-        <form
-          class="inline-form"
-          onSubmit={(e) => {
-            e.preventDefault();
-            const name = String(new FormData(e.currentTarget).get("name") ?? "");
-            background(act(renameDevice(device.id, name)));
-          }}
-        >
-          <label>
-            New name for {device.name}
-            <input name="name" defaultValue={device.name} required maxLength={100} />
-          </label>
-          <button type="submit">Save</button>
-          <button type="button" class="secondary" onClick={() => setMode("view")}>
-            Cancel
-          </button>
-        </form>
+        <RenameForm
+          label={`New name for ${device.name}`}
+          value={device.name}
+          maxLength={100}
+          onSave={(name) => background(act(renameDevice(device.id, name)))}
+          onCancel={() => setMode("view")}
+        />
       )}
       {mode === "revoke" && (
-        <fieldset class="confirm">
-          <legend class="visually-hidden">Revoke {device.name}</legend>
-          <p>Revoke {device.name}? Its token stops working and its link closes at once; it must log in again.</p>
-          <button type="button" class="danger" onClick={() => background(act(revokeDevice(device.id)))}>
-            Revoke {device.name}
-          </button>
-          <button type="button" class="secondary" onClick={() => setMode("view")}>
-            Keep it
-          </button>
-        </fieldset>
+        <Confirm
+          legend={`Revoke ${device.name}`}
+          action={`Revoke ${device.name}`}
+          keep="Keep it"
+          onConfirm={() => background(act(revokeDevice(device.id)))}
+          onCancel={() => setMode("view")}
+        >
+          Revoke {device.name}? Its token stops working and its link closes at once; it must log in again.
+        </Confirm>
       )}
       <p class="error" role="alert">
         {error}

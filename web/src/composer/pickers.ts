@@ -1,20 +1,13 @@
 /**
- * The prompt box and its two pickers, as the TUI has them: `@` searches the device's files (capability files) and
+ * The prompt box's two pickers, as the TUI has them: `@` searches the device's files (capability files) and
  * inserts `@path`, which the device expands when the prompt comes; `/` at the start lists the session's commands
- * (from available_commands_update, or `_lembas/commands` with capability commands) and inserts `/name`.
+ * (from available_commands_update, or `_lembas/commands` with capability commands) and inserts `/name`. They work
+ * on a textarea and a list the composer renders; Enter with no list open sends, Escape with none open stops.
  */
-import { h, replace } from "./dom.js";
-import { RpcFailure, type ClientSocket, type Params } from "./client-socket.js";
+import type { Command, FilesSearchResult } from "../../../src/protocol/lembas";
+import { h, replace } from "../dom";
+import type { ClientSocket } from "../link/client-socket";
 
-interface Command {
-  name: string;
-  description?: string;
-  input?: { hint?: string } | null;
-}
-interface FileMatch {
-  path: string;
-  kind: "file" | "dir";
-}
 interface Suggestion {
   insert: string;
   label: string;
@@ -22,10 +15,12 @@ interface Suggestion {
   detail?: string;
 }
 
-export interface ComposerHost {
+export interface PickerHost {
   session(): string | null;
   capabilities(): readonly string[];
+  commands(sessionId: string): readonly Command[];
   send(): void;
+  escape(): void;
 }
 
 const SEARCH_DELAY_MS = 150;
@@ -39,15 +34,7 @@ const COMMAND = /^\/(\S*)$/;
 export const escapePath = (path: string) => path.replace(/[ #]/g, "\\$&");
 const unescapePath = (text: string) => text.replace(/\\(.)/g, "$1");
 
-export class Composer {
-  readonly text = h("textarea", {
-    name: "prompt",
-    placeholder: "Ask the agent… (Enter to send, Shift+Enter for a new line, @ for a file, / for a command)",
-    rows: 3,
-    disabled: true,
-  });
-  readonly list = h("ul", { class: "suggestions", role: "listbox", hidden: true });
-  private readonly commands = new Map<string, Command[]>();
+export class Pickers {
   private items: Suggestion[] = [];
   private active = 0;
   /** Where the text being completed starts; a choice replaces it up to the caret. */
@@ -57,37 +44,14 @@ export class Composer {
   private asked = 0;
 
   constructor(
+    private readonly text: HTMLTextAreaElement,
+    private readonly list: HTMLUListElement,
     private readonly socket: ClientSocket,
-    private readonly host: ComposerHost,
+    private readonly host: PickerHost,
   ) {
-    this.text.addEventListener("input", () => this.update());
-    this.text.addEventListener("keydown", (e) => this.key(e));
-    this.text.addEventListener("blur", () => this.close());
-  }
-
-  /** Takes a session's command set from its available_commands_update. */
-  apply(params: Params): void {
-    const update = params.update as { sessionUpdate?: string; availableCommands?: Command[] } | undefined;
-    if (update?.sessionUpdate !== "available_commands_update" || typeof params.sessionId !== "string") return;
-    this.setCommands(params.sessionId, update.availableCommands);
-  }
-
-  /** Asks for the command set of the session just selected, when the device offers that. */
-  async load(sessionId: string): Promise<void> {
-    if (!this.host.capabilities().includes("commands")) return;
-    try {
-      const res = await this.socket.request<{ commands?: Command[] }>("_lembas/commands", { sessionId });
-      this.setCommands(sessionId, res.commands);
-    } catch {
-      // Without the list the picker stays empty; a typed /name still reaches the device, which expands it.
-    }
-  }
-
-  private setCommands(sessionId: string, commands: Command[] | undefined): void {
-    this.commands.set(
-      sessionId,
-      (commands ?? []).filter((c) => typeof c?.name === "string"),
-    );
+    text.addEventListener("input", () => this.update());
+    text.addEventListener("keydown", (e) => this.key(e));
+    text.addEventListener("blur", () => this.close());
   }
 
   private update(): void {
@@ -110,7 +74,8 @@ export class Composer {
 
   private commandsMatching(sessionId: string, typed: string): Suggestion[] {
     const prefix = typed.toLowerCase();
-    return (this.commands.get(sessionId) ?? [])
+    return this.host
+      .commands(sessionId)
       .filter((c) => c.name.toLowerCase().startsWith(prefix))
       .map((c) => ({ insert: `/${c.name} `, label: `/${c.name}`, hint: c.input?.hint, detail: c.description }));
   }
@@ -120,7 +85,7 @@ export class Composer {
     const ask = ++this.asked;
     this.timer = setTimeout(async () => {
       try {
-        const res = await this.socket.request<{ files: FileMatch[] }>("_lembas/files/search", {
+        const res = await this.socket.request<FilesSearchResult>("_lembas/files/search", {
           sessionId,
           query,
           limit: SEARCH_LIMIT,
@@ -137,11 +102,7 @@ export class Composer {
         if (ask !== this.asked) return;
         this.close();
         this.list.append(
-          h(
-            "li",
-            { class: "error" },
-            `file search failed: ${err instanceof RpcFailure || err instanceof Error ? err.message : String(err)}`,
-          ),
+          h("li", { class: "error" }, `file search failed: ${err instanceof Error ? err.message : String(err)}`),
         );
         this.list.hidden = false;
       }
@@ -193,7 +154,7 @@ export class Composer {
     this.close();
   }
 
-  private close(): void {
+  close(): void {
     clearTimeout(this.timer);
     this.asked++;
     this.items = [];
@@ -215,6 +176,8 @@ export class Composer {
     } else if (e.key === "Enter" && !e.shiftKey) {
       this.close();
       this.host.send();
+    } else if (e.key === "Escape") {
+      this.host.escape();
     } else {
       return;
     }

@@ -1,0 +1,23 @@
+/** The chat models the instance serves (GET /api/models), read once per page load for the model pickers. */
+import { signal } from "@preact/signals";
+import { background } from "./background";
+import { type Model, models } from "./http";
+
+export const chatModels = signal<Model[]>([]);
+let asked = false;
+
+export function loadChatModels(): void {
+  if (asked) return;
+  asked = true;
+  background(
+    models().then(
+      (list) => {
+        // Only chat models (or, from an older list, models without a kind) are ones an agent talks to.
+        chatModels.value = list.data.filter((m) => m.kind === "chat");
+      },
+      () => {
+        asked = false;
+      },
+    ),
+  );
+}

@@ -1,0 +1,115 @@
+/**
+ * The chat open: its header (title, state, rename, delete), the transcript — kept scrolled to the newest line
+ * while the person is at the bottom — the cards it waits on, and the composer.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { background } from "../app/background";
+import { Confirm, RenameForm } from "../app/inline-forms";
+import { devicePath } from "../app/paths";
+import { navigate } from "../app/router";
+import { CardList } from "../cards/cards";
+import { Composer } from "../composer/composer";
+import type { DeviceStore } from "../link/device-store";
+import { chatTitle } from "./chat-list";
+
+/** How close to the bottom still counts as "at the bottom". */
+const PINNED_PX = 48;
+
+export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; deviceId: string; sessionId: string }) {
+  const scroller = useRef<HTMLElement>(null);
+  const [mode, setMode] = useState<"view" | "rename" | "delete">("view");
+  const [error, setError] = useState("");
+  const chat = store.chat(sessionId);
+  const title = chatTitle(chat, sessionId);
+  const busy = store.busy.value.has(sessionId);
+  const cards = store.cardsOf(sessionId);
+
+  useEffect(() => {
+    const box = scroller.current!;
+    const transcript = store.transcript(sessionId);
+    box.replaceChildren(transcript.el);
+    let pinned = true;
+    const onScroll = () => {
+      pinned = box.scrollHeight - box.scrollTop - box.clientHeight < PINNED_PX;
+    };
+    box.addEventListener("scroll", onScroll);
+    transcript.onChange = () => {
+      if (pinned) requestAnimationFrame(() => (box.scrollTop = box.scrollHeight));
+    };
+    box.scrollTop = box.scrollHeight;
+    return () => {
+      box.removeEventListener("scroll", onScroll);
+      transcript.onChange = () => {};
+    };
+  }, [store, sessionId]);
+
+  const act = async (work: Promise<unknown>) => {
+    setError("");
+    try {
+      await work;
+      setMode("view");
+    } catch (err) {
+      setError(err instanceof Error ? err.message : String(err));
+    }
+  };
+
+  return (
+    <div class="chat">
+      <header class="chat-head">
+        <div class="chat-head-title">
+          <h2>{title}</h2>
+          {busy && <span class="badge busy">working</span>}
+          {chat?.pending_delete && <span class="badge pending">deleting</span>}
+        </div>
+        {chat && <p class="muted chat-cwd">{chat.cwd}</p>}
+        {mode === "view" && (
+          <div class="actions">
+            {store.has("title") && (
+              <button type="button" class="secondary" onClick={() => setMode("rename")}>
+                Rename
+              </button>
+            )}
+            <button type="button" class="secondary danger" onClick={() => setMode("delete")}>
+              Delete…
+            </button>
+          </div>
+        )}
+        {mode === "rename" && (
+          <RenameForm
+            label="New title"
+            value={chat?.title ?? ""}
+            maxLength={200}
+            onSave={(value) => background(act(store.rename(sessionId, value)))}
+            onCancel={() => setMode("view")}
+          />
+        )}
+        {mode === "delete" && (
+          <Confirm
+            legend={`Delete ${title}`}
+            action="Delete the chat"
+            keep="Keep it"
+            onConfirm={() =>
+              background(
+                act(
+                  store.deleteChat(sessionId).then(() => {
+                    if (!store.chat(sessionId)) navigate(devicePath(deviceId));
+                  }),
+                ),
+              )
+            }
+            onCancel={() => setMode("view")}
+          >
+            Delete this chat? The device stops it and removes it from its store, attachments too.
+          </Confirm>
+        )}
+        <p class="error" role="alert">
+          {error}
+        </p>
+      </header>
+      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take the focus to scroll by keyboard */}
+      <section class="chat-scroll" ref={scroller} tabIndex={0} aria-label="Transcript" />
+      <CardList store={store} cards={cards} />
+      <Composer store={store} sessionId={sessionId} />
+    </div>
+  );
+}

@@ -1,0 +1,500 @@
+/**
+ * A chat's transcript, built as DOM from what the device sends and updated in place: streamed agent text as
+ * Markdown, thoughts folded, tool calls expandable with their content (diffs, output, locations), the plan as a
+ * checklist, the engine events a person needs (prompt, steer, mode, model, compaction) and each turn's end.
+ *
+ * It is grouped by turn: a turn is a section keyed by its turnId (the client's, or one the device made), so the
+ * same message never shows twice — a prompt shown when sent is the one its `prompt` event names, and history
+ * imported on opening a chat skips turns already shown live. History goes before everything live.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import type { PromptResult } from "../../../src/protocol/acp";
+import type { HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
+import { h } from "../dom";
+import { renderDiff } from "./diff";
+import { setMarkdown } from "./markdown";
+
+type Attachment = { name: string; mimeType: string; size: number };
+
+const STOP_TEXT: Record<string, string> = {
+  end_turn: "Done",
+  cancelled: "Cancelled",
+  max_tokens: "Stopped: the model reached its output limit",
+  max_turn_requests: "Stopped: too many model requests in one turn",
+  refusal: "The agent refused",
+};
+
+const PLAN_MARK: Record<string, string> = { completed: "✓", in_progress: "▸", pending: "○" };
+
+/** A block of streamed text: its Markdown re-rendered at most once a frame however fast chunks come. */
+class TextBlock {
+  text = "";
+  private scheduled = false;
+  constructor(
+    readonly el: HTMLElement,
+    private readonly body: HTMLElement = el,
+  ) {}
+  append(chunk: string): void {
+    this.text += chunk;
+    if (this.scheduled) return;
+    this.scheduled = true;
+    requestAnimationFrame(() => {
+      this.scheduled = false;
+      setMarkdown(this.body, this.text);
+    });
+  }
+  /** Renders now (history, tests of the final text). */
+  set(text: string): void {
+    this.text = text;
+    setMarkdown(this.body, text);
+  }
+}
+
+class ToolView {
+  readonly el: HTMLDetailsElement;
+  private readonly kind = h("span", { class: "tool-kind" });
+  private readonly title = h("span", { class: "tool-title" });
+  private readonly status = h("span", { class: "tool-status badge" });
+  private readonly locations = h("ul", { class: "tool-locations", "aria-label": "Files" });
+  private readonly content = h("div", { class: "tool-content" });
+  private readonly input = h("pre", { class: "tool-input", hidden: true });
+  private readonly output = h("pre", { class: "tool-output", hidden: true });
+
+  constructor(id: string) {
+    this.el = h(
+      "details",
+      { class: "tool", "data-tool-call-id": id },
+      h("summary", {}, this.kind, " ", this.title, " ", this.status),
+      h("div", { class: "tool-body" }, this.locations, this.content, this.input, this.output),
+    );
+  }
+
+  apply(u: Omit<acp.ToolCallUpdate, "toolCallId">): void {
+    if (u.kind) this.kind.textContent = u.kind;
+    if (u.title) this.title.textContent = u.title;
+    if (u.status) {
+      this.status.textContent = u.status.replace("_", " ");
+      this.el.dataset.status = u.status;
+    }
+    if (u.locations) {
+      this.locations.replaceChildren(
+        ...u.locations.map((l) => h("li", {}, h("code", {}, l.line ? `${l.path}:${l.line}` : l.path))),
+      );
+    }
+    if (u.content) {
+      this.content.replaceChildren(...u.content.map((c) => this.contentItem(c)));
+      // An edit is what a person wants to see without a click.
+      if (u.content.some((c) => c.type === "diff")) this.el.open = true;
+    }
+    if (u.rawInput !== undefined && u.rawInput !== null) this.setPre(this.input, u.rawInput, "Input");
+    if (u.rawOutput !== undefined && u.rawOutput !== null) this.setPre(this.output, u.rawOutput, "Output");
+  }
+
+  /** A tool of a history turn: name, arguments, output. */
+  fromHistory(tool: { name: string; args: unknown; output?: string; isError?: boolean }): void {
+    this.apply({ title: tool.name, status: tool.isError ? "failed" : "completed" });
+    this.setPre(this.input, tool.args, "Input");
+    if (tool.output !== undefined) this.setPre(this.output, tool.output, "Output");
+  }
+
+  private setPre(el: HTMLElement, value: unknown, label: string): void {
+    el.hidden = false;
+    el.setAttribute("aria-label", label);
+    el.textContent = typeof value === "string" ? value : JSON.stringify(value, null, 2);
+  }
+
+  private contentItem(c: acp.ToolCallContent): Node {
+    switch (c.type) {
+      case "diff":
+        return renderDiff(c.path, c.oldText, c.newText);
+      case "terminal":
+        return h("p", { class: "muted" }, `Terminal ${c.terminalId}`);
+      default:
+        return blockNode(c.content);
+    }
+  }
+}
+
+/** A content block as a person sees it: text as Markdown, an image or a resource by its name. */
+function blockNode(block: acp.ContentBlock): Node {
+  switch (block.type) {
+    case "text": {
+      const el = h("div", { class: "md" });
+      setMarkdown(el, block.text);
+      return el;
+    }
+    case "image":
+      return h("img", { class: "attachment-image", src: `data:${block.mimeType};base64,${block.data}`, alt: "image" });
+    case "resource_link":
+      return h("p", {}, h("code", {}, block.uri));
+    case "resource":
+      return "text" in block.resource
+        ? h("pre", {}, block.resource.text)
+        : h("p", {}, h("code", {}, block.resource.uri));
+    default:
+      return h("p", { class: "muted" }, `(${block.type})`);
+  }
+}
+
+class TurnView {
+  readonly el: HTMLElement;
+  private readonly items = h("div", { class: "turn-items" });
+  private user: HTMLElement | null = null;
+  private text: TextBlock | null = null;
+  private thought: TextBlock | null = null;
+  private plan: HTMLElement | null = null;
+  private end: HTMLElement | null = null;
+  /** Its answer never came to this page (a reload, a dropped socket): history may fill it in. */
+  lost = false;
+
+  constructor(readonly turnId: string | null) {
+    this.el = h("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
+  }
+
+  get ended(): boolean {
+    return this.end !== null;
+  }
+
+  setUser(text: string, attachments: readonly Attachment[] = []): void {
+    if (this.user) return;
+    this.user = h(
+      "div",
+      { class: "msg user" },
+      h("div", { class: "user-text" }, text),
+      attachments.length > 0
+        ? h("ul", { class: "chips", "aria-label": "Attachments" }, ...attachments.map((a) => h("li", {}, a.name)))
+        : null,
+    );
+    this.el.prepend(this.user);
+  }
+
+  agentText(chunk: string): void {
+    if (!this.text) {
+      const el = h("div", { class: "msg agent md" });
+      this.text = new TextBlock(el);
+      this.add(el);
+    }
+    this.text.append(chunk);
+  }
+
+  thoughtText(chunk: string): void {
+    this.thought ??= this.newThought();
+    this.thought.append(chunk);
+  }
+
+  private newThought(): TextBlock {
+    const body = h("div", { class: "md" });
+    const el = h("details", { class: "msg thought" }, h("summary", {}, "Thinking"), body);
+    const block = new TextBlock(el, body);
+    this.add(el);
+    return block;
+  }
+
+  planEntries(entries: readonly acp.PlanEntry[]): void {
+    const list = h(
+      "ul",
+      { class: "msg plan", "aria-label": "Plan" },
+      ...entries.map((e) =>
+        h(
+          "li",
+          { "data-status": e.status },
+          h("span", { class: "plan-mark", "aria-hidden": "true" }, PLAN_MARK[e.status] ?? "○"),
+          " ",
+          e.content,
+          h("span", { class: "visually-hidden" }, ` (${e.status.replace("_", " ")})`),
+        ),
+      ),
+    );
+    if (this.plan) this.plan.replaceWith(list);
+    else this.add(list);
+    this.plan = list;
+  }
+
+  add(node: HTMLElement): void {
+    // Text after something else starts a new block, so it reads in order.
+    if (!node.classList.contains("agent")) this.text = null;
+    if (!node.classList.contains("thought")) this.thought = null;
+    this.items.append(node);
+  }
+
+  note(text: string, cls = "note"): HTMLElement {
+    const el = h("p", { class: `msg ${cls}` }, text);
+    this.add(el);
+    return el;
+  }
+
+  /** The turn ended: its stop reason and what the device says beside it (command, summary, …); once. */
+  finish(result: PromptResult | null): void {
+    const lembas = result?._meta?.lembas;
+    const parts = [result ? (STOP_TEXT[result.stopReason] ?? result.stopReason) : "Turn ended"];
+    if (lembas?.command) parts.push(`ran /${lembas.command.replace(/^\//, "")}`);
+    if (lembas?.mode) parts.push(`mode is now ${lembas.mode}`);
+    const end = h(
+      "p",
+      { class: "msg turn-end", "data-stop-reason": result?.stopReason ?? "ended" },
+      parts.join(" · "),
+      lembas?.message ? h("span", { class: "turn-message" }, ` — ${lembas.message}`) : null,
+    );
+    if (lembas?.summary) {
+      const summary = h("div", { class: "md" });
+      setMarkdown(summary, lembas.summary);
+      end.append(h("details", { class: "summary" }, h("summary", {}, "Summary"), summary));
+    }
+    if (lembas?.undone !== undefined)
+      end.append(
+        h(
+          "span",
+          { class: "turn-message" },
+          lembas.undone
+            ? ` — undid "${lembas.undone.prompt}" (${lembas.undone.files.join(", ") || "no files"})`
+            : " — nothing to undo",
+        ),
+      );
+    if (this.end) {
+      // A task end came first; the answer says more.
+      if (result) this.end.replaceWith(end);
+      else return;
+    } else this.items.append(end);
+    this.end = end;
+    this.lost = false;
+    this.text = null;
+    this.thought = null;
+  }
+
+  /** Fills a turn from history: the answer this page missed. */
+  fill(assistant: readonly Extract<HistoryTurn, { role: "assistant" }>[]): void {
+    this.items.replaceChildren();
+    this.end = null;
+    this.plan = null;
+    this.text = null;
+    this.thought = null;
+    for (const a of assistant) {
+      if (a.reasoning) this.newThought().set(a.reasoning);
+      for (const tool of a.tools) {
+        const view = new ToolView(tool.id);
+        view.fromHistory(tool);
+        this.add(view.el);
+      }
+      if (a.text) {
+        const el = h("div", { class: "msg agent md" });
+        setMarkdown(el, a.text);
+        this.add(el);
+      }
+    }
+    this.lost = false;
+  }
+}
+
+export class Transcript {
+  readonly el: HTMLElement;
+  private readonly past = h("div", { class: "transcript-past" });
+  private readonly live = h("div", { class: "transcript-live" });
+  private readonly turns = new Map<string, TurnView>();
+  private readonly tools = new Map<string, ToolView>();
+  private current: TurnView | null = null;
+  private readonly steers = new Map<string, HTMLElement>();
+  /** Told after every change, so the pane can keep the newest line in view. */
+  onChange: () => void = () => {};
+  historyLoaded = false;
+
+  constructor(label: string) {
+    this.el = h("div", { class: "transcript", role: "log", "aria-label": label }, this.past, this.live);
+  }
+
+  /** The turn with this id, made (and made current) if new. */
+  turn(turnId: string | null): TurnView {
+    if (turnId) {
+      const known = this.turns.get(turnId);
+      if (known) return known;
+    }
+    const view = new TurnView(turnId);
+    if (turnId) this.turns.set(turnId, view);
+    this.live.append(view.el);
+    this.current = view;
+    this.onChange();
+    return view;
+  }
+
+  knows(turnId: string): boolean {
+    return this.turns.has(turnId);
+  }
+
+  /** A message the person sent (or the device says was sent): shown once per turn. */
+  prompt(turnId: string | null, text: string, attachments?: readonly Attachment[]): void {
+    const view = this.turn(turnId);
+    view.setUser(text, attachments);
+    this.current = view;
+    this.onChange();
+  }
+
+  /** The turn's answer came (or its task ended): it shows how it ended. */
+  finish(turnId: string | null, result: PromptResult | null): void {
+    const view = turnId ? this.turns.get(turnId) : this.current;
+    view?.finish(result);
+    this.onChange();
+  }
+
+  /** The turn's answer will not come to this page; history may fill it in. */
+  markLost(turnId: string): void {
+    const view = this.turns.get(turnId);
+    if (view && !view.ended) view.lost = true;
+  }
+
+  note(text: string, cls?: string): void {
+    this.target().note(text, cls);
+    this.onChange();
+  }
+
+  /** What this page found out about a turn whose answer it lost, and now follows. */
+  followed(turnId: string, how: "running" | "queued" | "sent again"): void {
+    const sentence = {
+      running: "Still running: following it.",
+      queued: "Waiting for the turn before it; it follows when it starts.",
+      "sent again": "The device had not got it: sent again.",
+    }[how];
+    this.turn(turnId).note(sentence, "note reattach");
+    this.onChange();
+  }
+
+  /** A steer message sent for the running turn: shown now, marked taken when the device takes it in. */
+  steerSent(messageId: string, text: string): void {
+    const el = this.target().note(text, "user steered pending");
+    el.dataset.messageId = messageId;
+    this.steers.set(messageId, el);
+    this.onChange();
+  }
+
+  /** The steer was refused: its note goes (it is sent as a prompt instead, or the error is shown). */
+  steerDropped(messageId: string): void {
+    this.steers.get(messageId)?.remove();
+    this.steers.delete(messageId);
+  }
+
+  /** A `steered` event: the messages with these ids were taken in. False when none of them was sent from here. */
+  takeSteers(ids: readonly string[]): boolean {
+    let found = false;
+    for (const id of ids) {
+      const el = this.steers.get(id);
+      if (!el) continue;
+      el.classList.remove("pending");
+      this.steers.delete(id);
+      found = true;
+    }
+    return found;
+  }
+
+  private target(): TurnView {
+    return this.current ?? this.turn(null);
+  }
+
+  update(update: acp.SessionUpdate): void {
+    switch (update.sessionUpdate) {
+      case "agent_message_chunk":
+        if (update.content.type === "text") this.target().agentText(update.content.text);
+        else this.target().add(blockElement(update.content));
+        break;
+      case "agent_thought_chunk":
+        if (update.content.type === "text") this.target().thoughtText(update.content.text);
+        break;
+      case "user_message_chunk":
+        // A plain ACP agent replaying a loaded session: each user message starts a turn.
+        if (update.content.type === "text") this.prompt(null, update.content.text);
+        break;
+      case "tool_call":
+      case "tool_call_update": {
+        let view = this.tools.get(update.toolCallId);
+        if (!view) {
+          view = new ToolView(update.toolCallId);
+          this.tools.set(update.toolCallId, view);
+          this.target().add(view.el);
+        }
+        view.apply(update);
+        break;
+      }
+      case "plan":
+        this.target().planEntries(update.entries);
+        break;
+      case "current_mode_update":
+        this.target().note(`Mode: ${update.currentModeId}`);
+        break;
+      default:
+        return;
+    }
+    this.onChange();
+  }
+
+  /** An engine event (`_lembas/event`) this page shows. */
+  event(event: KnownEvent | { type: string }): void {
+    const e = event as KnownEvent;
+    switch (e.type) {
+      case "prompt":
+        this.prompt(e.turnId ?? null, e.text, e.attachments);
+        return;
+      case "task":
+        if (e.state === "start") this.current = this.turn(e.turnId ?? null);
+        else this.finish(e.turnId ?? null, null);
+        return;
+      case "steered":
+        for (const text of e.texts) this.target().note(text, "user steered");
+        break;
+      case "mode":
+        this.target().note(`Mode: ${e.mode}`);
+        break;
+      case "model":
+        this.target().note(`Model: ${e.ref}${e.effort && e.effort !== "off" ? ` · effort ${e.effort}` : ""}`);
+        break;
+      case "compacted": {
+        const body = h("div", { class: "md" });
+        setMarkdown(body, e.summary);
+        this.target().add(h("details", { class: "msg note" }, h("summary", {}, "Conversation compacted"), body));
+        break;
+      }
+      default:
+        return;
+    }
+    this.onChange();
+  }
+
+  /**
+   * The session's history (`_lembas/session/history`): turns not already shown go before everything live, in
+   * order; a live turn whose answer this page lost is filled in; turns still running (`running`) are left to
+   * their live frames.
+   */
+  importHistory(turns: readonly HistoryTurn[], running: ReadonlySet<string> = new Set()): void {
+    const groups: {
+      user: Extract<HistoryTurn, { role: "user" }> | null;
+      answers: Extract<HistoryTurn, { role: "assistant" }>[];
+    }[] = [];
+    for (const t of turns) {
+      if (t.role === "user") groups.push({ user: t, answers: [] });
+      else {
+        if (groups.length === 0) groups.push({ user: null, answers: [] });
+        groups.at(-1)!.answers.push(t);
+      }
+    }
+    const before = this.live.firstChild;
+    for (const g of groups) {
+      const id = g.user?.turnId ?? null;
+      if (id && running.has(id)) continue;
+      const known = id ? this.turns.get(id) : undefined;
+      if (known) {
+        if (known.lost) known.fill(g.answers);
+        continue;
+      }
+      const view = new TurnView(id);
+      if (id) this.turns.set(id, view);
+      if (g.user) view.setUser(g.user.text, g.user.attachments);
+      view.fill(g.answers);
+      this.past.append(view.el);
+    }
+    if (before === null) this.current = null;
+    this.historyLoaded = true;
+    this.onChange();
+  }
+}
+
+function blockElement(block: acp.ContentBlock): HTMLElement {
+  const wrap = h("div", { class: "msg agent" });
+  wrap.append(blockNode(block));
+  return wrap;
+}

@@ -1,0 +1,63 @@
+/**
+ * Files a person attaches to a prompt (capability attachments) — pasted, dropped or picked — as the spec's content
+ * blocks: an image as an image block, text as a text resource, anything else as a base64 blob resource. Checked
+ * against the instance's own limits (10 MB a block, 25 MB a prompt, decoded) before anything is sent.
+ */
+import type * as acp from "@agentclientprotocol/sdk";
+import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "../../../src/protocol/prompt-limits";
+import { bytes } from "../app/format";
+
+export interface Attachment {
+  name: string;
+  mimeType: string;
+  size: number;
+  block: acp.ContentBlock;
+}
+
+const TEXT_TYPES = /^text\/|^application\/(json|xml|javascript|typescript|x-sh|yaml|toml)/;
+const IMAGE_TYPES: ReadonlySet<string> = new Set(IMAGE_MIME_TYPES);
+
+function readAs(file: File, how: "text" | "base64"): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onerror = () => reject(reader.error ?? new Error(`could not read ${file.name}`));
+    reader.onload = () => {
+      const result = String(reader.result);
+      resolve(how === "text" ? result : result.slice(result.indexOf(",") + 1));
+    };
+    if (how === "text") reader.readAsText(file);
+    else reader.readAsDataURL(file);
+  });
+}
+
+/** A name for a pasted image that came without one. */
+const nameOf = (file: File) =>
+  file.name && file.name !== "image.png" ? file.name : `pasted-${Date.now()}.${file.type.split("/")[1] ?? "bin"}`;
+
+/**
+ * The files as attachments, or a sentence saying which one is over which limit (nothing is taken then).
+ * `already` is what the prompt carries so far, in bytes.
+ */
+export async function attach(files: readonly File[], already: number): Promise<Attachment[] | string> {
+  let total = already;
+  for (const file of files) {
+    if (file.size > PROMPT_LIMITS.blockBytes)
+      return `${file.name || "That file"} is ${bytes(file.size)}; one attachment may be at most ${bytes(PROMPT_LIMITS.blockBytes)}.`;
+    total += file.size;
+  }
+  if (total > PROMPT_LIMITS.promptBytes)
+    return `Together these are ${bytes(total)}; a message may carry at most ${bytes(PROMPT_LIMITS.promptBytes)}.`;
+  const out: Attachment[] = [];
+  for (const file of files) {
+    const name = nameOf(file);
+    const uri = `file:///${encodeURIComponent(name)}`;
+    const mimeType = file.type || "application/octet-stream";
+    let block: acp.ContentBlock;
+    if (IMAGE_TYPES.has(mimeType)) block = { type: "image", data: await readAs(file, "base64"), mimeType, uri };
+    else if (TEXT_TYPES.test(mimeType))
+      block = { type: "resource", resource: { uri, mimeType, text: await readAs(file, "text") } };
+    else block = { type: "resource", resource: { uri, mimeType, blob: await readAs(file, "base64") } };
+    out.push({ name, mimeType, size: file.size, block });
+  }
+  return out;
+}

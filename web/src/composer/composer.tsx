@@ -1,0 +1,250 @@
+/**
+ * The composer of a chat: the message box with its `@path` and `/command` pickers, attachments (paste, drop or
+ * pick; capability attachments), Send — Steer while a turn runs (capability steer) — and Stop, and the running
+ * session's mode, model and effort (session/set_mode; `_lembas/configure`). Messages a turn ended before taking in
+ * (`unsent`) come back into the box. Enter sends, Shift+Enter is a new line, Escape stops the turn.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import { background } from "../app/background";
+import { bytes } from "../app/format";
+import { messageOf } from "../app/http";
+import { chatModels, loadChatModels } from "../app/models";
+import type { DeviceStore } from "../link/device-store";
+import { type Attachment, attach } from "./attachments";
+import { Pickers } from "./pickers";
+
+const EFFORTS = ["low", "medium", "high", "off"];
+
+export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: string }) {
+  const text = useRef<HTMLTextAreaElement>(null);
+  const list = useRef<HTMLUListElement>(null);
+  const fileInput = useRef<HTMLInputElement>(null);
+  const [attachments, setAttachments] = useState<Attachment[]>([]);
+  const [error, setError] = useState("");
+  const [sending, setSending] = useState(false);
+  const busy = store.busy.value.has(sessionId);
+  const canAttach = store.has("attachments");
+  const canSteer = store.has("steer");
+  const online = store.linkUp.value;
+  const settings = store.settings.value.get(sessionId);
+  const unsent = store.unsent.value;
+
+  // The handlers the pickers call read the latest state through this ref.
+  const latest = useRef({ busy, send: () => {} });
+  latest.current.busy = busy;
+
+  const send = async () => {
+    const box = text.current!;
+    const value = box.value.trim();
+    if ((!value && attachments.length === 0) || sending) return;
+    setError("");
+    setSending(true);
+    const taken = attachments;
+    box.value = "";
+    setAttachments([]);
+    try {
+      if (busy && canSteer && taken.length === 0) await store.steer(sessionId, value);
+      else {
+        const blocks = [...(value ? [{ type: "text" as const, text: value }] : []), ...taken.map((a) => a.block)];
+        const shown = { text: value, attachments: taken.map(({ name, mimeType, size }) => ({ name, mimeType, size })) };
+        // The prompt runs for the whole turn; the box is free again at once.
+        background(store.prompt(sessionId, blocks, shown));
+      }
+    } catch (err) {
+      box.value = value;
+      setAttachments(taken);
+      setError(messageOf(err));
+    } finally {
+      setSending(false);
+    }
+  };
+  latest.current.send = () => background(send());
+
+  useEffect(() => {
+    loadChatModels();
+    const pickers = new Pickers(text.current!, list.current!, store.socket, {
+      session: () => sessionId,
+      capabilities: () => store.capabilities.value,
+      commands: (id) => store.commands.value.get(id) ?? [],
+      send: () => latest.current.send(),
+      escape: () => {
+        if (latest.current.busy) store.cancel(sessionId);
+      },
+    });
+    return () => pickers.close();
+  }, [store, sessionId]);
+
+  useEffect(() => {
+    if (!unsent || unsent.sessionId !== sessionId || !text.current) return;
+    const box = text.current;
+    box.value = [...unsent.texts, box.value].filter(Boolean).join("\n\n");
+    store.unsent.value = null;
+    setError(
+      `${unsent.texts.length === 1 ? "A message" : "Messages"} the turn ended before taking in — back in the box.`,
+    );
+  }, [unsent, sessionId]);
+
+  const add = async (files: readonly File[]) => {
+    if (files.length === 0) return;
+    if (!canAttach) return setError("This device does not take attachments.");
+    const result = await attach(
+      files,
+      attachments.reduce((n, a) => n + a.size, 0),
+    );
+    if (typeof result === "string") setError(result);
+    else {
+      setError("");
+      setAttachments((all) => [...all, ...result]);
+    }
+  };
+
+  /** A change to the running session; what went wrong is shown under the box. */
+  const run = (work: Promise<unknown>) => background(work.catch((err: unknown) => setError(messageOf(err))));
+
+  const models = chatModels.value;
+  const modes = settings?.modes?.availableModes ?? store.knownModes.value;
+
+  return (
+    // biome-ignore lint/a11y/noStaticElementInteractions: the composer takes dropped files; the Attach button does the same by keyboard
+    <div
+      class="composer"
+      onDragOver={(e) => {
+        if (canAttach) e.preventDefault();
+      }}
+      onDrop={(e) => {
+        if (!canAttach) return;
+        e.preventDefault();
+        background(add([...(e.dataTransfer?.files ?? [])]));
+      }}
+    >
+      {/* biome-ignore lint/a11y/noNoninteractiveElementToInteractiveRole: the pickers' list of options, chosen from the message box */}
+      <ul class="suggestions" role="listbox" aria-label="Suggestions" ref={list} hidden />
+      {attachments.length > 0 && (
+        <ul class="attachments" aria-label="Attachments">
+          {attachments.map((a, i) => (
+            <li>
+              <span>
+                {a.name} <span class="muted">({bytes(a.size)})</span>
+              </span>
+              <button
+                type="button"
+                class="icon link"
+                aria-label={`Remove ${a.name}`}
+                onClick={() => setAttachments((all) => all.filter((_, j) => j !== i))}
+              >
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+      <p class="error composer-error" role="alert">
+        {error}
+      </p>
+      <div class="composer-row">
+        <textarea
+          ref={text}
+          name="prompt"
+          aria-label="Message"
+          rows={2}
+          placeholder={busy && canSteer ? "Steer the running turn…" : "Message the agent… (@ a file, / a command)"}
+          onPaste={(e) => {
+            const files = [...(e.clipboardData?.files ?? [])];
+            if (files.length === 0) return;
+            e.preventDefault();
+            background(add(files));
+          }}
+        />
+        <div class="composer-buttons">
+          {canAttach && (
+            <>
+              <input
+                ref={fileInput}
+                type="file"
+                multiple
+                class="visually-hidden"
+                tabIndex={-1}
+                aria-hidden="true"
+                onChange={(e) => {
+                  background(add([...(e.currentTarget.files ?? [])]));
+                  e.currentTarget.value = "";
+                }}
+              />
+              <button
+                type="button"
+                class="secondary icon"
+                onClick={() => fileInput.current?.click()}
+                aria-label="Attach files"
+              >
+                📎
+              </button>
+            </>
+          )}
+          {busy && (
+            <button type="button" class="secondary" onClick={() => store.cancel(sessionId)}>
+              Stop
+            </button>
+          )}
+          <button type="button" disabled={sending || !online} onClick={() => background(send())}>
+            {busy && canSteer ? "Steer" : "Send"}
+          </button>
+        </div>
+      </div>
+      {(modes.length > 0 || store.has("configure")) && (
+        <div class="session-controls">
+          {modes.length > 0 && (
+            <label class="inline">
+              Mode
+              <select
+                value={settings?.mode ?? ""}
+                disabled={!online}
+                onChange={(e) => run(store.setMode(sessionId, e.currentTarget.value))}
+              >
+                {!settings?.mode && <option value="">—</option>}
+                {modes.map((m) => (
+                  <option value={m.id}>{m.name}</option>
+                ))}
+              </select>
+            </label>
+          )}
+          {store.has("configure") && (
+            <>
+              <label class="inline">
+                Model
+                <select
+                  value=""
+                  disabled={!online || busy}
+                  onChange={(e) => {
+                    const model = e.currentTarget.value;
+                    if (model) run(store.configure(sessionId, { model }));
+                  }}
+                >
+                  <option value="">{settings?.model ?? "as set"}</option>
+                  {models.map((m) => (
+                    <option value={m.id}>{m.id}</option>
+                  ))}
+                </select>
+              </label>
+              <label class="inline">
+                Effort
+                <select
+                  value={settings?.effort ?? ""}
+                  disabled={!online || busy}
+                  onChange={(e) => {
+                    const effort = e.currentTarget.value;
+                    if (effort) run(store.configure(sessionId, { effort }));
+                  }}
+                >
+                  {!settings?.effort && <option value="">—</option>}
+                  {EFFORTS.map((level) => (
+                    <option value={level}>{level}</option>
+                  ))}
+                </select>
+              </label>
+            </>
+          )}
+        </div>
+      )}
+    </div>
+  );
+}

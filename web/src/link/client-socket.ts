@@ -1,0 +1,187 @@
+/**
+ * The browser's end of /api/devices/:id/client: JSON-RPC 2.0, one message per frame. Requests get promises and can
+ * be withdrawn with ACP's `$/cancel_request { requestId }`; notifications and the instance's own requests (cards)
+ * go to listeners; a dropped socket is dialled again with backoff, and a keep-alive ping goes out every 30 s.
+ */
+
+export interface RpcErrorObject {
+  code: number;
+  message: string;
+  data?: unknown;
+}
+
+export class RpcFailure extends Error {
+  constructor(readonly error: RpcErrorObject) {
+    super(error.message);
+  }
+  get code(): number {
+    return this.error.code;
+  }
+}
+
+/** The socket closed before the answer came: what happened to the request is not known. */
+export class SocketClosed extends Error {
+  constructor() {
+    super("the connection to the instance closed");
+  }
+}
+
+export const METHOD_NOT_FOUND = -32601;
+export const INVALID_PARAMS = -32602;
+
+export interface IncomingRequest {
+  id: string | number;
+  method: string;
+  params: unknown;
+}
+
+export interface SocketListener {
+  open(): void;
+  closed(code: number, reason: string): void;
+  notification(method: string, params: unknown): void;
+  request(request: IncomingRequest): void;
+}
+
+const PING_EVERY_MS = 30_000;
+/** Codes after which dialling again cannot help: signed out, the device revoked or unknown. */
+const FINAL_CLOSE_CODES = new Set([4403, 4404]);
+
+interface Waiter {
+  resolve(value: unknown): void;
+  reject(error: Error): void;
+}
+
+export class ClientSocket {
+  private ws: WebSocket | null = null;
+  private nextId = 1;
+  private readonly pending = new Map<number, Waiter>();
+  private stopped = false;
+  private retry = 0;
+  private keepAlive: ReturnType<typeof setInterval> | undefined;
+  private redial: ReturnType<typeof setTimeout> | undefined;
+
+  constructor(
+    private readonly deviceId: string,
+    private readonly listener: SocketListener,
+  ) {}
+
+  get isOpen(): boolean {
+    return this.ws?.readyState === WebSocket.OPEN;
+  }
+
+  connect(): void {
+    const url = new URL(`/api/devices/${encodeURIComponent(this.deviceId)}/client`, location.href);
+    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
+    const ws = new WebSocket(url);
+    this.ws = ws;
+    ws.onopen = () => {
+      this.retry = 0;
+      // The instance sweeps sockets silent for ten minutes; "ping" is answered without waking the device's object.
+      this.keepAlive = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send("ping"), PING_EVERY_MS);
+      this.listener.open();
+    };
+    ws.onmessage = (event) => this.receive(String(event.data));
+    ws.onclose = (event) => {
+      clearInterval(this.keepAlive);
+      if (this.ws === ws) this.ws = null;
+      for (const waiter of this.pending.values()) waiter.reject(new SocketClosed());
+      this.pending.clear();
+      this.listener.closed(event.code, event.reason);
+      if (this.stopped || FINAL_CLOSE_CODES.has(event.code)) return;
+      // Backoff with jitter so many tabs do not come back in step after an instance restart.
+      const delay = Math.min(30_000, 500 * 2 ** this.retry++) * (0.5 + Math.random() / 2);
+      this.redial = setTimeout(() => this.connect(), delay);
+    };
+  }
+
+  /** Drops the socket now and dials again at once (the page came back to the foreground, the network returned). */
+  reconnect(): void {
+    if (this.stopped) return;
+    clearTimeout(this.redial);
+    if (this.ws && this.ws.readyState <= WebSocket.OPEN) return;
+    this.retry = 0;
+    this.connect();
+  }
+
+  close(): void {
+    this.stopped = true;
+    clearTimeout(this.redial);
+    this.ws?.close(1000, "page closed");
+  }
+
+  /**
+   * Sends a request; the promise settles with its answer. Aborting `signal` withdraws it (`$/cancel_request`); the
+   * instance then answers it (cancelled, or the device's answer after all).
+   */
+  request<T>(method: string, params: object = {}, signal?: AbortSignal): Promise<T> {
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
+      try {
+        this.send({ jsonrpc: "2.0", id, method, params });
+      } catch (err) {
+        this.pending.delete(id);
+        reject(err);
+        return;
+      }
+      signal?.addEventListener(
+        "abort",
+        () => {
+          if (this.pending.has(id))
+            this.trySend({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: id } });
+        },
+        { once: true },
+      );
+    });
+  }
+
+  notify(method: string, params: object): void {
+    this.send({ jsonrpc: "2.0", method, params });
+  }
+
+  respond(id: string | number, result: unknown): void {
+    this.trySend({ jsonrpc: "2.0", id, result });
+  }
+
+  /** Tells the instance this page does not offer a method it asked for. */
+  refuse(id: string | number, method: string): void {
+    this.trySend({
+      jsonrpc: "2.0",
+      id,
+      error: { code: METHOD_NOT_FOUND, message: `this page does not offer ${method}` },
+    });
+  }
+
+  private send(message: object): void {
+    if (!this.ws || this.ws.readyState !== WebSocket.OPEN) throw new SocketClosed();
+    this.ws.send(JSON.stringify(message));
+  }
+
+  /** For answers and withdrawals: with the socket gone there is nobody to tell, and the instance knows already. */
+  private trySend(message: object): void {
+    if (this.ws?.readyState === WebSocket.OPEN) this.ws.send(JSON.stringify(message));
+  }
+
+  private receive(text: string): void {
+    if (text === "pong") return;
+    let msg: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: RpcErrorObject };
+    try {
+      msg = JSON.parse(text);
+    } catch {
+      return;
+    }
+    if (typeof msg !== "object" || msg === null) return;
+    const id = typeof msg.id === "string" || typeof msg.id === "number" ? msg.id : undefined;
+    if (typeof msg.method === "string") {
+      if (id !== undefined) this.listener.request({ id, method: msg.method, params: msg.params ?? {} });
+      else this.listener.notification(msg.method, msg.params ?? {});
+      return;
+    }
+    if (typeof id !== "number") return;
+    const waiter = this.pending.get(id);
+    if (!waiter) return;
+    this.pending.delete(id);
+    if (msg.error) waiter.reject(new RpcFailure(msg.error));
+    else waiter.resolve(msg.result ?? null);
+  }
+}

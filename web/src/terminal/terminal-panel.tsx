@@ -1,0 +1,98 @@
+/**
+ * The terminal panel: an xterm.js screen sized to the panel (the device's PTY follows it), a Close button, and —
+ * for a phone, whose on-screen keyboard types poorly into a canvas of cells — a line input under it.
+ */
+import { useEffect, useRef, useState } from "preact/hooks";
+import type { DeviceStore } from "../link/device-store";
+import { TerminalSession } from "./terminal-session";
+
+export function TerminalPanel({
+  store,
+  cwd,
+  onClose,
+}: {
+  store: DeviceStore;
+  cwd: string | null;
+  onClose: () => void;
+}) {
+  const screen = useRef<HTMLDivElement>(null);
+  const [session, setSession] = useState<TerminalSession | null>(null);
+  const [note, setNote] = useState("Opening a terminal…");
+  const [line, setLine] = useState("");
+
+  useEffect(() => {
+    let current: TerminalSession | null = null;
+    let gone = false;
+    TerminalSession.open(store.socket, screen.current!, cwd, (ended) => {
+      setNote(ended);
+      setSession(null);
+      store.terminalSink = null;
+    }).then(
+      (opened) => {
+        if (gone) return opened.close();
+        current = opened;
+        setSession(opened);
+        setNote(`Terminal in ${opened.info.cwd}`);
+        store.terminalSink = (method, params) => {
+          if (method === "link_down") return opened.end("The device's link went down; its terminal closed.");
+          if (method === "socket_closed")
+            return opened.end("The connection to the instance closed; so did the terminal.");
+          if (params.terminalId !== opened.terminalId) return;
+          if (method === "_lembas/terminal/output") opened.output(String(params.data ?? ""));
+          else opened.exited(typeof params.code === "number" ? params.code : null);
+        };
+        opened.focus();
+      },
+      (err: unknown) => setNote(`The terminal did not open: ${err instanceof Error ? err.message : String(err)}`),
+    );
+    return () => {
+      gone = true;
+      current?.close();
+      store.terminalSink = null;
+    };
+  }, [store]);
+
+  return (
+    <section class="terminal-panel" aria-label="Terminal" data-terminal-id={session?.terminalId}>
+      <div class="terminal-bar">
+        <span class="muted" role="status">
+          {note}
+        </span>
+        <button
+          type="button"
+          class="secondary"
+          onClick={() => {
+            session?.close();
+            onClose();
+          }}
+        >
+          Close
+        </button>
+      </div>
+      <div class="terminal-screen" ref={screen} />
+      {session && (
+        <form
+          class="terminal-line"
+          onSubmit={(e) => {
+            e.preventDefault();
+            session.type(`${line}\r`);
+            setLine("");
+          }}
+        >
+          <input
+            aria-label="Terminal input"
+            placeholder="A command, Enter to send"
+            autocomplete="off"
+            autocapitalize="off"
+            spellcheck={false}
+            value={line}
+            onInput={(e) => setLine(e.currentTarget.value)}
+          />
+          <button type="button" class="secondary" onClick={() => session.type("\x03")} aria-label="Send Ctrl-C">
+            ^C
+          </button>
+        </form>
+      )}
+    </section>
+  );
+}
