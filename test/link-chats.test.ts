@@ -135,7 +135,7 @@ describe("chats follow the link", () => {
     );
   });
 
-  it("other events and bad announces change no chat, and the link goes on", async () => {
+  it("other events and bad announces change no chat (a bad one is not even relayed), and the link goes on", async () => {
     const { user, device, link, client } = await linkedDevice();
     const text = {
       jsonrpc: "2.0",
@@ -147,7 +147,6 @@ describe("chats follow the link", () => {
     link.send(bad);
     link.send(announce("ses_good"));
     expect(await client.next()).toEqual(text);
-    expect(await client.next()).toEqual(bad);
     expect(await client.next()).toEqual(announce("ses_good"));
     const chats = await until(
       () => chatsOf(user, device.deviceId),

@@ -4,7 +4,7 @@ import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
 import { chatsOf, until } from "./helpers/chats";
-import { drain, fireRequestDeadlines } from "./helpers/linked";
+import { drain, fireRequestDeadlines, statusOf } from "./helpers/linked";
 
 /** The device answers the next request it gets with this result, and returns that request. */
 async function answerNext(link: Peer, result: unknown) {
@@ -238,6 +238,33 @@ describe("relay: fan-out and the device's requests", () => {
       _meta: { lembas: { capabilities: ["files"] } },
     });
     await link.silent();
+  });
+});
+
+describe("relay: what a device sends to clients is read first", () => {
+  it("drops a notification in the instance's own namespace, of a method no schema knows, or with bad params; relays the rest", async () => {
+    const { link, client } = await linkedDevice();
+    const dropped = [
+      { jsonrpc: "2.0", method: "_instance/link", params: { link: "down", reason: "closed" } },
+      { jsonrpc: "2.0", method: "instance/link", params: { link: "down", reason: "closed" } },
+      {
+        jsonrpc: "2.0",
+        method: "_instance/replay",
+        params: { sessionId: "ses_1", turnIds: [], frames: 0, dropped: 0 },
+      },
+      { jsonrpc: "2.0", method: "_zed/whatever", params: {} },
+      { jsonrpc: "2.0", method: "session/update", params: { sessionId: "ses_1" } },
+      { jsonrpc: "2.0", method: "_lembas/permission/settled", params: { sessionId: "ses_1" } },
+    ];
+    for (const frame of dropped) link.send(frame);
+    const ok = {
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "ses_1", update: { sessionUpdate: "session_info_update", title: "a kind not known here" } },
+    };
+    link.send(ok);
+    expect(await drain(client)).toEqual([ok]);
+    expect((await statusOf(client)).link).toBe("up");
   });
 });
 

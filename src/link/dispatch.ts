@@ -9,6 +9,7 @@
  */
 import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, rpcResult, type RequestMessage } from "../protocol/jsonrpc";
+import { refuseAgentNotification } from "../protocol/methods";
 import { failureAnswer, logFailure } from "./failures";
 import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
 import { floodCloseReason, floodRefusal } from "./flood";
@@ -34,7 +35,10 @@ async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promis
   }
 }
 
-/** A device frame that is not the hello: an answer, a request, or a notification fanned out and observed. */
+/**
+ * A device frame that is not the hello: an answer, a request, or a notification — checked against its schema
+ * (methods.ts), then fanned out and observed; one that fails is dropped with a log line.
+ */
 async function onDeviceFrame(rt: LinkRuntime, frame: Exclude<Frame, { kind: "refused" }>): Promise<void> {
   switch (frame.kind) {
     case "response":
@@ -43,6 +47,9 @@ async function onDeviceFrame(rt: LinkRuntime, frame: Exclude<Frame, { kind: "ref
       return onDeviceRequest(rt, frame.message);
     case "notification": {
       const { method } = frame.message;
+      const refused = refuseAgentNotification(method, frame.message.params);
+      if (refused !== null)
+        return console.warn(`device ${rt.deviceId()}: notification dropped, not relayed: ${refused}`);
       const handlers = rt.registry.deviceNotifications.get(method) ?? [];
       // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
       const text = frame.verbatim ?? JSON.stringify(frame.message);

@@ -4,6 +4,7 @@
  * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
  */
 import type * as z from "zod";
+import { check } from "./issues";
 import {
   AuthenticateParams,
   CancelParams,
@@ -116,6 +117,23 @@ export const AGENT_NOTIFICATIONS = {
 } as const satisfies Record<string, z.ZodType>;
 
 export type AgentNotificationMethod = keyof typeof AGENT_NOTIFICATIONS;
+
+/** The instance's own methods' prefixes (and the names they had before they were ACP extension methods). */
+const INSTANCE_NAMESPACES = ["_instance/", "instance/"];
+
+/**
+ * Why a device's notification may not reach clients, or null when it may: the instance's namespace is its own (a
+ * device could otherwise mark its own link down in every browser), a method no schema knows is not relayed, and
+ * params must fit their method's schema.
+ */
+export function refuseAgentNotification(method: string, params: unknown): string | null {
+  if (INSTANCE_NAMESPACES.some((prefix) => method.startsWith(prefix))) {
+    return `${method} is in the instance's own namespace; a device may not send it`;
+  }
+  if (!isAgentNotificationMethod(method)) return `${method} is not a notification of the link protocol`;
+  const checked = check(AGENT_NOTIFICATIONS[method], params);
+  return checked.ok ? null : `invalid params: ${checked.error}`;
+}
 export const isAgentNotificationMethod = (method: string): method is AgentNotificationMethod =>
   Object.hasOwn(AGENT_NOTIFICATIONS, method);
 
