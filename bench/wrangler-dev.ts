@@ -51,6 +51,8 @@ export interface DevOptions {
    * and started again on it finds what the last one stored.
    */
   persistTo?: string;
+  /** `[vars]` to set for this run (`--var NAME:VALUE`), over the config's. */
+  vars?: Record<string, string>;
 }
 
 export interface Dev {
@@ -98,6 +100,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
       "--persist-to",
       persistTo,
       "--show-interactive-dev-session=false",
+      ...Object.entries(options.vars ?? {}).flatMap(([name, value]) => ["--var", `${name}:${value}`]),
     ],
     // Its own process group, so stopping it stops workerd and any build it started.
     { cwd: ROOT, env: WRANGLER_ENV, stdio: ["ignore", "pipe", "pipe"], detached: true },

@@ -1,9 +1,14 @@
 import type { DeviceLink } from "./link/device-link";
+import type { RateLimiter } from "./limits/rate-limiter";
 
 /** The Worker's bindings, as wrangler.toml (and `.dev.vars` for secrets) gives them. */
 export interface Env {
   DB: D1Database;
   DEVICE_LINK: DurableObjectNamespace<DeviceLink>;
+  /** One counter per rate limit and key (src/limits/rate-limiter.ts). */
+  RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  /** Changes to the rate limits' numbers (src/limits/config.ts): an object, or its JSON text. */
+  RATE_LIMITS?: unknown;
   /** The instance's display name (discovery, /api/v1/instance). */
   INSTANCE_NAME: string;
   /**

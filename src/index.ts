@@ -3,6 +3,7 @@ import type { Env } from "./env";
 import { buildRouter } from "./http/routes";
 
 export { DeviceLink } from "./link/device-link";
+export { RateLimiter } from "./limits/rate-limiter";
 
 const router = buildRouter();
 

@@ -12,6 +12,8 @@ import { DeviceLink as RealDeviceLink } from "../../src/link/device-link";
 import type { Env } from "../../src/env";
 import { countingD1, type D1Tally } from "./counting-d1";
 
+export { RateLimiter } from "../../src/limits/rate-limiter";
+
 const d1: D1Tally = new Map();
 let constructions = 0;
 

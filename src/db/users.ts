@@ -38,6 +38,11 @@ export async function listUsers(db: D1Database): Promise<UserRow[]> {
   return results;
 }
 
+/** Whether any account exists (the first-account setup is then closed). */
+export async function hasAccounts(db: D1Database): Promise<boolean> {
+  return (await db.prepare("SELECT 1 FROM users LIMIT 1").first()) !== null;
+}
+
 /**
  * The first account, an admin, made only while there is no user at all. One statement, so two setups at once
  * cannot both pass the check: false when someone else got there first.

@@ -12,7 +12,9 @@ import { assertSameOrigin } from "./origin";
 import { clearedSessionCookie, readSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
 import { issueToken, parseToken } from "../crypto/tokens";
-import { findUser, findUserCredential, insertFirstAdmin, type UserRow } from "../db/users";
+import { clientAddress, countAttempt } from "./rate-limit";
+import type { RateLimitName } from "../limits/config";
+import { findUser, findUserCredential, hasAccounts, insertFirstAdmin, type UserRow } from "../db/users";
 import { deleteSession, insertSession } from "../db/sessions";
 import type { UserView } from "../protocol/http-api";
 
@@ -32,27 +34,39 @@ const UNKNOWN_USER_HASH = `pbkdf2-sha256$${PBKDF2_ITERATIONS}$${"A".repeat(22)}$
 /** An account as the API shows it. */
 export const userView = (user: UserRow): UserView => ({ id: user.id, email: user.email, admin: user.admin === 1 });
 
+const alreadySetUp = () => new HttpError(409, "this instance is already set up; an admin can add accounts");
+
+/** The limits a password guess for this email counts against: the account's, and the client address's. */
+export const passwordGuessLimits = (request: Request, email: string): [RateLimitName, string][] => [
+  ["login_account", email.toLowerCase()],
+  ["login_address", clientAddress(request)],
+];
+
+export const TOO_MANY_SIGN_INS = "too many failed sign-ins";
+
 export const setup: Handler = async (request, env) => {
   assertSameOrigin(request);
   const body = await readJson(request, setupBody);
+  // Checked before hashing too, so a closed setup costs no PBKDF2; the insert below still decides a race.
+  if (await hasAccounts(env.DB)) throw alreadySetUp();
   const user = {
     id: crypto.randomUUID(),
     email: body.email,
     passwordHash: await hashPassword(body.password),
     now: Date.now(),
   };
-  if (!(await insertFirstAdmin(env.DB, user))) {
-    throw new HttpError(409, "this instance is already set up; an admin can add accounts");
-  }
+  if (!(await insertFirstAdmin(env.DB, user))) throw alreadySetUp();
   return json({ id: user.id, email: user.email, admin: true }, 201);
 };
 
 export const login: Handler = async (request, env) => {
   assertSameOrigin(request);
   const body = await readJson(request, loginBody);
+  const attempt = await countAttempt(env, passwordGuessLimits(request, body.email), TOO_MANY_SIGN_INS);
   const user = await findUserCredential(env.DB, body.email);
   const ok = await verifyPassword(body.password, user?.password_hash ?? UNKNOWN_USER_HASH);
   if (!user || !ok) throw new HttpError(401, "wrong email or password");
+  await attempt.succeeded(["login_account"]);
   const session = await issueToken("lbs");
   const now = Date.now();
   await insertSession(env.DB, {

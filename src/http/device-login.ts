@@ -13,6 +13,7 @@ import { personWriting } from "./guards";
 import type { Scope } from "../protocol/http-api";
 import type { Person } from "./auth";
 import { findUser } from "../db/users";
+import { clientAddress, countAttempt } from "./rate-limit";
 import { issueToken, newTokenId, parseToken, secretMatches } from "../crypto/tokens";
 import { hashUserCode, newUserCode, normaliseUserCode } from "../crypto/user-codes";
 import {
@@ -54,6 +55,7 @@ const oauthError = (error: string, description: string) =>
   new HttpError(400, description, { error, error_description: description });
 
 export const authorize: Handler = async (request, env) => {
+  await countAttempt(env, [["authorize_address", clientAddress(request)]], "too many device logins started from here");
   const body = await readJsonOrForm(request, authorizeBody);
   const deviceCode = await issueToken("lbc");
   const now = Date.now();
@@ -84,8 +86,33 @@ export const authorize: Handler = async (request, env) => {
   throw new HttpError(503, "could not draw a free user code; try again");
 };
 
-/** The pending, unexpired request a person names by its user code. */
-async function pendingCode(request: Request, env: Env): Promise<DeviceCodeRow & { library: boolean }> {
+/**
+ * The pending, unexpired request a person names by its user code. A code no device is waiting for counts as a
+ * guess against the person's and the address's limits; any other answer takes the count back.
+ */
+async function pendingCode(request: Request, env: Env, person: Person): Promise<PendingCode> {
+  const attempt = await countAttempt(
+    env,
+    [
+      ["approval_person", person.userId],
+      ["approval_address", clientAddress(request)],
+    ],
+    "too many codes that no device was waiting for",
+  );
+  try {
+    const code = await findPendingCode(request, env);
+    await attempt.succeeded(["approval_person"]);
+    return code;
+  } catch (err) {
+    if (!(err instanceof HttpError && err.status === 404)) await attempt.succeeded();
+    throw err;
+  }
+}
+
+/** A pending code, with whether the person grants the device the library scope. */
+type PendingCode = DeviceCodeRow & { library: boolean };
+
+async function findPendingCode(request: Request, env: Env): Promise<PendingCode> {
   const { user_code, library } = await readJson(request, userCodeBody);
   const normalised = normaliseUserCode(user_code);
   const row = normalised && (await findDeviceCodeByUserCode(env.DB, await hashUserCode(normalised)));
@@ -123,13 +150,13 @@ async function waitingLogin(env: Env, code: DeviceCodeRow, person: Person, now: 
 /** The login waiting for a user code, shown before it is approved or denied. */
 export const lookup: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const code = await pendingCode(request, env);
+  const code = await pendingCode(request, env, person);
   return json(await waitingLogin(env, code, person, Date.now()));
 };
 
 export const approve: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const code = await pendingCode(request, env);
+  const code = await pendingCode(request, env, person);
   const deviceId = newTokenId();
   const now = Date.now();
   const shown = await waitingLogin(env, code, person, now);
@@ -142,7 +169,7 @@ export const approve: Handler = async (request, env) => {
 
 export const deny: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  const code = await pendingCode(request, env);
+  const code = await pendingCode(request, env, person);
   if (!(await denyDeviceCode(env.DB, code.id, person.userId, Date.now()))) throw codeGone();
   return json({ denied: true });
 };

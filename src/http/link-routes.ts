@@ -14,6 +14,7 @@ import { withIdentity, type Identity } from "../link/identity";
 import { authenticateDevice, authenticatePerson } from "./auth";
 import { assertSameOrigin } from "./origin";
 import { readBodyBytes } from "./body";
+import { countAttempt } from "./rate-limit";
 import { HttpError } from "./respond";
 import type { Handler } from "./routes";
 
@@ -50,6 +51,7 @@ export const clientSocket: Handler = async (request, env) => {
 /** The body is read here, within the route's cap, and sent on: the object never reads more than was allowed. */
 export const clientRpc: Handler = async (request, env) => {
   const identity = await ownersDevice(request, env);
+  await countAttempt(env, [["rpc_credential", identity.credential!]], "too many requests: slow down");
   const body = await readBodyBytes(request);
   return toLink(env, new Request(request.url, { method: "POST", headers: request.headers, body }), identity);
 };

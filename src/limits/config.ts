@@ -1,0 +1,113 @@
+/**
+ * The instance's rate limits, with the numbers the operator may change: `[vars.RATE_LIMITS]` in wrangler.toml (an
+ * object, or its JSON text), naming only what it changes. Validated
+ * once per isolate at first use; a malformed one is a 500 whose detail names the mistake, never a silent default.
+ *
+ * Two kinds of rate limit:
+ *   backoff  a count of failures (every attempt counts until it succeeds). `free` attempts go through; after that
+ *            each must wait `backoff_seconds` after the last, doubling with every further failure up to
+ *            `max_backoff_seconds`. Failures are forgotten `forget_seconds` after the last one.
+ *   bucket   a token bucket: `burst` requests at once, one more every `refill_seconds`.
+ */
+import * as z from "zod";
+import type { Env } from "../env";
+import { HttpError } from "../http/respond";
+import { describeIssues } from "../protocol/issues";
+
+const Seconds = z
+  .number()
+  .positive()
+  .max(30 * 86_400);
+
+const Backoff = z.object({
+  kind: z.literal("backoff"),
+  free: z.number().int().min(1).max(1_000_000),
+  backoff_seconds: Seconds,
+  max_backoff_seconds: Seconds,
+  forget_seconds: Seconds,
+});
+const Bucket = z.object({
+  kind: z.literal("bucket"),
+  burst: z.number().int().min(1).max(1_000_000),
+  refill_seconds: Seconds,
+});
+export type BackoffRule = z.infer<typeof Backoff>;
+export type BucketRule = z.infer<typeof Bucket>;
+export type RateRule = BackoffRule | BucketRule;
+
+const backoff = (free: number): BackoffRule => ({
+  kind: "backoff",
+  free,
+  backoff_seconds: 60,
+  max_backoff_seconds: 3_600,
+  forget_seconds: 86_400,
+});
+
+/** What each limit is keyed by, and its numbers. */
+export const DEFAULT_RATE_LIMITS = {
+  /** Sign-ins (and password changes) for one email, whatever address they come from. */
+  login_account: backoff(5),
+  /** Sign-ins from one client address, whatever account they try. */
+  login_address: backoff(20),
+  /** Device approvals (and code look-ups) by one person naming a code that does not exist. */
+  approval_person: backoff(5),
+  /** The same from one client address. */
+  approval_address: backoff(20),
+  /** Device logins started (`authorize`) from one client address: 20 at once, then one every 3 minutes. */
+  authorize_address: { kind: "bucket", burst: 20, refill_seconds: 180 } as BucketRule,
+  /** HTTP /rpc calls with one credential: 100 at once, 50 a second — a client socket's frame budget. */
+  rpc_credential: { kind: "bucket", burst: 100, refill_seconds: 0.02 } as BucketRule,
+} satisfies Record<string, RateRule>;
+
+export type RateLimitName = keyof typeof DEFAULT_RATE_LIMITS;
+
+const BackoffChange = Backoff.omit({ kind: true }).partial().strict().optional();
+const BucketChange = Bucket.omit({ kind: true }).partial().strict().optional();
+const RateLimitsConfig = z.strictObject(
+  Object.fromEntries(
+    Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [
+      name,
+      rule.kind === "backoff" ? BackoffChange : BucketChange,
+    ]),
+  ),
+);
+export interface Limits {
+  rates: Record<RateLimitName, RateRule>;
+}
+
+function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name: string): Record<string, unknown> {
+  let raw: unknown = source ?? {};
+  if (typeof source === "string") {
+    try {
+      raw = JSON.parse(source);
+    } catch (err) {
+      throw new Error(`${name} is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) throw new Error(`${name}: ${describeIssues(parsed.error)}`);
+  return parsed.data;
+}
+
+function build(env: Env): Limits {
+  const rates = parse(env.RATE_LIMITS, RateLimitsConfig, "RATE_LIMITS") as Partial<Record<RateLimitName, object>>;
+  const merged = Object.fromEntries(
+    Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [name, { ...rule, ...rates[name as RateLimitName] }]),
+  ) as Record<RateLimitName, RateRule>;
+  return { rates: merged };
+}
+
+let cached: { rates: unknown; limits: Limits } | undefined;
+
+/** The limits in force: the defaults with the operator's changes. */
+export function limitsOf(env: Env): Limits {
+  if (cached && cached.rates === env.RATE_LIMITS) return cached.limits;
+  try {
+    cached = { rates: env.RATE_LIMITS, limits: build(env) };
+    return cached.limits;
+  } catch (err) {
+    const why = err instanceof Error ? err.message : String(err);
+    console.error("the limits configuration is malformed:", why);
+    throw new HttpError(500, `the instance's limits (wrangler.toml) are malformed: ${why}`);
+  }
+}
