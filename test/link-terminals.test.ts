@@ -156,6 +156,24 @@ describe("terminals belong to the socket that opened them", () => {
     await link.silent();
   });
 
+  it("ends every terminal visibly when the link drops: each owner gets exit with code null, and nobody else", async () => {
+    const { user, device, link, client: a } = await linkedDevice();
+    const b = await attachClient(user, device.deviceId);
+    await openTerminal(a, link, "t1");
+    await openTerminal(b, link, "t2");
+    await openTerminal(a, link, "t3");
+    link.close();
+    const exit = (terminalId: string) => ({
+      jsonrpc: "2.0",
+      method: "_lembas/terminal/exit",
+      params: { terminalId, code: null },
+    });
+    const toA = (await drain(a)).filter((m) => m.method === "_lembas/terminal/exit");
+    expect(toA).toEqual(expect.arrayContaining([exit("t1"), exit("t3")]));
+    expect(toA).toHaveLength(2);
+    expect((await drain(b)).filter((m) => m.method === "_lembas/terminal/exit")).toEqual([exit("t2")]);
+  });
+
   it("forgets every terminal when the link drops: a new link's output for one reaches nobody, and input for one is refused", async () => {
     const { user, device, link, client } = await linkedDevice();
     await openTerminal(client, link, "t1");

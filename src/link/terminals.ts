@@ -3,7 +3,8 @@
  * the client socket that opened it: the device's answer to `_lembas/terminal/open` records terminalId → socket in
  * SQLite; its output and exit go to that socket only; input, resize and close are taken from that socket only
  * (any other gets -32602, under id null for these notifications, and nothing reaches the device). When the socket
- * goes its terminals are closed on the device; when the link goes they are all forgotten (they closed with it).
+ * goes its terminals are closed on the device; when the link goes they are all forgotten (they closed with it), and
+ * each owner gets `_lembas/terminal/exit { terminalId, code: null }` so its terminal ends visibly.
  * An open whose socket went before the device answered is kept as the instance's own request (ORPHANED_OPEN): the
  * terminal its answer opens is closed on the device at once, as nobody could ever use it.
  * At most MAX_TERMINALS per link, opens in flight included: a further open is refused before the device sees it.
@@ -28,6 +29,7 @@ import { socketById } from "./sockets";
 export const MAX_TERMINALS = 4;
 const OPEN = "_lembas/terminal/open";
 const CLOSE = "_lembas/terminal/close";
+const EXIT = "_lembas/terminal/exit";
 /** The purpose of an open whose socket went before its answer. */
 const ORPHANED_OPEN = "terminals/orphaned-open";
 
@@ -134,7 +136,7 @@ export const terminals: LinkFeature = {
   },
   deviceNotifications: {
     "_lembas/terminal/output": toOwner(TerminalOutput, false),
-    "_lembas/terminal/exit": toOwner(TerminalExit, true),
+    [EXIT]: toOwner(TerminalExit, true),
   },
   onClientDetached: (rt, sid) => {
     const owned = rt.sql
@@ -142,7 +144,13 @@ export const terminals: LinkFeature = {
       .toArray();
     for (const { terminal_id } of owned) rt.sendToDevice(rpcNotification(CLOSE, { terminalId: terminal_id }));
   },
+  // Every terminal closes with the link (spec): each owner is told its terminal ended, with no exit status known.
   onLinkDown: (rt) => {
-    rt.sql.exec("DELETE FROM terminals");
+    const ended = rt.sql.exec<{ terminal_id: string; owner: string }>(
+      "DELETE FROM terminals RETURNING terminal_id, owner",
+    );
+    for (const { terminal_id, owner } of ended.toArray()) {
+      rt.sendToClient(owner, { jsonrpc: "2.0", method: EXIT, params: { terminalId: terminal_id, code: null } });
+    }
   },
 };
