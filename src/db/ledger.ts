@@ -44,36 +44,28 @@ interface StandingRow {
   held: number;
 }
 
-interface WindowRow {
-  name: string;
-  seconds: number;
-  limit_micro: number;
-  spent: number;
-  oldest: number | null;
-}
-
-const HELD = "(SELECT COALESCE(SUM(amount_micro), 0) FROM holds WHERE user_id = ?1 AND expires_at > ?2)";
-const SPENT_SINCE = (since: string) =>
-  `(SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1 AND created_at > ${since})`;
+// The account's sums (?1 the account, ?2 now), as SQL expressions. Every amount is an integer, so SUM is exact.
+const sum = (what: string, where = "") => `(SELECT COALESCE(SUM(${what}),0) FROM ${where}user_id=?1)`;
+const CREDITED = sum("amount_micro", "credits WHERE ");
+const SPENT = sum("cost_micro", "usage WHERE ");
+const HELD = sum("amount_micro", "holds WHERE expires_at>?2 AND ");
+const IN_WINDOW = "usage WHERE created_at>?2-w.seconds*1000 AND ";
 
 /** The statements every read of the standing runs (?1 the account, ?2 now), after the month's credits. */
 function standingStatements(db: D1Database, userId: string, now: number): D1PreparedStatement[] {
   return [
     db
       .prepare(
-        `SELECT u.admin, p.name AS plan, p.monthly_micro, p.currency, p.credit_value,
-           (SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1) AS credited,
-           (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) AS spent,
-           ${HELD} AS held
-         FROM users u LEFT JOIN account_settings s ON s.user_id = u.id LEFT JOIN plans p ON p.name = s.plan
-         WHERE u.id = ?1`,
+        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent,
+         ${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan
+         WHERE u.id=?1`,
       )
       .bind(userId, now),
     db
       .prepare(
-        `SELECT w.name, w.seconds, w.limit_micro, ${SPENT_SINCE("?2 - w.seconds * 1000")} AS spent,
-           (SELECT MIN(created_at) FROM usage WHERE user_id = ?1 AND created_at > ?2 - w.seconds * 1000) AS oldest
-         FROM account_settings s JOIN plan_windows w ON w.plan = s.plan WHERE s.user_id = ?1 ORDER BY w.seconds`,
+        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro,
+         (SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest
+         FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds`,
       )
       .bind(userId, now),
   ];
@@ -82,10 +74,9 @@ function standingStatements(db: D1Database, userId: string, now: number): D1Prep
 function monthCredits(db: D1Database, userId: string, now: number): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO credits (user_id, source, month, amount_micro, created_at)
-       SELECT s.user_id, 'plan', ?2, p.monthly_micro, ?3 FROM account_settings s JOIN plans p ON p.name = s.plan
-       WHERE s.user_id = ?1
-       ON CONFLICT(user_id, month) WHERE source = 'plan' DO NOTHING`,
+      `INSERT INTO credits (user_id,source,month,amount_micro,created_at)
+       SELECT s.user_id,'plan',?2,p.monthly_micro,?3 FROM account_settings s JOIN plans p ON p.name=s.plan
+       WHERE s.user_id=?1 ON CONFLICT(user_id,month) WHERE source='plan' DO NOTHING`,
     )
     .bind(userId, monthKey(now), now);
 }
@@ -102,13 +93,7 @@ function toStanding(standing: D1Result, windows: D1Result): AccountStanding {
     plan,
     balanceMicro: plan ? row.credited - row.spent : null,
     heldMicro: row.held,
-    windows: (windows.results as WindowRow[]).map((w) => ({
-      window: w.name,
-      seconds: w.seconds,
-      limitMicro: w.limit_micro,
-      spentMicro: w.spent,
-      oldest: w.oldest,
-    })),
+    windows: windows.results as WindowSpend[],
   };
 }
 
@@ -138,14 +123,10 @@ export async function reserve(db: D1Database, userId: string, amountMicro: numbe
     db.prepare("DELETE FROM holds WHERE user_id = ? AND expires_at <= ?").bind(userId, now),
     db
       .prepare(
-        `INSERT INTO holds (id, user_id, amount_micro, created_at, expires_at)
-         SELECT ?3, ?1, ?4, ?2, ?2 + ?6
-         FROM users u JOIN account_settings s ON s.user_id = u.id JOIN plans p ON p.name = s.plan
-         WHERE u.id = ?1 AND u.admin = 0
-           AND (SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1)
-             - (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) - ${HELD} >= ?5
-           AND NOT EXISTS (SELECT 1 FROM plan_windows w WHERE w.plan = s.plan
-             AND ${SPENT_SINCE("?2 - w.seconds * 1000")} + ${HELD} + ?5 > w.limit_micro)`,
+        `INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at) SELECT ?3,?1,?4,?2,?2+?6
+         FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan
+         WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w
+         WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
       )
       .bind(userId, now, holdId, amountMicro, need, HOLD_TTL_MS),
     ...standingStatements(db, userId, now),
@@ -174,8 +155,8 @@ export interface UsageRecord {
 export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
   const insert = db
     .prepare(
-      `INSERT INTO usage (user_id, device_id, model, tokens_in, tokens_out, audio_ms, characters, cost_micro, estimated, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at)
+       VALUES (?,?,?,?,?,?,?,?,?,?)`,
     )
     .bind(
       u.userId,

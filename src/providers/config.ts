@@ -38,20 +38,16 @@ const ModelConfig = z
       .max(50)
       .default([]),
   })
-  .superRefine((m, ctx) => {
-    const priced =
-      m.kind === "tts"
-        ? m.price_chars !== undefined
-        : m.price_in !== undefined || (m.kind === "stt" && m.price_minute !== undefined);
-    if (!priced) {
-      const needs = { tts: "price_chars", stt: "price_minute or price_in" }[m.kind as string] ?? "price_in";
-      ctx.addIssue({
-        code: "custom",
-        path: [m.kind === "tts" ? "price_chars" : "price_in"],
-        message: `a ${m.kind} model needs ${needs}`,
-      });
-    }
-  });
+  // A model without its price would be free by mistake: tts is priced by characters, stt by minute or token.
+  .refine(
+    (m) =>
+      (m.kind === "tts" ? m.price_chars : (m.price_in ?? (m.kind === "stt" ? m.price_minute : undefined))) !==
+      undefined,
+    {
+      path: ["price_in"],
+      message: "the model needs its price (price_in; price_minute for stt; price_chars for tts)",
+    },
+  );
 
 const ProviderConfig = z.object({
   base_url: z.url({ protocol: /^https?$/ }),

@@ -11,33 +11,32 @@
  * client's behalf, the usage it added is taken out again: a usage-only chunk is dropped, a chunk that also carries
  * choices loses its `usage` field.
  */
-import * as z from "zod";
 import { reportedUsage, type TokenCounts } from "./usage-report";
 import { tokensLikely } from "./estimate";
 import type { Metered } from "./pricing";
 
-const Delta = z.looseObject({
-  content: z.string().nullish(),
-  reasoning_content: z.string().nullish(),
-  reasoning: z.string().nullish(),
-  tool_calls: z
-    .array(z.looseObject({ function: z.looseObject({ arguments: z.string().nullish() }).nullish() }))
-    .nullish(),
-});
+/** A chunk as far as the meter reads it; anything else in it is passed on untouched. */
+interface Chunk {
+  model?: unknown;
+  choices?: unknown;
+  usage?: unknown;
+}
 
-const Chunk = z.looseObject({
-  model: z.string().optional(),
-  choices: z.array(z.looseObject({ delta: Delta.nullish() })).optional(),
-  usage: z.unknown().optional(),
-});
-type Chunk = z.infer<typeof Chunk>;
+const chars = (x: unknown) => (typeof x === "string" ? x.length : 0);
+const list = (x: unknown): unknown[] => (Array.isArray(x) ? x : []);
+const field = (x: unknown, key: string): unknown =>
+  typeof x === "object" && x !== null ? (x as Record<string, unknown>)[key] : undefined;
 
-/** Characters of content (text, reasoning, tool-call arguments) a chunk carries. */
-const contentOf = (chunk: Chunk) =>
-  (chunk.choices ?? []).reduce((sum, { delta }) => {
-    const args = (delta?.tool_calls ?? []).reduce((n, call) => n + (call.function?.arguments?.length ?? 0), 0);
-    return sum + (delta?.content?.length ?? 0) + (delta?.reasoning_content ?? delta?.reasoning ?? "").length + args;
-  }, 0);
+/** Characters of content (text, reasoning, tool-call arguments) a chunk carries; what is not a string counts 0. */
+function contentOf(chunk: Chunk): number {
+  let n = 0;
+  for (const choice of list(chunk.choices)) {
+    const d = field(choice, "delta");
+    n += chars(field(d, "content")) + chars(field(d, "reasoning_content") ?? field(d, "reasoning"));
+    for (const call of list(field(d, "tool_calls"))) n += chars(field(field(call, "function"), "arguments"));
+  }
+  return n;
+}
 
 export interface MeterOptions {
   /** Take out the usage the instance asked for on the client's behalf. */
@@ -90,9 +89,8 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOpt
     } catch {
       return asCame; // not ours to judge: passed on as it came
     }
-    const parsed = Chunk.safeParse(raw);
-    if (!parsed.success) return asCame;
-    const chunk = parsed.data;
+    if (typeof raw !== "object" || raw === null || Array.isArray(raw)) return asCame;
+    const chunk: Chunk = raw;
     reported = reportedUsage(chunk) ?? reported;
     const chars = contentOf(chunk);
     if (chars > 0) {
@@ -100,7 +98,7 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOpt
       contentChars += chars;
     }
     const strip = options.stripUsage && chunk.usage != null;
-    if (strip && !chunk.choices?.length) return "";
+    if (strip && list(chunk.choices).length === 0) return "";
     if (!strip && (chunk.model === undefined || chunk.model === options.servedModel)) return asCame;
     const { usage: added, ...rest } = chunk;
     const out = strip ? rest : { ...rest, usage: added };

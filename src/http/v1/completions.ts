@@ -19,33 +19,13 @@ import { admit, forwardAdmitted, relayJson } from "./metering";
 const DRAIN_MS = 20_000;
 
 /** The request fields forwarded to every provider: the chat completion itself, none that changes its price. */
-const ALLOWED = new Set([
-  "messages",
-  "stream",
-  "stream_options",
-  "max_tokens",
-  "max_completion_tokens",
-  "n",
-  "temperature",
-  "top_p",
-  "frequency_penalty",
-  "presence_penalty",
-  "stop",
-  "seed",
-  "tools",
-  "tool_choice",
-  "parallel_tool_calls",
-  "functions",
-  "function_call",
-  "response_format",
-  "logit_bias",
-  "logprobs",
-  "top_logprobs",
-  "reasoning_effort",
-  "verbosity",
-  "prediction",
-  "user",
-]);
+const ALLOWED = new Set(
+  (
+    "messages stream stream_options max_tokens max_completion_tokens n temperature top_p frequency_penalty " +
+    "presence_penalty stop seed tools tool_choice parallel_tool_calls functions function_call response_format " +
+    "logit_bias logprobs top_logprobs reasoning_effort verbosity prediction user"
+  ).split(" "),
+);
 
 const count = z.number().int().positive().max(1e7).nullish();
 

@@ -4,40 +4,20 @@
  */
 import type { HttpError } from "../respond";
 
-const TYPES: Record<number, string> = {
-  400: "invalid_request_error",
-  401: "authentication_error",
-  402: "insufficient_quota",
-  403: "permission_error",
-  404: "not_found_error",
-  409: "conflict_error",
-  413: "invalid_request_error",
-  415: "invalid_request_error",
-  422: "invalid_request_error",
-  429: "rate_limit_error",
+/** By status: OpenAI's error type, and the code when the refusal names none of its own. */
+const KINDS: Record<number, [string, string?]> = {
+  400: ["invalid_request_error", "invalid_request"],
+  401: ["authentication_error", "invalid_api_key"],
+  402: ["insufficient_quota", "insufficient_quota"],
+  403: ["permission_error", "permission_denied"],
+  404: ["not_found_error", "not_found"],
+  409: ["conflict_error"],
+  413: ["invalid_request_error", "request_too_large"],
+  429: ["rate_limit_error", "rate_limit_exceeded"],
+  500: ["server_error", "internal_error"],
 };
 
-const CODES: Record<number, string> = {
-  400: "invalid_request",
-  401: "invalid_api_key",
-  402: "insufficient_quota",
-  403: "permission_denied",
-  404: "not_found",
-  413: "request_too_large",
-  429: "rate_limit_exceeded",
-  500: "internal_error",
-};
-
-export function openAiError(e: HttpError): {
-  message: string;
-  type: string;
-  code: string | null;
-  param: string | null;
-} {
-  return {
-    message: e.detail,
-    type: TYPES[e.status] ?? (e.status >= 500 ? "server_error" : "invalid_request_error"),
-    code: e.reason?.code ?? CODES[e.status] ?? null,
-    param: e.reason?.param ?? null,
-  };
+export function openAiError(e: HttpError) {
+  const [type, code] = KINDS[e.status] ?? [e.status >= 500 ? "server_error" : "invalid_request_error"];
+  return { message: e.detail, type, code: e.reason?.code ?? code ?? null, param: e.reason?.param ?? null };
 }

@@ -50,34 +50,27 @@ const noRetry = { "x-should-retry": "false" };
 const QUOTA = { code: "insufficient_quota" };
 
 /** Why a limited account's hold for `need` micro-credits was refused: 402 for the balance, 429 for a window. */
-async function refusal(env: Env, userId: string, s: AccountStanding, need: number, now: number): Promise<HttpError> {
+async function refusal(env: Env, userId: string, s: AccountStanding, cost: number, now: number): Promise<HttpError> {
+  const need = Math.max(cost, 1); // what the hold needed room for
   const plan = s.plan!.name;
   const balance = s.balanceMicro!;
-  if (balance <= 0) {
-    return new HttpError(
-      402,
-      `no credits left on plan ${plan} (balance ${shown(balance)}); ask the operator for more`,
-      { balance: toCredits(balance) },
-      noRetry,
-      QUOTA,
-    );
-  }
+  const held = `${shown(s.heldMicro)} held by requests in flight`;
+  const upTo = `this request may cost up to ${shown(need)}`;
   if (balance - s.heldMicro < need) {
-    return new HttpError(
-      402,
-      `this request may cost up to ${shown(need)} credits and plan ${plan} has ${shown(balance - s.heldMicro)} left ` +
-        `(balance ${shown(balance)}, ${shown(s.heldMicro)} held by requests in flight); ask for fewer output tokens ` +
-        "(max_tokens) or ask the operator for more credits",
-      { balance: toCredits(balance) },
-      noRetry,
-      QUOTA,
-    );
+    const why =
+      balance <= 0
+        ? `no credits left on plan ${plan} (balance ${shown(balance)}); ask the operator for more`
+        : `${upTo} credits and plan ${plan} has ${shown(balance - s.heldMicro)} left (balance ${shown(balance)}, ` +
+          `${held}); ask for fewer output tokens (max_tokens) or ask the operator for more credits`;
+    return new HttpError(402, why, { balance: toCredits(balance) }, noRetry, QUOTA);
   }
-  const full = s.windows.find((w) => w.spentMicro + s.heldMicro + Math.max(need, 1) > w.limitMicro)!;
-  const report = await reportWindow(env, userId, now, full, full.limitMicro - s.heldMicro - Math.max(need, 1));
-  let why = `the ${full.window} spending limit of plan ${plan} is reached (${shown(full.spentMicro)} of ${shown(full.limitMicro)} credits)`;
-  if (full.spentMicro < full.limitMicro)
-    why = `the ${full.window} spending limit of plan ${plan} (${shown(full.limitMicro)} credits, ${shown(full.spentMicro)} spent, ${shown(s.heldMicro)} held by requests in flight) has no room for this request, which may cost up to ${shown(need)}`;
+  const full = s.windows.find((w) => w.spentMicro + s.heldMicro + need > w.limitMicro)!;
+  const report = await reportWindow(env, userId, now, full, full.limitMicro - s.heldMicro - need);
+  let why = `the ${full.window} spending limit of plan ${plan} (${shown(full.limitMicro)} credits)`;
+  why +=
+    full.spentMicro < full.limitMicro
+      ? ` has no room: ${shown(full.spentMicro)} spent, ${held}, and ${upTo}`
+      : ` is reached (${shown(full.spentMicro)} spent)`;
   if (report.frees_at) why += `; it frees at ${report.frees_at}`;
   else if (need > full.limitMicro) why += "; ask for fewer output tokens (max_tokens)";
   const retryAfter = report.frees_at ? Math.max(1, Math.ceil((Date.parse(report.frees_at) - now) / 1000)) : null;
