@@ -45,7 +45,7 @@ export function Shell() {
   return (
     <>
       <header class="appbar">
-        <a class="brand" href="/">
+        <a class="brand" href="/" aria-label={`${APP_NAME}: your devices`}>
           <img src="/icons/icon.svg" alt="" width="24" height="24" />
           <span>{APP_NAME}</span>
         </a>

@@ -10,7 +10,8 @@ const LINE_KIND: Record<string, "add" | "del"> = { "+": "add", "-": "del" };
 export function renderDiff(path: string, oldText: string | null | undefined, newText: string): HTMLElement {
   const patch = structuredPatch(path, path, oldText ?? "", newText, "", "", { context: 3 });
   const count = { added: 0, removed: 0 };
-  const body = h("pre", { class: "diff-body" });
+  // It scrolls sideways and down: it takes the focus, so a keyboard can scroll it.
+  const body = h("pre", { class: "diff-body", tabindex: 0 });
   for (const hunk of patch.hunks) {
     body.append(
       h("span", { class: "diff-hunk" }, `@@ -${hunk.oldStart},${hunk.oldLines} +${hunk.newStart},${hunk.newLines} @@`),

@@ -61,7 +61,8 @@ export function renderMarkdown(text: string): string {
   return md.render(text);
 }
 
-/** Fills `el` with `text` rendered as Markdown. */
+/** Fills `el` with `text` rendered as Markdown. A code block may scroll sideways, so it takes the focus. */
 export function setMarkdown(el: HTMLElement, text: string): void {
   el.innerHTML = renderMarkdown(text);
+  for (const pre of el.querySelectorAll("pre")) pre.tabIndex = 0;
 }

@@ -57,8 +57,9 @@ class ToolView {
   private readonly status = h("span", { class: "tool-status badge" });
   private readonly locations = h("ul", { class: "tool-locations", "aria-label": "Files" });
   private readonly content = h("div", { class: "tool-content" });
-  private readonly input = h("pre", { class: "tool-input", hidden: true });
-  private readonly output = h("pre", { class: "tool-output", hidden: true });
+  // They scroll: they take the focus, so a keyboard can scroll them.
+  private readonly input = h("pre", { class: "tool-input", hidden: true, tabindex: 0 });
+  private readonly output = h("pre", { class: "tool-output", hidden: true, tabindex: 0 });
 
   constructor(id: string) {
     this.el = h(

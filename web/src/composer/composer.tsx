@@ -174,9 +174,9 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
                 type="button"
                 class="secondary icon"
                 onClick={() => fileInput.current?.click()}
-                aria-label="Attach files"
+                title="Attach files"
               >
-                📎
+                Attach
               </button>
             </>
           )}

@@ -74,12 +74,10 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     <div class={`device-page${drawer ? " drawer-open" : ""}`}>
       <aside id="chat-drawer" class="sidebar" aria-label="Chats">
         <div class="device-title">
-          <h1>
-            <a href="/" class="muted back" aria-label="All devices">
-              ‹
-            </a>{" "}
-            {name}
-          </h1>
+          <a href="/" class="back" aria-label="All devices">
+            ‹
+          </a>
+          <h1>{name}</h1>
           <span
             id="link-state"
             class={linkUp ? "badge online" : "badge"}

@@ -1,0 +1,271 @@
+/**
+ * The chat as a person uses it, in Debian's Chromium against the real Worker, with a scripted protocol 2 device
+ * on the ACP SDK's agent side: a long turn streams Markdown, a highlighted code block, a plan and an edit's diff;
+ * an older chat shared from a terminal opens with its history; both main screens pass an automated accessibility
+ * check (axe-core: no serious or critical violation) and are photographed at a phone's and a laptop's size under
+ * test-results/.
+ */
+import { existsSync } from "node:fs";
+import { mkdir, readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
+import path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
+import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { watchCsp, type CspWatch } from "./csp-watch.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const SHOTS = path.join(ROOT, "test-results");
+const SIZES = { phone: { width: 390, height: 844 }, laptop: { width: 1280, height: 800 } } as const;
+const NEW_SESSION = "ses_chat_new";
+const OLD_SESSION = "ses_chat_old";
+
+const MARKDOWN = [
+  "## What I changed\n\n",
+  "The parser now **rejects** empty input; see `parse()`:\n\n",
+  '```ts\nexport function parse(text: string): Ast {\n  if (text === "") throw new Error("empty");\n',
+  "  return build(text);\n}\n```\n\n",
+  "- one test added\n- <b>no</b> raw HTML is rendered\n",
+];
+const OLD_TEXT = "export function parse(text: string): Ast {\n  return build(text);\n}\n";
+const NEW_TEXT =
+  'export function parse(text: string): Ast {\n  if (text === "") throw new Error("empty");\n  return build(text);\n}\n';
+
+let instance: Instance;
+let browser: Browser;
+let page: Page;
+let csp: CspWatch;
+let device: LembasDevice;
+let root: string;
+let deviceId: string;
+const prompts: acp.PromptRequest[] = [];
+
+const update = (sessionId: string, u: acp.SessionUpdate) =>
+  device.client.notify(acp.methods.client.session.update, { sessionId, update: u });
+const event = (sessionId: string, e: Record<string, unknown>) =>
+  device.client.notify("_lembas/event", { sessionId, event: e });
+const turnIdOf = (p: acp.PromptRequest) => (p._meta as { lembas?: { turnId?: string } } | undefined)?.lembas?.turnId;
+
+async function axeViolations(target: Page): Promise<{ id: string; impact: string; nodes: string[] }[]> {
+  const source = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  await target.evaluate(source);
+  return target.evaluate(async () => {
+    const run = (
+      globalThis as unknown as {
+        axe: {
+          run: (
+            ctx: Document,
+            o: object,
+          ) => Promise<{ violations: { id: string; impact: string; nodes: { target: string[] }[] }[] }>;
+        };
+      }
+    ).axe.run;
+    const result = await run(document, { resultTypes: ["violations"] });
+    return result.violations
+      .filter((v) => v.impact === "serious" || v.impact === "critical")
+      .map((v) => ({ id: v.id, impact: v.impact, nodes: v.nodes.map((n) => n.target.join(" ")) }));
+  });
+}
+
+async function shoot(name: string): Promise<void> {
+  for (const [size, viewport] of Object.entries(SIZES)) {
+    await page.setViewportSize(viewport);
+    await page.waitForTimeout(50);
+    await page.screenshot({ path: path.join(SHOTS, `${name}-${size}.png`) });
+  }
+  await page.setViewportSize(SIZES.laptop);
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
+  await mkdir(SHOTS, { recursive: true });
+  instance = await startInstance();
+  root = await tempDir("chat-root");
+  const person = await firstPerson(instance.origin);
+  const login = await loginDevice(instance.origin, person, "chat-laptop");
+  deviceId = login.deviceId;
+  device = new LembasDevice({
+    origin: instance.origin,
+    token: login.token,
+    capabilities: ["sessions", "status", "turns", "title", "delete", "steer", "attachments", "configure"],
+    roots: [root],
+    host: "chat-laptop",
+  });
+  device.app
+    .onRequest(acp.methods.agent.session.new, () => ({
+      sessionId: NEW_SESSION,
+      modes: {
+        currentModeId: "edit",
+        availableModes: [
+          { id: "plan", name: "Plan" },
+          { id: "edit", name: "Edit" },
+        ],
+      },
+    }))
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      prompts.push(params);
+      const sessionId = params.sessionId;
+      const turnId = turnIdOf(params) ?? "turn_device";
+      const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("");
+      await event(sessionId, { type: "prompt", text, turnId });
+      await event(sessionId, { type: "task", state: "start", turnId });
+      await update(sessionId, {
+        sessionUpdate: "agent_thought_chunk",
+        content: { type: "text", text: "Reading parse.ts first." },
+      });
+      await update(sessionId, {
+        sessionUpdate: "plan",
+        entries: [
+          { content: "Read the parser", priority: "high", status: "completed" },
+          { content: "Reject empty input", priority: "high", status: "in_progress" },
+        ],
+      });
+      await update(sessionId, {
+        sessionUpdate: "tool_call",
+        toolCallId: "call_edit",
+        title: "Edit src/parse.ts",
+        kind: "edit",
+        status: "in_progress",
+        locations: [{ path: `${root}/src/parse.ts`, line: 1 }],
+      });
+      await update(sessionId, {
+        sessionUpdate: "tool_call_update",
+        toolCallId: "call_edit",
+        status: "completed",
+        content: [{ type: "diff", path: `${root}/src/parse.ts`, oldText: OLD_TEXT, newText: NEW_TEXT }],
+      });
+      for (const chunk of MARKDOWN)
+        await update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: chunk } });
+      await event(sessionId, { type: "task", state: "end", turnId });
+      return { stopReason: "end_turn", _meta: { lembas: { turnId } } };
+    })
+    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      title: "Fix the flaky test",
+      root,
+      turns:
+        params.sessionId === OLD_SESSION
+          ? [
+              { role: "user", text: "Why does the login test fail on CI?", turnId: "turn_old_1" },
+              {
+                role: "assistant",
+                text: "It waits on a **fixed timeout**; I made it wait for the event instead.",
+                reasoning: "Look at the test's waits.",
+                tools: [{ id: "t1", name: "read_file", args: { path: "test/login.test.ts" }, output: "…" }],
+              },
+            ]
+          : [],
+    }))
+    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      exists: true,
+      held: "here",
+      busy: false,
+      title: null,
+      queued: [],
+      lastTurnId: null,
+    }));
+  await device.link();
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
+  });
+  page = await (await browser.newContext({ viewport: SIZES.laptop })).newPage();
+  csp = await watchCsp(page);
+  await page.goto(instance.origin);
+  await page.getByLabel("Email").fill("owner@example.org");
+  await page.getByLabel("Password").fill("a long enough password");
+  await page.getByRole("button", { name: "Sign in" }).click();
+  await page.locator(".devices .badge.online").waitFor();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await device?.close();
+  await instance?.stop();
+});
+
+describe("the chat", () => {
+  it("streams a long turn: Markdown with a highlighted code block, thoughts folded, the plan, and an edit's diff", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+    await page.locator("#link-state.online").waitFor();
+    await page.getByLabel("Folder on the device").fill(root);
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.waitForURL(`**/chats/${NEW_SESSION}`);
+    await page.getByLabel("Message").fill("Make parse() reject empty input");
+    await page.getByLabel("Message").press("Enter");
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+
+    const agent = page.locator(".msg.agent").last();
+    expect(await agent.locator("h2").textContent()).toBe("What I changed");
+    expect(await agent.locator("strong").textContent()).toBe("rejects");
+    expect(await agent.locator("pre code .hljs-keyword").first().textContent()).toBe("export");
+    // Raw HTML in the text is shown as text, never parsed.
+    expect(await agent.locator("b").count()).toBe(0);
+    expect(await agent.textContent()).toContain("<b>no</b> raw HTML");
+    // The user's message once, though the device also announced it (prompt event, same turn id).
+    expect(await page.locator(".msg.user", { hasText: "Make parse() reject empty input" }).count()).toBe(1);
+    expect(turnIdOf(prompts[0]!)).toMatch(/^turn_/);
+
+    const thought = page.locator("details.thought");
+    expect(await thought.getAttribute("open")).toBeNull();
+    await thought.locator("summary").click();
+    await expect.poll(() => thought.locator(".md").textContent()).toContain("Reading parse.ts first.");
+
+    expect(await page.locator('.plan li[data-status="completed"]').textContent()).toContain("Read the parser");
+    const tool = page.locator('.tool[data-tool-call-id="call_edit"]');
+    expect(await tool.getAttribute("data-status")).toBe("completed");
+    expect(await tool.locator(".tool-locations").textContent()).toBe(`${root}/src/parse.ts:1`);
+    expect(await tool.locator(".diff-line.add").allTextContents()).toEqual([
+      `+  if (text === "") throw new Error("empty");`,
+    ]);
+    expect(await tool.locator(".diff-line.del").count()).toBe(0);
+    expect(await tool.locator(".diff-count").textContent()).toContain("1 lines added, 0 removed");
+    expect(csp.violations()).toEqual([]);
+  });
+
+  it("opens an older chat shared from a terminal with its history", async () => {
+    await device.client.notify("_lembas/session/announce", {
+      sessionId: OLD_SESSION,
+      cwd: root,
+      title: "Fix the flaky test",
+      model: "e2e/model",
+      mode: "edit",
+      busy: false,
+      origin: "terminal",
+    });
+    const item = page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"]`);
+    await item.waitFor();
+    expect(await item.locator(".chat-title").textContent()).toBe("Fix the flaky test");
+    await item.locator("a").click();
+    await page.getByText("Why does the login test fail on CI?").waitFor();
+    const answer = page.locator(".msg.agent", { hasText: "fixed timeout" });
+    expect(await answer.locator("strong").textContent()).toBe("fixed timeout");
+    expect(await page.locator('.tool[data-tool-call-id="t1"] .tool-title').textContent()).toBe("read_file");
+  });
+
+  it("passes an accessibility check, and is photographed at a phone's and a laptop's size", async () => {
+    await page.locator(`.chat-list li[data-session-id="${NEW_SESSION}"] a`).click();
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot("chat");
+    // At phone width the chat list is a drawer, opened by its button.
+    await page.setViewportSize(SIZES.phone);
+    await page.getByRole("button", { name: /^Chats/ }).click();
+    await page.locator(".drawer-open .sidebar").waitFor();
+    await page.screenshot({ path: path.join(SHOTS, "chat-list-phone.png") });
+    expect(await axeViolations(page)).toEqual([]);
+    await page.setViewportSize(SIZES.laptop);
+    await page.screenshot({ path: path.join(SHOTS, "chat-list-laptop.png") });
+    await page.goto(instance.origin);
+    await page.locator(".devices .badge.online").waitFor();
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot("devices");
+    expect(csp.violations()).toEqual([]);
+  });
+});
