@@ -37,6 +37,8 @@ async function ageProbes(deviceId: string, ago: number): Promise<void> {
 /** Silent for longer than the sweep tolerates. */
 const LONG_SILENT_MS = STALE_AFTER_MS + 60_000;
 const PROBE = { jsonrpc: "2.0", id: "probe", method: "$/ping" };
+/** What a device that listed `status` is asked: a method it listed, never $/ping. */
+const DEVICE_PROBE = { jsonrpc: "2.0", id: "probe", method: "_lembas/session/status", params: { sessionId: "probe" } };
 
 describe("keep-alive and the sweep", () => {
   it("answers ping with pong without the object", async () => {
@@ -49,7 +51,7 @@ describe("keep-alive and the sweep", () => {
   it("asks a silent socket first, and closes it with 4410 only if it stays silent: the link goes down and the device offline", async () => {
     const { device, link, client } = await linkedDevice();
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
-    expect(await link.next()).toEqual(PROBE);
+    expect(await link.next()).toEqual(DEVICE_PROBE);
     expect(await client.next()).toEqual(PROBE);
     // Within the grace the sweep waits for an answer.
     await sweep(device.deviceId);
@@ -70,8 +72,12 @@ describe("keep-alive and the sweep", () => {
   it("keeps a quiet device that answers the question, as any JSON-RPC peer does", async () => {
     const { device, link, client } = await linkedDevice();
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
-    expect(await link.next()).toEqual(PROBE);
-    link.send({ jsonrpc: "2.0", id: "probe", error: { code: -32601, message: "Method not found" } });
+    expect(await link.next()).toEqual(DEVICE_PROBE);
+    link.send({
+      jsonrpc: "2.0",
+      id: "probe",
+      result: { sessionId: "probe", exists: false, held: "none", busy: false },
+    });
     await client.ping();
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
@@ -99,12 +105,25 @@ describe("keep-alive and the sweep", () => {
     await makeSilent(device.deviceId, LONG_SILENT_MS);
     await client.call(1, "_instance/status");
     await sweep(device.deviceId);
-    expect(await link.next()).toEqual(PROBE);
+    expect(await link.next()).toEqual(DEVICE_PROBE);
     await ageProbes(device.deviceId, 60_000);
     await sweep(device.deviceId);
     expect((await client.call(2, "_instance/status")).result).toMatchObject({ link: "down" });
     // The client, which spoke, was never asked: all it heard was the link going down.
     expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down", reason: "stale" } });
     await client.silent();
+  });
+
+  it("never asks a device that listed nothing to ask, nor closes it for silence when it never pinged", async () => {
+    const { device, link, client } = await linkedDevice([], { _meta: null });
+    for (let round = 0; round < 2; round++) {
+      // The client keeps pinging, so only the device is silent.
+      await client.ping();
+      await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
+      await ageProbes(device.deviceId, 60_000);
+      await sweep(device.deviceId);
+    }
+    await link.silent();
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
   });
 });

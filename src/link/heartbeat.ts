@@ -4,27 +4,43 @@
  * sweeps every SWEEP_EVERY_MS while any socket is attached, because webSocketClose may never come for a peer that
  * vanished. Each sweep wakes an idle (hibernated) object — a construction, a billed request and rows written — so it
  * comes every 10 minutes, not every minute: a vanished peer is found within about 20 minutes, and an idle link's
- * object wakes six times an hour. A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the
- * spec asks no keep-alive of a device, and a quiet device is not a dead one — but asked a JSON-RPC request every
- * peer answers (an unknown method gets -32601); any frame back counts as alive. Only a socket still silent
- * PROBE_GRACE_MS after that question is closed (4410): a sweep that asked comes back after the grace, not the
- * full interval. Sending also makes a half-open connection fail, so the
- * runtime may report the close itself first.
+ * object wakes six times an hour.
+ *
+ * A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the spec asks
+ * no keep-alive of a device, and a quiet device is not a dead one — but asked a question; any frame back counts as
+ * alive, and only a socket still silent PROBE_GRACE_MS after it is closed (4410): a sweep that asked comes back after
+ * the grace, not the full interval. A client is asked `$/ping` (any JSON-RPC peer answers an unknown method with
+ * -32601). A device is asked only what it listed — `_lembas/session/status` when it listed `status` — since the
+ * instance never calls a device a method it did not list; a device that listed none is judged by its own pings and
+ * its socket's close: one that used to ping and stopped is closed, one that never pinged is left to its close.
+ * Sending also makes a half-open connection fail, so the runtime may report the close itself first.
  */
 import { CloseCode } from "../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
 import type { LinkFeature } from "./feature";
 import { reconcile } from "./reconcile";
 import type { LinkRuntime } from "./runtime";
-import { attachmentOf, closeSocket } from "./sockets";
+import { type Attachment, attachmentOf, closeSocket } from "./sockets";
 
 export const PING_EVERY_MS = 30_000;
 export const STALE_AFTER_MS = 10 * 60_000;
 export const SWEEP_EVERY_MS = 10 * 60_000;
 export const PROBE_GRACE_MS = 30_000;
 const SWEEP = "sweep";
-/** The liveness question; its answer needs no routing — reading any frame marks the socket seen. */
-const PROBE = JSON.stringify({ jsonrpc: "2.0", id: "probe", method: "$/ping" });
+/** The liveness questions; their answers need no routing — reading any frame marks the socket seen. */
+const CLIENT_PROBE = JSON.stringify({ jsonrpc: "2.0", id: "probe", method: "$/ping" });
+const DEVICE_PROBE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: "probe",
+  method: "_lembas/session/status",
+  params: { sessionId: "probe" },
+});
+
+/** What to ask a silent socket, or null: a device that listed nothing to ask is never asked. */
+const probeFor = (rt: LinkRuntime, attachment: Attachment) => {
+  if (attachment.role === "client") return CLIENT_PROBE;
+  return rt.capabilities().includes("status") ? DEVICE_PROBE : null;
+};
 
 /** The keep-alive pair, set when the object starts. */
 export const keepAlive = () => new WebSocketRequestResponsePair("ping", "pong");
@@ -47,9 +63,17 @@ export const heartbeat: LinkFeature = {
         const pinged = rt.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
         const heard = Math.max(attachment.seen, pinged);
         if (now - heard <= STALE_AFTER_MS) continue;
+        const probe = probeFor(rt, attachment);
+        if (probe === null) {
+          // Judged by its own pings alone: one that never pinged is left to its socket's close.
+          if (pinged === 0) continue;
+          closeSocket(ws, CloseCode.Stale, `no ping and no frame for over ${STALE_AFTER_MS / 1000} s`);
+          await onSocketGone(rt, attachment, "stale");
+          continue;
+        }
         const { probed } = attachment;
         if (probed === undefined || probed <= heard) {
-          ws.send(PROBE);
+          ws.send(probe);
           ws.serializeAttachment({ ...attachment, probed: now });
           asked = true;
           continue;
