@@ -121,7 +121,7 @@ describe("push when a card waits", () => {
       sessionId: "ses_1",
       toolCallId: "call_1",
       method: "session/request_permission",
-      url: `/#/devices/${device.deviceId}/ses_1`,
+      url: `/devices/${device.deviceId}/chats/ses_1`,
       title: "Approval needed · laptop",
       body: "Fix the build\nrm -rf build\nruns a command",
       actions: [
@@ -318,7 +318,7 @@ describe("turns", () => {
       sessionId: "ses_1",
       title: "Turn finished · laptop",
       body: "The agent finished its turn.",
-      url: `/#/devices/${device.deviceId}/ses_1`,
+      url: `/devices/${device.deviceId}/chats/ses_1`,
     });
     expect(message!.headers.urgency).toBe("normal");
     expect(await received(sub.endpoint)).toHaveLength(1);

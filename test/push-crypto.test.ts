@@ -2,7 +2,8 @@
 import { describe, expect, it } from "vitest";
 import { encryptPushMessage, MAX_PLAINTEXT } from "../src/push/encrypt";
 import { endpointRefusal, extraOrigins } from "../src/push/endpoints";
-import { cardNotice, fitPayload, type PushPayload } from "../src/push/payload";
+import type { PushPayload } from "../src/protocol/push";
+import { cardNotice, fitPayload } from "../src/push/payload";
 import { importVapidKeys, vapidAuthorization } from "../src/push/vapid";
 import { b64u, decryptPush, makeSubscription, unb64u, verifyVapid } from "./helpers/push-receiver";
 

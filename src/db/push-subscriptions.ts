@@ -1,17 +1,11 @@
 /** Web Push subscriptions (table `push_subscriptions`): a person's browsers and what each wants to be told of. */
-import type { PushKind } from "../push/payload";
+import type { PushSubscriptionInfo } from "../protocol/http-api";
+import type { PushKind } from "../protocol/push";
+
+export type { PushSubscriptionInfo };
 
 /** The most subscriptions one person keeps (browsers × profiles); one more is refused. */
 export const MAX_SUBSCRIPTIONS_PER_PERSON = 20;
-
-/** A subscription as its owner sees it (GET /api/push/subscriptions): never its keys. */
-export interface PushSubscriptionInfo {
-  endpoint: string;
-  cards: boolean;
-  turn_end: boolean;
-  link_down: boolean;
-  created_at: number;
-}
 
 export interface NewPushSubscription {
   endpoint: string;

@@ -11,7 +11,8 @@
  * `settled` (same Topic, so one still waiting at the push service is replaced) and the row goes.
  */
 import { forgetPushEndpoint, pushContext, type PushContext } from "../db/push-subscriptions";
-import { fitPayload, type PushKind, type PushPayload } from "../push/payload";
+import type { PushKind, PushPayload } from "../protocol/push";
+import { fitPayload } from "../push/payload";
 import { sendPush, topicOf, type Delivery, type PushMessage } from "../push/send";
 import { pushSetup } from "../push/setup";
 import type { SchemaStep } from "./schema-steps";

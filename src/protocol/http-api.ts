@@ -123,3 +123,12 @@ export interface ModelList {
   object: "list";
   data: { id: string; object: "model"; created: number; owned_by: string; kind: ModelKind; provider: string }[];
 }
+
+/** A browser's push subscription as its owner sees it (GET/POST /api/push/subscriptions): never its keys. */
+export interface PushSubscriptionInfo {
+  endpoint: string;
+  cards: boolean;
+  turn_end: boolean;
+  link_down: boolean;
+  created_at: number;
+}

@@ -1,9 +1,6 @@
 /**
- * What a push message says: the JSON the service worker receives (web/src/sw imports these types). Every message
- * names its notification by `tag`, so a later one for the same thing replaces it, and carries `url`, the page a
- * plain click opens. A card's message carries the ids to answer it and up to two actions, each with the answer it
- * sends — `POST /api/devices/<deviceId>/cards/answer` with `{ sessionId, toolCallId, ...answer }`. `settled` closes
- * a card's notification. A message is at most MAX_PLAINTEXT bytes of UTF-8: the body text is cut to fit.
+ * What a push message says (its shape: protocol/push.ts): a card's notice and actions, the tags, the chat's page,
+ * and the cut that makes a message fit — at most MAX_PLAINTEXT bytes of UTF-8, the body text cut to fit.
  */
 import {
   cardLabel,
@@ -12,36 +9,8 @@ import {
   type PlanRequest,
   type QuestionRequest,
 } from "../protocol/cards";
+import type { PushAction, PushPayload } from "../protocol/push";
 import { MAX_PLAINTEXT } from "./encrypt";
-
-export const PUSH_KINDS = ["cards", "turn_end", "link_down"] as const;
-/** What a person can choose to be told of, per subscription. */
-export type PushKind = (typeof PUSH_KINDS)[number];
-
-export interface PushAction {
-  /** The notification action's id. */
-  action: string;
-  title: string;
-  /** The card's answer, as a client socket would send it. */
-  answer: Record<string, unknown>;
-}
-
-interface Shown {
-  v: 1;
-  tag: string;
-  deviceId: string;
-  sessionId: string | null;
-  title: string;
-  body: string;
-  /** The page a plain click opens (a path on the instance). */
-  url: string;
-}
-
-export type PushPayload =
-  | (Shown & { kind: "card"; sessionId: string; toolCallId: string; method: CardMethod; actions: PushAction[] })
-  | (Shown & { kind: "turn_end" })
-  | (Shown & { kind: "link_down" })
-  | { v: 1; kind: "settled"; tag: string; deviceId: string; sessionId: string; toolCallId: string };
 
 /** What a card's notification says before the device's name and the chat's title are known. */
 export interface CardNotice {
@@ -118,8 +87,9 @@ export function cardNotice(method: CardMethod, params: unknown): CardNotice {
   return shown.body.length > BODY_MAX ? { ...shown, body: `${shown.body.slice(0, BODY_MAX)}…` } : shown;
 }
 
+/** The web UI's page for a device's chat (or the device, without one). */
 export const chatUrl = (deviceId: string, sessionId: string | null) =>
-  `/#/devices/${encodeURIComponent(deviceId)}${sessionId ? `/${encodeURIComponent(sessionId)}` : ""}`;
+  `/devices/${encodeURIComponent(deviceId)}${sessionId ? `/chats/${encodeURIComponent(sessionId)}` : ""}`;
 
 /** Notification tags: a later message with the same tag replaces (or, settled, closes) the earlier one. */
 export const cardTag = (deviceId: string, sessionId: string, toolCallId: string) =>

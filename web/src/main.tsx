@@ -3,10 +3,13 @@ import "./styles/base.css";
 import "./styles/layout.css";
 import "@xterm/xterm/css/xterm.css";
 import "./styles/chat.css";
+import "./styles/notifications.css";
 import { render } from "preact";
 import { refreshAccount } from "./app/account";
 import { background } from "./app/background";
+import { registerServiceWorker } from "./app/push";
 import { Shell } from "./app/shell";
 
 render(<Shell />, document.getElementById("root")!);
 background(refreshAccount());
+registerServiceWorker();

@@ -19,7 +19,10 @@ export interface Instance {
   kill(): Promise<void>;
 }
 
-export async function startInstance(options: { persistTo?: string } = {}): Promise<Instance> {
+/** `persistTo`: a state folder to run on (see startDev); `vars`: this instance's alone (e.g. Web Push keys). */
+export async function startInstance(
+  options: { persistTo?: string; vars?: Record<string, string> } = {},
+): Promise<Instance> {
   const dev = await startDev({ label: "e2e", migrateD1: true, probe: "/.well-known/lembas.json", ...options });
   return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill };
 }

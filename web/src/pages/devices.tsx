@@ -8,6 +8,7 @@ import { background } from "../app/background";
 import { ago } from "../app/format";
 import { Confirm, RenameForm } from "../app/inline-forms";
 import { type DeviceInfo, devices, messageOf, renameDevice, revokeDevice } from "../app/http";
+import { NotificationsPanel } from "./notifications";
 
 const REFRESH_MS = 3_000;
 
@@ -58,6 +59,8 @@ export function DevicesPage() {
           <DeviceRow key={d.id} device={d} changed={() => background(load())} />
         ))}
       </ul>
+      {/* Push is offered once there is a device whose cards could reach this browser. */}
+      {list && list.length > 0 && <NotificationsPanel />}
     </section>
   );
 }

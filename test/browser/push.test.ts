@@ -1,0 +1,266 @@
+/**
+ * Web Push in a real browser (Debian's Chromium through playwright-core) against the real Worker, with a push
+ * service of the test's own on loopback (PUSH_EXTRA_ORIGINS) and a scripted device on the ACP SDK.
+ *
+ * A headless Chromium cannot subscribe at its vendor's push service (no network), so the test holds the
+ * subscription's keys itself: the instance encrypts each message for them and posts it to the local push service;
+ * the test decrypts it (as the browser's push client would) and hands the payload to the page's service worker
+ * with the DevTools protocol's `ServiceWorker.deliverPushMessage` — the step a real push service and browser do.
+ * Chromium's DevTools protocol has no command to click a notification, so a click is the `notificationclick` event
+ * dispatched in the service worker with the very notification Chromium shows (from `getNotifications()`).
+ */
+import { existsSync } from "node:fs";
+import http from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
+import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { decryptPush, makeSubscription, type TestSubscription } from "../helpers/push-receiver.js";
+import { type CspWatch, watchCsp } from "./csp-watch.js";
+
+const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+
+let instance: Instance;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let cdp: CDPSession;
+let person: Person;
+let login: LoggedInDevice;
+let device: LembasDevice;
+let pushService: http.Server;
+let pushOrigin: string;
+let sub: TestSubscription;
+const received: { path: string; body: Buffer }[] = [];
+let registrationId = "";
+let csp: CspWatch;
+
+const permission = (toolCallId: string) => ({
+  sessionId: "ses_push",
+  toolCall: { toolCallId, title: "npm test", kind: "execute", status: "pending", rawInput: { command: "npm test" } },
+  options: [
+    { optionId: "once", name: "Allow once", kind: "allow_once" },
+    { optionId: "deny", name: "Deny", kind: "reject_once" },
+  ],
+  _meta: { lembas: { reason: "runs the tests" } },
+});
+
+async function vapidKeys() {
+  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
+  const { d } = await crypto.subtle.exportKey("jwk", pair.privateKey);
+  const raw = Buffer.from(new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey)));
+  return { PUSH_VAPID_PUBLIC_KEY: raw.toString("base64url"), PUSH_VAPID_PRIVATE_KEY: d ?? "" };
+}
+
+/** Waits for the push service's `n`th message (1-based) and returns its payload, decrypted with the browser's keys. */
+async function pushNumber(n: number): Promise<string> {
+  for (let tries = 0; received.length < n; tries++) {
+    if (tries === 100) throw new Error(`the push service got ${received.length} messages, not ${n}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  return decryptPush(new Uint8Array(received[n - 1]!.body), sub);
+}
+
+/** What the push service would hand the browser: the payload, delivered to the service worker. */
+async function deliver(payload: string): Promise<void> {
+  await cdp.send("ServiceWorker.deliverPushMessage", { origin: instance.origin, registrationId, data: payload });
+}
+
+interface Shown {
+  title: string;
+  body: string;
+  tag: string;
+  actions: { action: string; title: string }[];
+}
+
+/** The notifications Chromium shows for the app, as the page's service worker registration lists them. */
+const notifications = () =>
+  page.evaluate(async () => {
+    const registration = await navigator.serviceWorker.ready;
+    return (await registration.getNotifications()).map((n) => ({
+      title: n.title,
+      body: n.body,
+      tag: n.tag,
+      actions: (n as unknown as { actions: { action: string; title: string }[] }).actions.map(({ action, title }) => ({
+        action,
+        title,
+      })),
+    }));
+  });
+
+async function notificationsUntil(done: (shown: Shown[]) => boolean): Promise<Shown[]> {
+  for (let tries = 0; ; tries++) {
+    const shown = await notifications();
+    if (done(shown)) return shown;
+    if (tries === 100) throw new Error(`the notifications never got there: ${JSON.stringify(shown)}`);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+}
+
+/** A click on the notification with this tag (on one of its actions, or on the notification itself). */
+async function click(tag: string, action = ""): Promise<void> {
+  const worker = context.serviceWorkers().find((w) => w.url().endsWith("/sw.js"));
+  if (!worker) throw new Error("no service worker runs");
+  await worker.evaluate(
+    async ([tag, action]) => {
+      const scope = self as unknown as { registration: ServiceWorkerRegistration } & EventTarget;
+      const [notification] = await scope.registration.getNotifications({ tag });
+      if (!notification) throw new Error(`no notification ${tag}`);
+      const Event = (
+        globalThis as unknown as { NotificationEvent: new (type: string, init: unknown) => globalThis.Event }
+      ).NotificationEvent;
+      scope.dispatchEvent(new Event("notificationclick", { notification, action }));
+    },
+    [tag, action] as const,
+  );
+}
+
+beforeAll(async () => {
+  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
+  pushService = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on("data", (c: Buffer) => chunks.push(c));
+    req.on("end", () => {
+      received.push({ path: req.url ?? "", body: Buffer.concat(chunks) });
+      res.writeHead(201).end();
+    });
+  });
+  await new Promise<void>((resolve) => pushService.listen(0, "127.0.0.1", resolve));
+  pushOrigin = `http://127.0.0.1:${(pushService.address() as AddressInfo).port}`;
+  instance = await startInstance({
+    vars: { ...(await vapidKeys()), PUSH_CONTACT: "mailto:ops@example.org", PUSH_EXTRA_ORIGINS: pushOrigin },
+  });
+  person = await firstPerson(instance.origin);
+  login = await loginDevice(instance.origin, person, "push-laptop");
+  device = new LembasDevice({
+    origin: instance.origin,
+    token: login.token,
+    capabilities: [],
+    roots: ["/w"],
+    host: "push-laptop",
+  });
+  await device.link();
+
+  browser = await chromium.launch({
+    executablePath: CHROMIUM,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run"],
+  });
+  context = await browser.newContext();
+  await context.grantPermissions(["notifications"], { origin: instance.origin });
+  const [name, value] = person.cookie.split("=") as [string, string];
+  await context.addCookies([{ name, value, url: instance.origin }]);
+  page = await context.newPage();
+  csp = await watchCsp(page);
+  cdp = await context.newCDPSession(page);
+  cdp.on("ServiceWorker.workerRegistrationUpdated", ({ registrations }) => {
+    const mine = registrations.find((r) => r.scopeURL === `${instance.origin}/` && !r.isDeleted);
+    if (mine) registrationId = mine.registrationId;
+  });
+  await cdp.send("ServiceWorker.enable");
+});
+
+afterAll(async () => {
+  expect(csp?.violations() ?? []).toEqual([]);
+  await device?.close().catch(() => {});
+  await browser?.close();
+  await instance?.stop();
+  pushService?.close();
+});
+
+describe("push in the browser", () => {
+  it("registers the service worker, and offers push once the person has a device, saying what it sends", async () => {
+    await page.goto(instance.origin);
+    const scriptURL = await page.evaluate(async () => (await navigator.serviceWorker.ready).active?.scriptURL);
+    expect(scriptURL).toBe(`${instance.origin}/sw.js`);
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null);
+    expect(registrationId).not.toBe("");
+
+    const panel = page.getByRole("region", { name: "Notifications" });
+    await panel.waitFor();
+    const text = await panel.textContent();
+    expect(text).toMatch(/approval, a question or a plan waits/);
+    for (const kind of ["Cards waiting for you", "A long turn ended", "A device went offline mid-turn"])
+      expect(await panel.getByRole("checkbox", { name: kind }).isChecked()).toBe(true);
+
+    // Subscribing needs the browser's own push service, which a headless Chromium here refuses (a context like
+    // this one is off the record): the panel says why, and the instance keeps nothing.
+    await panel.getByRole("button", { name: "Notify me on this browser" }).click();
+    await panel.getByRole("alert").filter({ hasText: /\w/ }).waitFor();
+    const saved = await fetch(`${instance.origin}/api/push/subscriptions`, {
+      headers: { authorization: person.apiAuth },
+    });
+    expect(await saved.json()).toEqual([]);
+    expect(await panel.getByRole("button", { name: "Notify me on this browser" }).isVisible()).toBe(true);
+  });
+
+  it("a card's push shows a notification with the card's actions; an action answers the card and the device gets it", async () => {
+    sub = await makeSubscription(`${pushOrigin}/push/browser-1`);
+    const subscribed = await fetch(`${instance.origin}/api/push/subscriptions`, {
+      method: "POST",
+      headers: { "content-type": "application/json", cookie: person.cookie, origin: instance.origin },
+      body: JSON.stringify({ endpoint: sub.endpoint, keys: sub.keys }),
+    });
+    expect(subscribed.status).toBe(201);
+
+    const answered = device.client.request("session/request_permission", permission("call_1"));
+    const payload = await pushNumber(1);
+    expect(JSON.parse(payload)).toMatchObject({ kind: "card", toolCallId: "call_1", deviceId: login.deviceId });
+    await deliver(payload);
+    const [shown] = await notificationsUntil((n) => n.length === 1);
+    expect(shown).toEqual({
+      title: "Approval needed · push-laptop",
+      body: "npm test\nruns the tests",
+      tag: `card:${login.deviceId}:ses_push:call_1`,
+      actions: [
+        { action: "a0", title: "Allow once" },
+        { action: "a1", title: "Deny" },
+      ],
+    });
+
+    await click(shown!.tag, "a0");
+    expect(await answered).toEqual({ outcome: { outcome: "selected", optionId: "once" } });
+    await notificationsUntil((n) => n.length === 0);
+    // The card ended: the browser that got it is told (its notification is already gone).
+    expect(JSON.parse(await pushNumber(2))).toMatchObject({ kind: "settled", tag: shown!.tag });
+  });
+
+  it("a card settled elsewhere closes its notification (a silent push); a plain click opens the chat", async () => {
+    const answered = device.client.request("session/request_permission", permission("call_2"));
+    const before = received.length;
+    await deliver(await pushNumber(before + 1));
+    const [shown] = await notificationsUntil((n) => n.length === 1);
+    expect(shown!.tag).toBe(`card:${login.deviceId}:ses_push:call_2`);
+
+    // Answered from another client (here: a script over HTTP): the browsers that got the card are told.
+    const res = await fetch(`${instance.origin}/api/devices/${login.deviceId}/cards/answer`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: person.apiAuth },
+      body: JSON.stringify({
+        sessionId: "ses_push",
+        toolCallId: "call_2",
+        outcome: { outcome: "selected", optionId: "deny" },
+      }),
+    });
+    expect(res.status).toBe(200);
+    expect(await answered).toEqual({ outcome: { outcome: "selected", optionId: "deny" } });
+    const settled = await pushNumber(before + 2);
+    expect(JSON.parse(settled)).toMatchObject({ kind: "settled", tag: shown!.tag });
+    await deliver(settled);
+    await notificationsUntil((n) => n.length === 0);
+
+    // A card whose notification is clicked on its body: the chat opens in the app's window.
+    const third = device.client.request("session/request_permission", permission("call_3"));
+    await deliver(await pushNumber(before + 3));
+    const [card] = await notificationsUntil((n) => n.length === 1);
+    await click(card!.tag);
+    await page.waitForURL(`${instance.origin}/devices/${login.deviceId}/chats/ses_push`);
+    await fetch(`${instance.origin}/api/devices/${login.deviceId}/cards/answer`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: person.apiAuth },
+      body: JSON.stringify({ sessionId: "ses_push", toolCallId: "call_3", outcome: { outcome: "cancelled" } }),
+    });
+    expect(await third).toEqual({ outcome: { outcome: "cancelled" } });
+  });
+});
