@@ -1,4 +1,9 @@
-/** The instrumented Worker's counters (bench/instrumented/worker.ts): DeviceLink constructions and D1 statements. */
+/**
+ * The instrumented Worker's counters (bench/instrumented/worker.ts): DeviceLink constructions, D1 statements, and
+ * its objects' storage commits over a counted stretch.
+ */
+import type { CommitTally } from "./commit-tally.js";
+import { sleep } from "./progress.js";
 
 export interface Counters {
   constructions: number;
@@ -26,4 +31,24 @@ export function d1Between(
     if (ran > 0 && where(place)) delta[key] = ran;
   }
   return delta;
+}
+
+/** Runs `during` with the real Worker counting its objects' storage commits, and answers what was counted. */
+export async function countCommits(origin: string, during: () => Promise<void>): Promise<CommitTally> {
+  const post = async (what: "start" | "stop") => {
+    const response = await fetch(`${origin}/api/__bench/commits/${what}`, { method: "POST" });
+    if (!response.ok) throw new Error(`commits/${what}: HTTP ${response.status}`);
+    return response.json() as Promise<unknown>;
+  };
+  await post("start");
+  // The last commits confirm within the event-loop turn after their writes; a little margin on busy cores.
+  const failed = await during()
+    .then(() => sleep(300))
+    .then(
+      () => null,
+      (error: unknown) => ({ error }),
+    );
+  const tally = (await post("stop")) as CommitTally;
+  if (failed) throw failed.error;
+  return tally;
 }

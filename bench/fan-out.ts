@@ -1,62 +1,131 @@
 /**
- * Notification fan-out: the device sends N session/update notifications back to back and every attached client
- * socket counts its arrivals; the rate is N × sockets ÷ (last arrival − first send). Each size is measured a few
- * times, alternating relay and bare broadcast, and the median rate kept. During a turn: the relay side has a prompt
- * outstanding (held by the device) while the notifications stream, as when a model answers, so the late-joiner
- * buffer (src/link/replay.ts) keeps them too; the bare broadcast knows no turns.
+ * Notification fan-out: a device sends session/update notifications in bursts, each burst back to back, and the
+ * next burst goes when every attached client socket has counted the last. One measure alternates relay and bare
+ * broadcast burst by burst until each side has spent MEASURE_MS delivering, so both sides sample the same load of
+ * the shared cores; a side's rate is frames delivered (notifications × sockets) ÷ its time from each burst's first
+ * send to its last arrival, summed. Each size is measured REPEATS times; the row keeps every measure and each
+ * measure's ratio. During a turn: the relay side has a prompt outstanding (held by the device) while the
+ * notifications stream, as when a model answers, so the late-joiner buffer (src/link/replay.ts) keeps them too; the
+ * bare broadcast knows no turns.
  */
 import type WebSocket from "ws";
 import { arrivals, type ScriptedDevice } from "./peers.js";
 import { log } from "./progress.js";
-import { median } from "./stats.js";
+import { summary, type Summary } from "./stats.js";
 
 export interface FanOutSide {
   device: ScriptedDevice;
   /** Opens one more client socket on this side. */
   attach(): Promise<WebSocket>;
+  /** CPU time of the workerd that runs this side (ms). */
+  cpuMs(): number;
   /** Starts a turn (a prompt the device holds open) and resolves with the way to end it; the relay's only. */
   startTurn?(): Promise<() => Promise<void>>;
 }
 
 export interface FanOutRow {
   clients: number;
-  notifications: number;
-  relay: number;
-  bare: number;
+  /** Notifications a burst. */
+  burst: number;
+  /** Frames delivered a second, each measure. */
+  relay: Summary;
+  bare: Summary;
+  /** relay ÷ bare of each measure (its two sides interleaved burst by burst). */
+  ratio: Summary;
+  /** The workerd's CPU time per frame delivered, over all measures (µs). */
+  cpuUsPerFrame: { relay: number; bare: number };
 }
 
-const WITHIN_MS = 60_000;
-const REPEATS = 3;
+export const MEASURE_MS = 3_000;
+export const REPEATS = 3;
+const BURST_WITHIN_MS = 60_000;
 
-async function rate(side: FanOutSide, sockets: readonly WebSocket[], notifications: number): Promise<number> {
+/** CPU time (ms) each side's workerd spent on its own bursts, and the frames they delivered. */
+type Cpu = Record<"relay" | "bare", { ms: number; frames: number }>;
+
+/** One burst to every socket of a side: how long from the first send to the last arrival (ms). */
+async function burstOn(
+  side: FanOutSide,
+  sockets: readonly WebSocket[],
+  burst: number,
+  cpu: Cpu["relay"],
+): Promise<number> {
+  const cpuBefore = side.cpuMs();
   const start = performance.now();
-  const done = arrivals(sockets, '"session/update"', notifications, WITHIN_MS);
-  side.device.sendUpdates(notifications);
-  const end = await done;
-  return (notifications * sockets.length) / ((end - start) / 1000);
+  const done = arrivals(sockets, '"session/update"', burst, BURST_WITHIN_MS);
+  side.device.sendUpdates(burst);
+  const took = (await done) - start;
+  cpu.ms += side.cpuMs() - cpuBefore;
+  cpu.frames += burst * sockets.length;
+  return took;
 }
 
-/** `plan` maps a number of client sockets to the notifications sent at that size; sockets are added as sizes grow. */
+/** One measure: bursts alternating between the sides until each has delivered for MEASURE_MS; rates per second. */
+async function measure(
+  relay: { side: FanOutSide; sockets: readonly WebSocket[] },
+  bare: { side: FanOutSide; sockets: readonly WebSocket[] },
+  burst: number,
+  cpu: Cpu,
+): Promise<{ relay: number; bare: number }> {
+  const spent = { relay: 0, bare: 0 };
+  const bursts = { relay: 0, bare: 0 };
+  while (spent.relay < MEASURE_MS || spent.bare < MEASURE_MS) {
+    if (spent.relay < MEASURE_MS) {
+      spent.relay += await burstOn(relay.side, relay.sockets, burst, cpu.relay);
+      bursts.relay++;
+    }
+    if (spent.bare < MEASURE_MS) {
+      spent.bare += await burstOn(bare.side, bare.sockets, burst, cpu.bare);
+      bursts.bare++;
+    }
+  }
+  const perSecond = (n: number, ms: number, sockets: number) => (n * burst * sockets) / (ms / 1000);
+  return {
+    relay: perSecond(bursts.relay, spent.relay, relay.sockets.length),
+    bare: perSecond(bursts.bare, spent.bare, bare.sockets.length),
+  };
+}
+
+/** `plan` maps a number of client sockets to a burst's notifications; sockets are added as sizes grow. */
 export async function measureFanOut(
   relay: FanOutSide,
   bare: FanOutSide,
-  plan: readonly { clients: number; notifications: number }[],
+  plan: readonly { clients: number; burst: number }[],
 ): Promise<FanOutRow[]> {
   const sockets = { relay: [] as WebSocket[], bare: [] as WebSocket[] };
   const rows: FanOutRow[] = [];
-  for (const { clients, notifications } of plan) {
+  for (const { clients, burst } of plan) {
     while (sockets.relay.length < clients) sockets.relay.push(await relay.attach());
     while (sockets.bare.length < clients) sockets.bare.push(await bare.attach());
-    const rates = { relay: [] as number[], bare: [] as number[] };
+    const rates = { relay: [] as number[], bare: [] as number[], ratio: [] as number[] };
+    const cpu: Cpu = { relay: { ms: 0, frames: 0 }, bare: { ms: 0, frames: 0 } };
     const endTurn = await relay.startTurn?.();
     for (let i = 0; i < REPEATS; i++) {
-      rates.relay.push(await rate(relay, sockets.relay, notifications));
-      rates.bare.push(await rate(bare, sockets.bare, notifications));
+      const m = await measure(
+        { side: relay, sockets: sockets.relay },
+        { side: bare, sockets: sockets.bare },
+        burst,
+        cpu,
+      );
+      rates.relay.push(m.relay);
+      rates.bare.push(m.bare);
+      rates.ratio.push(m.relay / m.bare);
     }
     await endTurn?.();
-    rows.push({ clients, notifications, relay: median(rates.relay), bare: median(rates.bare) });
+    const row = {
+      clients,
+      burst,
+      relay: summary(rates.relay),
+      bare: summary(rates.bare),
+      ratio: summary(rates.ratio),
+      cpuUsPerFrame: {
+        relay: (cpu.relay.ms * 1000) / cpu.relay.frames,
+        bare: (cpu.bare.ms * 1000) / cpu.bare.frames,
+      },
+    };
+    rows.push(row);
     log(
-      `  fan-out to ${clients}${relay.startTurn ? " during a turn" : ""}: relay ${Math.round(median(rates.relay))}/s, bare ${Math.round(median(rates.bare))}/s`,
+      `  fan-out to ${clients}${relay.startTurn ? " during a turn" : ""}: relay ${Math.round(row.relay.median)}/s, bare ${Math.round(row.bare.median)}/s, ratio ${row.ratio.median.toFixed(2)}× (${row.ratio.min.toFixed(2)}–${row.ratio.max.toFixed(2)})`,
     );
   }
   for (const socket of [...sockets.relay, ...sockets.bare]) socket.terminate();

@@ -17,6 +17,13 @@ import { spread, type Spread } from "./stats.js";
 import type { Dev } from "./wrangler-dev.js";
 
 export const STAGES = [1, 100, 1000] as const;
+/** BENCH_SCALE=1 goes on from the last stage to these, 1,000 links a stage, more at a time. */
+export const SCALE_STAGES = [2000, 3000, 4000, 5000] as const;
+const SCALE_FROM = STAGES.at(-1)!;
+const PARALLEL_AT_SCALE = 64;
+/** A stage's untimed links give a set-up rate when there are at least this many. */
+const RATE_FROM_LINKS = 500;
+const ONLINE_POLL_MS = 200;
 /** workerd evicts an idle object 10 s after its last event; the rest is margin for 2 busy cores. */
 export const HIBERNATE_AFTER_MS = 15_000;
 const TIMED_LINKS = 50;
@@ -35,14 +42,22 @@ export interface MemoryRow {
   bareBytes: number;
 }
 
+/** Links set up in parallel, counted until the devices API shows them all online. */
+export interface SetUpRate {
+  links: number;
+  parallel: number;
+  perSecond: number;
+}
+
 export interface LinkStagesResult {
   setup: { relayOpen: Spread; relayInitialize: Spread; relayUp: Spread; bareOpen: Spread };
   d1PerLink: { links: number; queries: number; byStatement: Record<string, number> };
+  setUpRates: SetUpRate[];
   memory: { before: { relayBytes: number; bareBytes: number }; rows: MemoryRow[] };
   idle: { windowMs: number; relay: IdleSide; bare: IdleSide };
 }
 
-function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
+export function within<T>(promise: Promise<T>, ms: number, what: string): Promise<T> {
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took over ${ms / 1000} s`)))]);
 }
 
@@ -54,11 +69,7 @@ async function timedLink(
   samples: { open: number[]; initialize: number[]; up: number[] },
 ): Promise<ScriptedDevice> {
   const watcher = await Client.attach(relay.origin, device.id, person.auth);
-  const up = new Promise<number>((resolve) => {
-    watcher.onNotification = (method, params) => {
-      if (method === "_instance/link" && (params as { link?: string }).link === "up") resolve(performance.now());
-    };
-  });
+  const up = watcher.linkUp();
   const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
   const upAt = await within(up, UP_WITHIN_MS, "a link coming up");
   samples.open.push(linked.times.open - linked.times.start);
@@ -78,14 +89,17 @@ export async function measureLinkStages(
   bare: Dev,
   person: Person,
   devices: readonly Device[],
+  stages: readonly number[],
 ): Promise<LinkStagesResult> {
+  const setUpRates: SetUpRate[] = [];
   const relayLinks: ScriptedDevice[] = [];
   const bareLinks: ScriptedDevice[] = [];
   const samples = { open: [] as number[], initialize: [] as number[], up: [] as number[], bareOpen: [] as number[] };
   const d1: Record<string, number> = {};
   const memory = { before: rss(relay, bare), rows: [] as MemoryRow[] };
 
-  for (const target of STAGES) {
+  for (const target of stages) {
+    const parallel = target > SCALE_FROM ? PARALLEL_AT_SCALE : PARALLEL;
     const from = relayLinks.length;
     const before = await readCounters(relay.origin);
     const tick = progress(`links (stage of ${target})`, target - from);
@@ -99,21 +113,25 @@ export async function measureLinkStages(
     }
     const rest = Math.max(0, target - relayLinks.length);
     const offset = relayLinks.length;
-    const more = await inBatches(
+    const start = performance.now();
+    const batch = await inBatches(
       rest,
-      PARALLEL,
+      parallel,
       async (i) => {
         const device = devices[offset + i]!;
         const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
         await within(linked.initialized, UP_WITHIN_MS, "an initialize request");
-        return [linked, await ScriptedDevice.bare(bare.origin, `idle-${offset + i}`)] as const;
+        return linked;
       },
       tick,
     );
-    for (const [linked, bareLink] of more) {
-      relayLinks.push(linked);
-      bareLinks.push(bareLink);
+    relayLinks.push(...batch);
+    if (rest >= RATE_FROM_LINKS) {
+      const seconds = ((await allOnline(relay.origin, person, relayLinks.length)) - start) / 1000;
+      setUpRates.push({ links: rest, parallel, perSecond: rest / seconds });
+      log(`  ${rest} links set up in ${seconds.toFixed(1)} s (${Math.round(rest / seconds)}/s, ${parallel} at a time)`);
     }
+    bareLinks.push(...(await inBatches(rest, parallel, (i) => ScriptedDevice.bare(bare.origin, `idle-${offset + i}`))));
     log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
     await sleep(HIBERNATE_AFTER_MS);
     for (const [key, count] of Object.entries(
@@ -139,9 +157,23 @@ export async function measureLinkStages(
       queries: total / linked,
       byStatement: Object.fromEntries(Object.entries(d1).map(([k, v]) => [k, v / linked])),
     },
+    setUpRates,
     memory,
     idle,
   };
+}
+
+/** When every one of the person's first `count` linked devices shows online in the devices API (presence written). */
+async function allOnline(origin: string, person: Person, count: number): Promise<number> {
+  const deadline = performance.now() + UP_WITHIN_MS;
+  while (performance.now() < deadline) {
+    const response = await fetch(`${origin}/api/devices`, { headers: { authorization: person.auth } });
+    if (!response.ok) throw new Error(`GET /api/devices: HTTP ${response.status}`);
+    const online = ((await response.json()) as { online: boolean }[]).filter((d) => d.online).length;
+    if (online >= count) return performance.now();
+    await sleep(ONLINE_POLL_MS);
+  }
+  throw new Error(`fewer than ${count} devices online after ${UP_WITHIN_MS / 1000} s`);
 }
 
 /** What one side's idle objects did: woke on their own in the window, and were rebuilt by the probe frames. */

@@ -203,14 +203,23 @@ export class Client {
     return new Client(await openSocket(`${wsOrigin(origin)}/a/${room}`));
   }
 
-  /** Sends a request and resolves with its answer (an error answer rejects). */
-  request(method: string, params: unknown): Promise<unknown> {
+  /** Resolves (with the time) when `_instance/link` says the device's link is up. */
+  linkUp(): Promise<number> {
+    return new Promise<number>((resolve) => {
+      this.onNotification = (method, params) => {
+        if (method === "_instance/link" && (params as { link?: string }).link === "up") resolve(performance.now());
+      };
+    });
+  }
+
+  /** Sends a request and resolves with its answer (an error answer, or none within `withinMs`, rejects). */
+  request(method: string, params: unknown, withinMs = ANSWER_WITHIN_MS): Promise<unknown> {
     const id = `b${this.nextId++}`;
     return new Promise((resolve, reject) => {
       const timer = setTimeout(() => {
         this.waiting.delete(id);
-        reject(new Error(`no answer to ${method} within ${ANSWER_WITHIN_MS / 1000} s`));
-      }, ANSWER_WITHIN_MS);
+        reject(new Error(`no answer to ${method} within ${withinMs / 1000} s`));
+      }, withinMs);
       this.waiting.set(id, (answer) => {
         clearTimeout(timer);
         this.waiting.delete(id);

@@ -1,4 +1,4 @@
-/** Reading processes from Linux's /proc: a process's children, and its resident memory. */
+/** Reading processes from Linux's /proc: a process's children, its resident memory and its CPU time. */
 import { readdirSync, readFileSync } from "node:fs";
 
 export interface ProcessInfo {
@@ -26,6 +26,22 @@ export function rssBytes(pid: number): number {
   try {
     const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return match ? Number(match[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** Clock ticks a second, as /proc counts CPU time (USER_HZ: 100 on every Linux the bench runs on). */
+const TICKS_PER_SECOND = 100;
+
+/** CPU time the process has used so far, user and system, all threads (ms; 10 ms resolution), or NaN when gone. */
+export function cpuMs(pid: number): number {
+  try {
+    // The command name (field 2) may hold spaces; the fields after its closing parenthesis are fixed.
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the command name.
+    return ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS_PER_SECOND;
   } catch {
     return Number.NaN;
   }

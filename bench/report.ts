@@ -1,101 +1,190 @@
-/** The benchmark's table (stdout) and bench/results.json, from one run's figures. */
-import { writeFile } from "node:fs/promises";
+/**
+ * The benchmark's report (stdout) and bench/results.json, from one run's figures: the measurements side by side,
+ * every goal of the performance work with its figure, target and verdict, where the counted commits come from, and
+ * how far each ratio moved from the previous run's bench/results.json (two runs should agree within 10%).
+ */
+import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
+import type { BundleSize } from "./bundle.js";
+import type { CommitCounts, Counted } from "./commits.js";
 import type { FanOutRow } from "./fan-out.js";
-import type { IdleSide, LinkStagesResult } from "./link-stages.js";
-import type { Spread } from "./stats.js";
+import type { IdleSide, LinkStagesResult, MemoryRow } from "./link-stages.js";
+import type { Spread, Summary } from "./stats.js";
 
 export interface BenchResult {
-  roundTrip: { method: string; warmup: number; relay: Spread; bare: Spread };
+  /** BENCH_QUICK=1: round trip, fan-out and relay commits only. */
+  quick: boolean;
+  /** BENCH_SCALE=1: the link stages went on to 5,000 idle links. */
+  scale: boolean;
+  bundle: BundleSize;
+  roundTrip: {
+    method: string;
+    warmup: number;
+    relay: Spread;
+    bare: Spread;
+    cpuMsPerRequest: { relay: number; bare: number };
+  };
   fanOut: FanOutRow[];
   /** The same with a prompt outstanding (the late-joiner buffer at work). */
   fanOutDuringTurn: FanOutRow[];
-  /** Null in the quick mode (BENCH_QUICK=1). */
+  commits: CommitCounts;
+  /** Null in the quick mode. */
   links: LinkStagesResult | null;
   /** wrangler reloaded a Worker during the run (a source file changed): figures after that are not trustworthy. */
   disturbed: boolean;
 }
 
-export const TARGETS = { roundTrip: 1.3, fanOut: 0.8 } as const;
+export const TARGETS = {
+  blockingCommits: 0,
+  roundTripP50: 1.15,
+  roundTripP99: 1.3,
+  fanOut: 0.9,
+  linkSetUp: 1.3,
+  rssPerLink: 1.25,
+  idleWakes: 0,
+  d1PerLink: 1,
+  bundleKiB: 250,
+  scaleLinks: 5000,
+  setUpPerSecond: 200,
+  runsAgree: 0.1,
+} as const;
+
+type Row = [string, string, string, string];
 
 const ms = (value: number) => `${value.toFixed(2)} ms`;
+const us = (value: number) => `${value.toFixed(1)} µs`;
 const mib = (bytes: number) => `${(bytes / 2 ** 20).toFixed(1)} MiB`;
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
-const ratio = (value: number) => `${value.toFixed(2)}×`;
-const verdict = (ok: boolean) => (ok ? "meets target" : "MISSES target");
+const times = (value: number) => `${value.toFixed(2)}×`;
+const perUnit = (n: number, units: number) => (n / units).toFixed(2);
+const verdict = (ok: boolean) => (ok ? "met" : "MISSED");
+const rate = (s: Summary) => `${Math.round(s.median)} msg/s (${Math.round(s.min)}–${Math.round(s.max)})`;
+const spreadOf = (s: Summary) => `${times(s.median)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})`;
 
-export function table(result: BenchResult): string {
-  const { roundTrip: rt, fanOut, fanOutDuringTurn, links } = result;
-  const rows: [string, string, string, string][] = [];
-  const p50Ratio = rt.relay.p50 / rt.bare.p50;
-  rows.push([
-    `round trip p50 (${rt.relay.n} requests, ${rt.method})`,
-    ms(rt.relay.p50),
-    ms(rt.bare.p50),
-    `${ratio(p50Ratio)} — ${verdict(p50Ratio <= TARGETS.roundTrip)} (≤ ${TARGETS.roundTrip}×)`,
-  ]);
-  const p99Ratio = rt.relay.p99 / rt.bare.p99;
-  rows.push([
-    `round trip p99`,
-    ms(rt.relay.p99),
-    ms(rt.bare.p99),
-    `${ratio(p99Ratio)} — ${verdict(p99Ratio <= TARGETS.roundTrip)}`,
-  ]);
-  const fanOutRows = (label: string, list: readonly FanOutRow[]) => {
-    for (const row of list) {
-      const r = row.relay / row.bare;
-      rows.push([
-        `${label} to ${row.clients} (${row.notifications} notifications)`,
-        `${Math.round(row.relay)} msg/s`,
-        `${Math.round(row.bare)} msg/s`,
-        `${ratio(r)} — ${verdict(r >= TARGETS.fanOut)} (≥ ${TARGETS.fanOut}×)`,
-      ]);
-    }
-  };
-  fanOutRows("fan-out", fanOut);
-  fanOutRows("fan-out during a turn", fanOutDuringTurn);
-  if (links) linkRows(rows, links);
-
-  const header: [string, string, string, string] = [
-    "measure",
-    "relay (real Worker)",
-    "baseline (bare DO)",
-    "ratio / target",
-  ];
+function markdown(header: Row, rows: readonly Row[]): string {
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((row) => row[i]!.length)));
   const line = (cells: readonly string[]) => `| ${cells.map((cell, i) => cell.padEnd(widths[i]!)).join(" | ")} |`;
-  const lines = [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)];
-  if (result.disturbed)
-    lines.push(
-      "",
-      "WARNING: wrangler reloaded a Worker during the run (a source file changed); these figures are not trustworthy.",
-    );
-  return lines.join("\n");
+  return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
-/** Link set-up, D1, memory and idle-object rows (the full run only). */
-function linkRows(rows: [string, string, string, string][], links: LinkStagesResult): void {
+/** RSS growth per link between two memory rows. */
+function perLink(rows: readonly MemoryRow[], from: number, to: number) {
+  const first = rows.find((row) => row.links === from);
+  const last = rows.find((row) => row.links === to);
+  if (!first || !last) return null;
+  const n = to - from;
+  const relay = (last.relayBytes - first.relayBytes) / n;
+  const bare = (last.bareBytes - first.bareBytes) / n;
+  return { from, to, relay, bare, ratio: relay / bare };
+}
+
+/** How many idle links still had their object in memory at the probe (see link-stages.ts). */
+const held = (side: IdleSide) =>
+  Math.max(0, Math.round(side.open - Math.max(0, side.rebuiltOnProbe - side.backgroundDuringProbe)));
+
+/** The ratios two runs are compared on, by name. */
+export function ratios(result: BenchResult): Record<string, number> {
+  const out: Record<string, number> = {
+    "round trip p50": result.roundTrip.relay.p50 / result.roundTrip.bare.p50,
+    "round trip p99": result.roundTrip.relay.p99 / result.roundTrip.bare.p99,
+  };
+  for (const row of result.fanOut) out[`fan-out to ${row.clients}`] = row.ratio.median;
+  for (const row of result.fanOutDuringTurn) out[`fan-out during a turn to ${row.clients}`] = row.ratio.median;
+  const links = result.links;
+  if (links) {
+    out["link set-up p50"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
+    const rss = perLink(links.memory.rows, 100, 1000);
+    if (rss) out["RSS per idle link"] = rss.ratio;
+  }
+  return out;
+}
+
+function measurements(result: BenchResult): Row[] {
+  const { roundTrip: rt, links } = result;
+  const rows: Row[] = [
+    [
+      `round trip p50 (${rt.relay.n} requests, ${rt.method})`,
+      ms(rt.relay.p50),
+      ms(rt.bare.p50),
+      times(rt.relay.p50 / rt.bare.p50),
+    ],
+    ["round trip p99", ms(rt.relay.p99), ms(rt.bare.p99), times(rt.relay.p99 / rt.bare.p99)],
+    [
+      "  workerd CPU per round trip",
+      ms(rt.cpuMsPerRequest.relay),
+      ms(rt.cpuMsPerRequest.bare),
+      times(rt.cpuMsPerRequest.relay / rt.cpuMsPerRequest.bare),
+    ],
+  ];
+  for (const [label, list] of [
+    ["fan-out", result.fanOut],
+    ["fan-out during a turn", result.fanOutDuringTurn],
+  ] as const) {
+    for (const row of list) {
+      rows.push([
+        `${label} to ${row.clients} (bursts of ${row.burst})`,
+        rate(row.relay),
+        rate(row.bare),
+        spreadOf(row.ratio),
+      ]);
+      const cpu = row.cpuUsPerFrame;
+      rows.push(["  workerd CPU per frame delivered", us(cpu.relay), us(cpu.bare), times(cpu.relay / cpu.bare)]);
+    }
+  }
+  const commitRow = (what: string, counted: Counted | null) => {
+    if (!counted) return;
+    const { units, tally } = counted;
+    rows.push([
+      `commits per ${what} (${units}): holding output / all`,
+      `${perUnit(tally.holding, units)} / ${perUnit(tally.commits, units)}`,
+      "0 / 0",
+      "",
+    ]);
+    rows.push([`  rows written per ${what}`, perUnit(tally.rowsWritten, units), "0", ""]);
+  };
+  commitRow("relayed request", result.commits.relayedRequest);
+  commitRow("notification", result.commits.notification);
+  commitRow("notification during a turn", result.commits.notificationDuringTurn);
+  commitRow("link set-up", result.commits.linkSetUp);
+  if (links) linkRows(rows, links);
+  rows.push([
+    "Worker bundle, minified (gzip)",
+    `${kib(result.bundle.bytes)} (${kib(result.bundle.gzipBytes)})`,
+    "—",
+    "",
+  ]);
+  return rows;
+}
+
+function linkRows(rows: Row[], links: LinkStagesResult): void {
   const s = links.setup;
   rows.push([
     `link set-up p50 (${s.relayUp.n} links): upgrade → open`,
     ms(s.relayOpen.p50),
     ms(s.bareOpen.p50),
-    ratio(s.relayOpen.p50 / s.bareOpen.p50),
+    times(s.relayOpen.p50 / s.bareOpen.p50),
   ]);
-  rows.push([`link set-up p50: upgrade → initialize request`, ms(s.relayInitialize.p50), "—", ""]);
+  rows.push(["link set-up p50: upgrade → initialize request", ms(s.relayInitialize.p50), "—", ""]);
   rows.push([
-    `link set-up p50: upgrade → _instance/link up`,
+    "link set-up p50: upgrade → _instance/link up",
     ms(s.relayUp.p50),
     ms(s.bareOpen.p50),
-    ratio(s.relayUp.p50 / s.bareOpen.p50),
+    times(s.relayUp.p50 / s.bareOpen.p50),
   ]);
   rows.push([
-    `link set-up p99: upgrade → _instance/link up`,
+    "link set-up p99: upgrade → _instance/link up",
     ms(s.relayUp.p99),
     ms(s.bareOpen.p99),
-    ratio(s.relayUp.p99 / s.bareOpen.p99),
+    times(s.relayUp.p99 / s.bareOpen.p99),
   ]);
+  for (const r of links.setUpRates)
+    rows.push([
+      `link set-up rate (${r.links} links, ${r.parallel} at a time, until online)`,
+      `${Math.round(r.perSecond)}/s`,
+      "—",
+      "",
+    ]);
   rows.push([
     `D1 queries per link set-up (${links.d1PerLink.links} links)`,
     links.d1PerLink.queries.toFixed(2),
@@ -103,46 +192,197 @@ function linkRows(rows: [string, string, string, string][], links: LinkStagesRes
     "",
   ]);
   const { before, rows: memory } = links.memory;
-  rows.push([`workerd RSS, no link yet`, mib(before.relayBytes), mib(before.bareBytes), ""]);
+  rows.push(["workerd RSS, no link yet", mib(before.relayBytes), mib(before.bareBytes), ""]);
   for (const row of memory)
     rows.push([`workerd RSS, ${row.links} idle link(s), hibernated`, mib(row.relayBytes), mib(row.bareBytes), ""]);
-  const first = memory.find((row) => row.links === 100);
-  const last = memory.at(-1);
-  if (first && last && last.links > first.links) {
-    const n = last.links - first.links;
-    const relay = (last.relayBytes - first.relayBytes) / n;
-    const bare = (last.bareBytes - first.bareBytes) / n;
-    rows.push([`RSS per idle link (${first.links} → ${last.links})`, kib(relay), kib(bare), ratio(relay / bare)]);
+  for (const [from, to] of [
+    [100, 1000],
+    [1000, 5000],
+  ] as const) {
+    const growth = perLink(memory, from, to);
+    if (growth)
+      rows.push([`RSS per idle link (${from} → ${to})`, kib(growth.relay), kib(growth.bare), times(growth.ratio)]);
   }
-  const { relay: idleRelay, bare: idleBare } = links.idle;
+  const { relay, bare } = links.idle;
   const window = `${links.idle.windowMs / 1000} s`;
   rows.push([
     `idle objects waking on their own in ${window}`,
-    `${idleRelay.wakesInWindow} of ${idleRelay.links}`,
-    `${idleBare.wakesInWindow} of ${idleBare.links}`,
+    `${relay.wakesInWindow} of ${relay.links}`,
+    `${bare.wakesInWindow} of ${bare.links}`,
     "",
   ]);
-  const held = (side: IdleSide) =>
-    Math.max(0, Math.round(side.open - Math.max(0, side.rebuiltOnProbe - side.backgroundDuringProbe)));
   rows.push([
-    `idle links with their object in memory at a probe`,
-    `${held(idleRelay)} of ${idleRelay.open} open`,
-    `${held(idleBare)} of ${idleBare.open} open`,
-    `${verdict(held(idleRelay) === 0)} (none)`,
+    "idle links with their object in memory at a probe",
+    `${held(relay)} of ${relay.open} open`,
+    `${held(bare)} of ${bare.open} open`,
+    "",
   ]);
 }
 
+function goals(result: BenchResult, previous: Record<string, number> | null): Row[] {
+  const rows: Row[] = [];
+  const goal = (name: string, figure: string, target: string, ok: boolean | null) =>
+    rows.push([name, figure, target, ok === null ? "not measured" : verdict(ok)]);
+  const commits = (what: string, counted: Counted | null) => {
+    if (!counted) return goal(`output-blocking commits per ${what}`, "—", "0", null);
+    const n = counted.tally.holding / counted.units;
+    goal(`output-blocking commits per ${what}`, n.toFixed(2), "0", n <= TARGETS.blockingCommits);
+  };
+  commits("relayed request", result.commits.relayedRequest);
+  commits("fanned-out notification", result.commits.notification);
+  commits("fanned-out notification during a turn", result.commits.notificationDuringTurn);
+  const rt = result.roundTrip;
+  const p50 = rt.relay.p50 / rt.bare.p50;
+  const p99 = rt.relay.p99 / rt.bare.p99;
+  goal("round trip p50 vs the bare echo", times(p50), `≤ ${TARGETS.roundTripP50}×`, p50 <= TARGETS.roundTripP50);
+  goal("round trip p99 vs the bare echo", times(p99), `≤ ${TARGETS.roundTripP99}×`, p99 <= TARGETS.roundTripP99);
+  for (const [label, list] of [
+    ["fan-out", result.fanOut],
+    ["fan-out during a turn", result.fanOutDuringTurn],
+  ] as const) {
+    for (const row of list)
+      goal(
+        `${label} to ${row.clients} vs the bare broadcast`,
+        spreadOf(row.ratio),
+        `≥ ${TARGETS.fanOut}×`,
+        row.ratio.median >= TARGETS.fanOut,
+      );
+  }
+  const links = result.links;
+  if (links) {
+    const setUp = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
+    goal(
+      "link set-up (to link up) vs a bare upgrade, p50",
+      times(setUp),
+      `≤ ${TARGETS.linkSetUp}×`,
+      setUp <= TARGETS.linkSetUp,
+    );
+    const rss = perLink(links.memory.rows, 100, 1000);
+    if (rss)
+      goal(
+        "RSS per idle hibernated link vs a bare socket",
+        `${times(rss.ratio)} (${kib(rss.relay)})`,
+        `≤ ${TARGETS.rssPerLink}×`,
+        rss.ratio <= TARGETS.rssPerLink,
+      );
+    const woke = links.idle.relay.wakesInWindow;
+    goal(
+      `idle objects waking on their own (${links.idle.relay.links} links, ${links.idle.windowMs / 1000} s)`,
+      String(woke),
+      "0",
+      woke <= TARGETS.idleWakes,
+    );
+    const d1 = links.d1PerLink.queries;
+    goal("D1 queries per link set-up", d1.toFixed(2), String(TARGETS.d1PerLink), d1 <= TARGETS.d1PerLink);
+  } else {
+    for (const name of [
+      "link set-up vs a bare upgrade",
+      "RSS per idle hibernated link",
+      "idle objects waking on their own",
+      "D1 queries per link set-up",
+    ])
+      goal(name, "—", "", null);
+  }
+  const bundleKiB = result.bundle.bytes / 1024;
+  goal(
+    "Worker bundle, minified (wrangler deploy --dry-run)",
+    `${bundleKiB.toFixed(1)} KiB`,
+    `≤ ${TARGETS.bundleKiB} KiB`,
+    bundleKiB <= TARGETS.bundleKiB,
+  );
+  if (links && result.scale) {
+    const last = links.memory.rows.at(-1)!;
+    const open = links.idle.relay.open;
+    goal(
+      "idle links held on one machine",
+      `${open} of ${last.links} open`,
+      `${TARGETS.scaleLinks}`,
+      open >= TARGETS.scaleLinks,
+    );
+    const atScale = links.setUpRates.filter((r) => r.parallel === links.setUpRates.at(-1)!.parallel);
+    const slowest = Math.min(...atScale.map((r) => r.perSecond));
+    goal(
+      `link set-up rate (slowest 1,000 of the scale stages)`,
+      `${Math.round(slowest)}/s`,
+      `≥ ${TARGETS.setUpPerSecond}/s`,
+      slowest >= TARGETS.setUpPerSecond,
+    );
+  } else {
+    goal("idle links held on one machine", "—", "5000 (BENCH_SCALE=1)", null);
+    goal("link set-up rate", "—", "≥ 200/s (BENCH_SCALE=1)", null);
+  }
+  const now = ratios(result);
+  const compared = previous ? Object.keys(now).filter((name) => previous[name] !== undefined) : [];
+  if (previous && compared.length > 0) {
+    const moved = compared.map((name) => ({ name, by: Math.abs(now[name]! / previous[name]! - 1) }));
+    const worst = moved.reduce((a, b) => (b.by > a.by ? b : a));
+    goal(
+      `every ratio within 10% of the previous run (${compared.length} compared)`,
+      `worst ${(worst.by * 100).toFixed(1)}% (${worst.name})`,
+      "≤ 10%",
+      worst.by <= TARGETS.runsAgree,
+    );
+  } else {
+    goal("every ratio within 10% of the previous run", "—", "≤ 10%", null);
+  }
+  return rows;
+}
+
+/** Where each counted stretch's commits come from: "<writes> ⇒ held <outputs>", per unit. */
+function shapes(commits: CommitCounts): string {
+  const lines: string[] = [];
+  for (const [what, counted] of [
+    ["relayed request", commits.relayedRequest],
+    ["notification", commits.notification],
+    ["notification during a turn", commits.notificationDuringTurn],
+    ["link set-up", commits.linkSetUp],
+  ] as const) {
+    if (!counted) continue;
+    lines.push(`Commits per ${what} (${counted.units} counted):`);
+    const sorted = Object.entries(counted.tally.shapes).sort((a, b) => b[1] - a[1]);
+    if (sorted.length === 0) lines.push("  none");
+    for (const [shape, n] of sorted) lines.push(`  ${perUnit(n, counted.units)}  ${shape}`);
+  }
+  return lines.join("\n");
+}
+
+export function report(result: BenchResult, previous: Record<string, number> | null): string {
+  const parts = [
+    markdown(["measure", "relay (real Worker)", "baseline (bare DO)", "ratio"], measurements(result)),
+    "",
+    markdown(["goal", "figure", "target", "verdict"], goals(result, previous)),
+    "",
+    shapes(result.commits),
+  ];
+  if (result.disturbed)
+    parts.push(
+      "",
+      "WARNING: wrangler reloaded a Worker during the run (a source file changed); these figures are not trustworthy.",
+    );
+  return parts.join("\n");
+}
+
+const RESULTS = (root: string) => path.join(root, "bench", "results.json");
+
+/** The previous run's ratios, if it left a bench/results.json of this shape. */
+export async function previousRatios(root: string): Promise<Record<string, number> | null> {
+  try {
+    const saved = JSON.parse(await readFile(RESULTS(root), "utf8")) as { ratios?: Record<string, number> };
+    return saved.ratios ?? null;
+  } catch {
+    return null;
+  }
+}
+
 export async function writeResults(root: string, result: BenchResult): Promise<string> {
-  const file = path.join(root, "bench", "results.json");
   const machine = {
     cpus: os.cpus().length,
     cpuModel: os.cpus()[0]?.model ?? "unknown",
     node: process.version,
     platform: `${os.platform()} ${os.release()}`,
+    loadAverage: os.loadavg(),
   };
-  await writeFile(
-    file,
-    `${JSON.stringify({ at: new Date().toISOString(), machine, targets: TARGETS, ...result }, null, 2)}\n`,
-  );
-  return file;
+  const saved = { at: new Date().toISOString(), machine, targets: TARGETS, ratios: ratios(result), ...result };
+  await writeFile(RESULTS(root), `${JSON.stringify(saved, null, 2)}\n`);
+  return RESULTS(root);
 }

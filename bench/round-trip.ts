@@ -17,6 +17,12 @@ export interface RoundTripPlan {
   perBlock: number;
 }
 
+/** One side: its client, and the CPU time of the workerd that runs it. */
+export interface RoundTripSide {
+  client: Client;
+  cpuMs(): number;
+}
+
 async function timed(client: Client, count: number, into: number[] | null): Promise<void> {
   for (let i = 0; i < count; i++) {
     const start = performance.now();
@@ -28,17 +34,29 @@ async function timed(client: Client, count: number, into: number[] | null): Prom
 }
 
 export async function measureRoundTrips(
-  relay: Client,
-  bare: Client,
+  relay: RoundTripSide,
+  bare: RoundTripSide,
   plan: RoundTripPlan,
-): Promise<{ relay: Spread; bare: Spread }> {
-  await timed(relay, plan.warmup, null);
-  await timed(bare, plan.warmup, null);
+): Promise<{ relay: Spread; bare: Spread; cpuMsPerRequest: { relay: number; bare: number } }> {
+  await timed(relay.client, plan.warmup, null);
+  await timed(bare.client, plan.warmup, null);
   const samples = { relay: [] as number[], bare: [] as number[] };
-  for (let block = 0; block < plan.blocks; block++) {
-    await timed(relay, plan.perBlock, samples.relay);
-    await timed(bare, plan.perBlock, samples.bare);
-    log(`  round trips: ${(block + 1) * plan.perBlock}/${plan.blocks * plan.perBlock} each`);
+  const cpu = { relay: 0, bare: 0 };
+  const block = async (side: RoundTripSide, into: number[]) => {
+    const before = side.cpuMs();
+    await timed(side.client, plan.perBlock, into);
+    return side.cpuMs() - before;
+  };
+  for (let i = 0; i < plan.blocks; i++) {
+    cpu.relay += await block(relay, samples.relay);
+    cpu.bare += await block(bare, samples.bare);
+    if ((i + 1) % Math.ceil(plan.blocks / 4) === 0)
+      log(`  round trips: ${(i + 1) * plan.perBlock}/${plan.blocks * plan.perBlock} each`);
   }
-  return { relay: spread(samples.relay), bare: spread(samples.bare) };
+  const requests = plan.blocks * plan.perBlock;
+  return {
+    relay: spread(samples.relay),
+    bare: spread(samples.bare),
+    cpuMsPerRequest: { relay: cpu.relay / requests, bare: cpu.bare / requests },
+  };
 }

@@ -1,42 +1,52 @@
 /**
  * `npm run bench`: the real Worker (bench/instrumented: src/index.ts with counters) and the bare baseline
  * (bench/baseline) under wrangler dev side by side, measured in one run: request round trip, notification fan-out,
- * link set-up, D1 queries per link, memory with idle links. Prints a table on stdout, progress on stderr, and writes
- * bench/results.json. Loopback only; every wait is bounded.
+ * storage commits counted per relayed request, notification and link set-up, link set-up time, D1 queries per
+ * link, memory and wake-ups of idle links, and the Worker bundle from a dry-run build. Prints the measurements and
+ * every goal with its verdict on stdout, progress on stderr, and writes bench/results.json (the next run compares
+ * its ratios with it). Loopback only; every wait is bounded.
  *
- * BENCH_QUICK=1 measures only the round trip and the fan-out (plain and during a turn), with one device made: about
- * two minutes instead of five, for iterating on the relay's hot path. Its table has no link or memory rows.
+ * BENCH_QUICK=1 measures only the round trip, the fan-out and the relay's commits, with one device made.
+ * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 6 minutes more.
  */
 import path from "node:path";
 import { createDevices, createPerson } from "./accounts.js";
+import { measureBundle } from "./bundle.js";
+import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
 import { measureFanOut } from "./fan-out.js";
-import { measureLinkStages, STAGES } from "./link-stages.js";
+import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
 import { Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log } from "./progress.js";
-import { table, writeResults } from "./report.js";
+import { type BenchResult, previousRatios, report, writeResults } from "./report.js";
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
-const ROUND_TRIPS = { warmup: 100, blocks: 4, perBlock: 250 };
+/** Relay and bare echo alternate every block, so both see the same load on the shared cores. */
+const ROUND_TRIPS = { warmup: 100, blocks: 40, perBlock: 25 };
+/** Client sockets, and the notifications a burst sends to them (see fan-out.ts: each measure lasts ≥ 3 s). */
 const FAN_OUT = [
-  { clients: 1, notifications: 500 },
-  { clients: 10, notifications: 200 },
-  { clients: 100, notifications: 50 },
-];
-/** Fan-out while a prompt is outstanding: the late-joiner buffer keeps every notification too. */
-const FAN_OUT_DURING_TURN = [
-  { clients: 1, notifications: 500 },
-  { clients: 10, notifications: 200 },
+  { clients: 1, burst: 300 },
+  { clients: 10, burst: 100 },
+  { clients: 100, burst: 20 },
 ];
 const LOGIN_CONCURRENCY = 16;
 const QUICK = process.env.BENCH_QUICK === "1";
+const SCALE = !QUICK && process.env.BENCH_SCALE === "1";
+const STAGE_LIST: readonly number[] = SCALE ? [...STAGES, ...SCALE_STAGES] : STAGES;
 /** The whole run, started servers included; past it the run stops with an error. */
-const RUN_WITHIN_MS = 8 * 60_000;
+const RUN_WITHIN_MS = (SCALE ? 30 : 15) * 60_000;
 
-async function bench(relay: Dev, bare: Dev) {
-  log("account and devices, through the HTTP API");
+async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
+  log("account and devices, through the HTTP API; the Worker bundle, from a dry-run build");
   const person = await createPerson(relay.origin);
-  const [main, ...idle] = await createDevices(relay.origin, person, QUICK ? 1 : 1 + STAGES.at(-1)!, LOGIN_CONCURRENCY);
+  const linkDevices = QUICK ? 0 : STAGE_LIST.at(-1)!;
+  const countedLinks = QUICK ? 0 : COUNTED.links;
+  const [bundle, [main, ...others]] = await Promise.all([
+    measureBundle(),
+    createDevices(relay.origin, person, 1 + linkDevices + countedLinks, LOGIN_CONCURRENCY),
+  ]);
+  const idle = others.slice(0, linkDevices);
+  const spare = others.slice(linkDevices);
 
   log(
     `round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.blocks * ROUND_TRIPS.perBlock} requests each after ${ROUND_TRIPS.warmup} to warm up`,
@@ -46,48 +56,67 @@ async function bench(relay: Dev, bare: Dev) {
   const client = await Client.attach(relay.origin, main!.id, person.auth);
   const bareDevice = await ScriptedDevice.bare(bare.origin, "main");
   const bareClient = await Client.bare(bare.origin, "main");
-  const roundTrip = await measureRoundTrips(client, bareClient, ROUND_TRIPS);
+  const roundTrip = await measureRoundTrips(
+    { client, cpuMs: relay.cpuMs },
+    { client: bareClient, cpuMs: bare.cpuMs },
+    ROUND_TRIPS,
+  );
 
   log("fan-out: session/update notifications to 1, 10 and 100 client sockets");
   const relaySide = {
     device,
+    cpuMs: relay.cpuMs,
     attach: () =>
       openSocket(`${wsOrigin(relay.origin)}/api/devices/${main!.id}/client`, { authorization: person.auth }),
   };
-  const bareSide = { device: bareDevice, attach: () => openSocket(`${wsOrigin(bare.origin)}/a/main`) };
+  const bareSide = {
+    device: bareDevice,
+    cpuMs: bare.cpuMs,
+    attach: () => openSocket(`${wsOrigin(bare.origin)}/a/main`),
+  };
   const fanOut = await measureFanOut(relaySide, bareSide, FAN_OUT);
 
   log("fan-out during a turn: the same, with a prompt outstanding");
   const startTurn = async () => {
     const arrived = device.nextPrompt();
-    const answered = client.request("session/prompt", {
-      sessionId: SESSION_ID,
-      prompt: [{ type: "text", text: "bench" }],
-    });
+    // The device holds the prompt open for as long as the measures take (the run's own limit bounds it).
+    const answered = client.request(
+      "session/prompt",
+      { sessionId: SESSION_ID, prompt: [{ type: "text", text: "bench" }] },
+      RUN_WITHIN_MS,
+    );
     await arrived;
     return async () => {
       device.endTurns();
       await answered;
     };
   };
-  const fanOutDuringTurn = await measureFanOut({ ...relaySide, startTurn }, bareSide, FAN_OUT_DURING_TURN);
+  const fanOutDuringTurn = await measureFanOut({ ...relaySide, startTurn }, bareSide, FAN_OUT);
+  const relayCommits = await countRelayCommits(relay.origin, device, client, startTurn);
   await Promise.all([client.close(), bareClient.close(), device.close(), bareDevice.close()]);
 
-  const roundTripResult = { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip };
-  if (QUICK)
+  const base = {
+    quick: QUICK,
+    scale: SCALE,
+    bundle,
+    roundTrip: { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip },
+    fanOut,
+    fanOutDuringTurn,
+  };
+  if (QUICK) {
     return {
-      roundTrip: roundTripResult,
-      fanOut,
-      fanOutDuringTurn,
+      ...base,
+      commits: { ...relayCommits, linkSetUp: null },
       links: null,
       disturbed: relay.reloaded() || bare.reloaded(),
     };
-  log(`link set-up, D1 queries and memory: ${STAGES.join(", ")} idle links`);
-  const links = await measureLinkStages(relay, bare, person, idle);
+  }
+  log(`link set-up, D1 queries and memory: ${STAGE_LIST.join(", ")} idle links`);
+  const links = await measureLinkStages(relay, bare, person, idle, STAGE_LIST);
+  const linkSetUp = await countLinkCommits(relay.origin, person, spare);
   return {
-    roundTrip: roundTripResult,
-    fanOut,
-    fanOutDuringTurn,
+    ...base,
+    commits: { ...relayCommits, linkSetUp },
     links,
     disturbed: relay.reloaded() || bare.reloaded(),
   };
@@ -134,7 +163,7 @@ async function main(): Promise<void> {
       }
       throw error;
     });
-    process.stdout.write(`${table(result)}\n`);
+    process.stdout.write(`${report(result, await previousRatios(ROOT))}\n`);
     log(`written: ${await writeResults(ROOT, result)}`);
   } finally {
     await Promise.all([relay.stop(), bare.stop()]);

@@ -19,3 +19,18 @@ export const spread = (samples: readonly number[]): Spread => ({
   p50: percentile(samples, 50),
   p99: percentile(samples, 99),
 });
+
+/** Repeated measures of one figure: their median and range, and each of them in order. */
+export interface Summary {
+  median: number;
+  min: number;
+  max: number;
+  runs: number[];
+}
+
+export const summary = (runs: readonly number[]): Summary => ({
+  median: median(runs),
+  min: Math.min(...runs),
+  max: Math.max(...runs),
+  runs: [...runs],
+});

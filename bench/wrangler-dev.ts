@@ -12,7 +12,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { experimental_readRawConfig } from "wrangler";
-import { childrenOf } from "./proc.js";
+import { childrenOf, cpuMs } from "./proc.js";
 
 /** The repository: the nearest directory up from here whose package.json is lembas-edge's (works bundled too). */
 export const ROOT = (() => {
@@ -27,11 +27,11 @@ export const ROOT = (() => {
   throw new Error("the benchmark must run inside the lembas-edge repository");
 })();
 
-const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js");
+export const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 const READY_WITHIN_MS = 180_000;
 const STOP_GRACE_MS = 5_000;
 /** CI=true keeps wrangler from asking anything; no metrics. */
-const WRANGLER_ENV = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+export const WRANGLER_ENV = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
 
 export interface DevOptions {
   /** For progress lines and errors. */
@@ -59,6 +59,8 @@ export interface Dev {
   origin: string;
   /** The workerd process that runs the Worker (wrangler dev also runs a second workerd: its proxy in front). */
   workerdPid(): number;
+  /** CPU time that process has used so far (ms). */
+  cpuMs(): number;
   /** Whether wrangler reloaded the Worker since it was ready (a source file changed): open sockets were cut. */
   reloaded(): boolean;
   logs(): string;
@@ -128,9 +130,11 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     throw new Error(`${options.label}: ${(error as Error).message}; wrangler said:\n${output}`);
   }
   readyAt = output.length;
+  const runtime = workerOf(child.pid!, port, options.label);
   return {
     origin,
-    workerdPid: () => workerOf(child.pid!, port, options.label),
+    workerdPid: () => runtime,
+    cpuMs: () => cpuMs(runtime),
     reloaded: () => /reload/i.test(output.slice(readyAt)),
     logs: () => output,
     stop,

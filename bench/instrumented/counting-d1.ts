@@ -15,10 +15,12 @@ const passThrough = (target: object, prop: PropertyKey): unknown => {
   return typeof value === "function" ? value.bind(target) : value;
 };
 
-export function countingD1(db: D1Database, tally: D1Tally, where: string): D1Database {
+/** `onQuery` is told of each statement as it is sent (a D1 query is a subrequest: an output of the object). */
+export function countingD1(db: D1Database, tally: D1Tally, where: string, onQuery: () => void = () => {}): D1Database {
   const count = (sql: string) => {
     const key = `${where} | ${sql.replace(/\s+/g, " ").trim()}`;
     tally.set(key, (tally.get(key) ?? 0) + 1);
+    onQuery();
   };
   const wrap = (inner: D1PreparedStatement, sql: string): D1PreparedStatement => {
     const proxy = new Proxy(inner, {
