@@ -20,11 +20,15 @@ export interface CommitCounts {
   relayedRequest: Counted;
   notification: Counted;
   notificationDuringTurn: Counted;
+  /** During a turn, at a model's streaming pace (one every PACED_EVERY_MS) rather than in a burst. */
+  notificationPaced: Counted;
   /** Null in the quick mode (no spare devices). */
   linkSetUp: Counted | null;
 }
 
-export const COUNTED = { requests: 200, notifications: 300, links: 20 } as const;
+export const COUNTED = { requests: 200, notifications: 300, paced: 100, links: 20 } as const;
+/** A model streams some 20–80 chunks a second; 50 a second is the middle. */
+export const PACED_EVERY_MS = 20;
 const ARRIVE_WITHIN_MS = 60_000;
 
 /** Relayed requests and notifications on the main device, with one client attached. */
@@ -34,7 +38,9 @@ export async function countRelayCommits(
   client: Client,
   startTurn: () => Promise<() => Promise<void>>,
 ): Promise<Omit<CommitCounts, "linkSetUp">> {
-  log(`commits: ${COUNTED.requests} relayed requests, ${COUNTED.notifications} notifications (and during a turn)`);
+  log(
+    `commits: ${COUNTED.requests} relayed requests, ${COUNTED.notifications} notifications (and during a turn), ${COUNTED.paced} paced`,
+  );
   const relayedRequest = await countCommits(origin, async () => {
     for (let i = 0; i < COUNTED.requests; i++) {
       const start = performance.now();
@@ -51,11 +57,20 @@ export async function countRelayCommits(
   // The turn starts and ends outside the counted stretch: only its notifications are counted.
   const endTurn = await startTurn();
   const notificationDuringTurn = await countCommits(origin, fanOut);
+  const notificationPaced = await countCommits(origin, async () => {
+    const done = arrivals([client.socket], '"session/update"', COUNTED.paced, ARRIVE_WITHIN_MS);
+    for (let i = 0; i < COUNTED.paced; i++) {
+      device.sendUpdates(1);
+      await sleep(PACED_EVERY_MS);
+    }
+    await done;
+  });
   await endTurn();
   return {
     relayedRequest: { units: COUNTED.requests, tally: relayedRequest },
     notification: { units: COUNTED.notifications, tally: notification },
     notificationDuringTurn: { units: COUNTED.notifications, tally: notificationDuringTurn },
+    notificationPaced: { units: COUNTED.paced, tally: notificationPaced },
   };
 }
 

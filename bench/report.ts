@@ -7,7 +7,7 @@ import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { BundleSize } from "./bundle.js";
-import type { CommitCounts, Counted } from "./commits.js";
+import { type CommitCounts, type Counted, PACED_EVERY_MS } from "./commits.js";
 import type { FanOutRow } from "./fan-out.js";
 import type { IdleSide, LinkStagesResult, MemoryRow } from "./link-stages.js";
 import type { Spread, Summary } from "./stats.js";
@@ -146,6 +146,7 @@ function measurements(result: BenchResult): Row[] {
   commitRow("relayed request", result.commits.relayedRequest);
   commitRow("notification", result.commits.notification);
   commitRow("notification during a turn", result.commits.notificationDuringTurn);
+  commitRow(`notification during a turn, 1 every ${PACED_EVERY_MS} ms`, result.commits.notificationPaced);
   commitRow("link set-up", result.commits.linkSetUp);
   if (links) linkRows(rows, links);
   rows.push([
@@ -181,7 +182,7 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
   for (const r of links.setUpRates)
     rows.push([
       `link set-up rate (${r.links} links, ${r.parallel} at a time, until online)`,
-      `${Math.round(r.perSecond)}/s`,
+      `${Math.round(r.perSecond)}/s (workerd CPU ${ms(r.cpuMsPerLink)} a link)`,
       "—",
       "",
     ]);
@@ -231,6 +232,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
   commits("relayed request", result.commits.relayedRequest);
   commits("fanned-out notification", result.commits.notification);
   commits("fanned-out notification during a turn", result.commits.notificationDuringTurn);
+  commits("notification during a turn at a model's pace", result.commits.notificationPaced);
   const rt = result.roundTrip;
   const p50 = rt.relay.p50 / rt.bare.p50;
   const p99 = rt.relay.p99 / rt.bare.p99;
@@ -335,6 +337,7 @@ function shapes(commits: CommitCounts): string {
     ["relayed request", commits.relayedRequest],
     ["notification", commits.notification],
     ["notification during a turn", commits.notificationDuringTurn],
+    [`notification during a turn, 1 every ${PACED_EVERY_MS} ms`, commits.notificationPaced],
     ["link set-up", commits.linkSetUp],
   ] as const) {
     if (!counted) continue;
