@@ -12,7 +12,7 @@ import { d1Between, readCounters } from "./counters.js";
 import type { Device, Person } from "./accounts.js";
 import { Client, ScriptedDevice } from "./peers.js";
 import { inBatches, log, progress, sleep } from "./progress.js";
-import { rssBytes } from "./proc.js";
+import { openFiles, rssBytes } from "./proc.js";
 import { spread, type Spread } from "./stats.js";
 import type { Dev } from "./wrangler-dev.js";
 
@@ -41,6 +41,9 @@ export interface MemoryRow {
   links: number;
   relayBytes: number;
   bareBytes: number;
+  /** Open files of each workerd (sockets, and every object's SQLite files). */
+  relayFiles: number;
+  bareFiles: number;
 }
 
 /** Links set up in parallel, counted until the devices API shows them all online. */
@@ -56,7 +59,7 @@ export interface LinkStagesResult {
   setup: { relayOpen: Spread; relayInitialize: Spread; relayUp: Spread; bareOpen: Spread };
   d1PerLink: { links: number; queries: number; byStatement: Record<string, number> };
   setUpRates: SetUpRate[];
-  memory: { before: { relayBytes: number; bareBytes: number }; rows: MemoryRow[] };
+  memory: { before: Omit<MemoryRow, "links">; rows: MemoryRow[] };
   idle: { windowMs: number; relay: IdleSide; bare: IdleSide };
 }
 
@@ -85,6 +88,8 @@ async function timedLink(
 const rss = (relay: Dev, bare: Dev) => ({
   relayBytes: rssBytes(relay.workerdPid()),
   bareBytes: rssBytes(bare.workerdPid()),
+  relayFiles: openFiles(relay.workerdPid()),
+  bareFiles: openFiles(bare.workerdPid()),
 });
 
 export async function measureLinkStages(

@@ -1,4 +1,4 @@
-/** Reading processes from Linux's /proc: a process's children, its resident memory and its CPU time. */
+/** Reading processes from Linux's /proc: a process's children, its resident memory, open files and CPU time. */
 import { readdirSync, readFileSync } from "node:fs";
 
 export interface ProcessInfo {
@@ -26,6 +26,15 @@ export function rssBytes(pid: number): number {
   try {
     const match = /^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, "utf8"));
     return match ? Number(match[1]) * 1024 : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
+/** How many files (sockets included) the process has open, or NaN when gone. */
+export function openFiles(pid: number): number {
+  try {
+    return readdirSync(`/proc/${pid}/fd`).length;
   } catch {
     return Number.NaN;
   }

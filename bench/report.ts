@@ -195,7 +195,12 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
   const { before, rows: memory } = links.memory;
   rows.push(["workerd RSS, no link yet", mib(before.relayBytes), mib(before.bareBytes), ""]);
   for (const row of memory)
-    rows.push([`workerd RSS, ${row.links} idle link(s), hibernated`, mib(row.relayBytes), mib(row.bareBytes), ""]);
+    rows.push([
+      `workerd RSS, ${row.links} idle link(s), hibernated (open files)`,
+      `${mib(row.relayBytes)} (${row.relayFiles})`,
+      `${mib(row.bareBytes)} (${row.bareFiles})`,
+      "",
+    ]);
   for (const [from, to] of [
     [100, 1000],
     [1000, 5000],

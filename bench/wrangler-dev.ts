@@ -29,6 +29,7 @@ export const ROOT = (() => {
 
 export const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js");
 const READY_WITHIN_MS = 180_000;
+const OPEN_FILES = 65_536;
 const STOP_GRACE_MS = 5_000;
 /** CI=true keeps wrangler from asking anything; no metrics. */
 export const WRANGLER_ENV = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
@@ -87,8 +88,13 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   }
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const child = spawn(
-    process.execPath,
+    "/bin/sh",
     [
+      "-c",
+      // Locally every object's SQLite files stay open in the one workerd, about three per object: thousands of idle
+      // links need more than a usual default of open files. Raised where allowed; otherwise left as it is.
+      `ulimit -n ${OPEN_FILES} 2>/dev/null; exec "$0" "$@"`,
+      process.execPath,
       WRANGLER,
       "dev",
       ...configArgs,
