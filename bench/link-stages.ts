@@ -12,7 +12,7 @@ import { d1Between, readCounters } from "./counters.js";
 import type { Device, Person } from "./accounts.js";
 import { Client, ScriptedDevice } from "./peers.js";
 import { inBatches, log, progress, sleep } from "./progress.js";
-import { openFiles, rssBytes } from "./proc.js";
+import { openFileLimit, openFiles, rssBytes } from "./proc.js";
 import { spread, type Spread } from "./stats.js";
 import type { Dev } from "./wrangler-dev.js";
 
@@ -24,6 +24,8 @@ const PARALLEL_AT_SCALE = 32;
 /** A stage's untimed links give a set-up rate when there are at least this many. */
 const RATE_FROM_LINKS = 500;
 const ONLINE_POLL_MS = 200;
+/** Stay this far under the open-file limit: a workerd out of files resets sockets. */
+const FILES_HEADROOM = 0.95;
 /** workerd evicts an idle object 10 s after its last event; the rest is margin for 2 busy cores. */
 export const HIBERNATE_AFTER_MS = 15_000;
 const TIMED_LINKS = 50;
@@ -59,6 +61,8 @@ export interface LinkStagesResult {
   setup: { relayOpen: Spread; relayInitialize: Spread; relayUp: Spread; bareOpen: Spread };
   d1PerLink: { links: number; queries: number; byStatement: Record<string, number> };
   setUpRates: SetUpRate[];
+  /** Why the scale stages stopped before their last (null: they did not). */
+  stoppedBy: string | null;
   memory: { before: Omit<MemoryRow, "links">; rows: MemoryRow[] };
   idle: { windowMs: number; relay: IdleSide; bare: IdleSide };
 }
@@ -106,9 +110,15 @@ export async function measureLinkStages(
   const d1: Record<string, number> = {};
   const memory = { before: rss(relay, bare), rows: [] as MemoryRow[] };
 
+  let stoppedBy: string | null = null;
   for (const target of stages) {
     const parallel = target > SCALE_FROM ? PARALLEL_AT_SCALE : PARALLEL;
     const from = relayLinks.length;
+    stoppedBy = target > SCALE_FROM ? outOfFiles(relay, memory.rows, target) : null;
+    if (stoppedBy) {
+      log(`  stopped at ${from} links: ${stoppedBy}`);
+      break;
+    }
     const before = await readCounters(relay.origin);
     const tick = progress(`links (stage of ${target})`, target - from);
     for (let i = from; i < Math.min(target, TIMED_LINKS); i++) {
@@ -169,8 +179,24 @@ export async function measureLinkStages(
     },
     setUpRates,
     memory,
+    stoppedBy,
     idle,
   };
+}
+
+/**
+ * Why the next stage cannot be held by the Worker's workerd on this machine, or null: locally it keeps every
+ * object's SQLite files (database, -wal, -shm) open beside each socket, and its open-file limit may not be raised.
+ */
+function outOfFiles(relay: Dev, rows: readonly MemoryRow[], target: number): string | null {
+  const first = rows.find((row) => row.links === 100);
+  const last = rows.at(-1);
+  const limit = openFileLimit(relay.workerdPid());
+  if (!first || !last || !Number.isFinite(limit)) return null;
+  const perLink = (last.relayFiles - first.relayFiles) / (last.links - first.links);
+  const needed = last.relayFiles + perLink * (target - last.links);
+  if (needed < limit * FILES_HEADROOM) return null;
+  return `${target} links would need about ${Math.round(needed)} open files in the Worker's workerd (${perLink.toFixed(1)} a link), over its limit of ${limit}`;
 }
 
 /** When every one of the person's first `count` linked devices shows online in the devices API (presence written). */

@@ -40,6 +40,16 @@ export function openFiles(pid: number): number {
   }
 }
 
+/** The process's limit of open files (its soft limit), or NaN when gone. */
+export function openFileLimit(pid: number): number {
+  try {
+    const match = /^Max open files\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/limits`, "utf8"));
+    return match ? Number(match[1]) : Number.NaN;
+  } catch {
+    return Number.NaN;
+  }
+}
+
 /** Clock ticks a second, as /proc counts CPU time (USER_HZ: 100 on every Linux the bench runs on). */
 const TICKS_PER_SECOND = 100;
 

@@ -72,7 +72,7 @@ function markdown(header: Row, rows: readonly Row[]): string {
 function perLink(rows: readonly MemoryRow[], from: number, to: number) {
   const first = rows.find((row) => row.links === from);
   const last = rows.find((row) => row.links === to);
-  if (!first || !last) return null;
+  if (!first || !last || to <= from) return null;
   const n = to - from;
   const relay = (last.relayBytes - first.relayBytes) / n;
   const bare = (last.bareBytes - first.bareBytes) / n;
@@ -203,7 +203,7 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
     ]);
   for (const [from, to] of [
     [100, 1000],
-    [1000, 5000],
+    [1000, memory.at(-1)?.links ?? 0],
   ] as const) {
     const growth = perLink(memory, from, to);
     if (growth)
@@ -302,7 +302,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
     const open = links.idle.relay.open;
     goal(
       "idle links held on one machine",
-      `${open} of ${last.links} open`,
+      `${open} of ${last.links} open${links.stoppedBy ? ` (stopped: ${links.stoppedBy})` : ""}`,
       `${TARGETS.scaleLinks}`,
       open >= TARGETS.scaleLinks,
     );

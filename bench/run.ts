@@ -85,6 +85,8 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
       { sessionId: SESSION_ID, prompt: [{ type: "text", text: "bench" }] },
       RUN_WITHIN_MS,
     );
+    // Awaited when the turn ends; marked handled now so a failure cannot end the process with its Workers running.
+    answered.catch(() => {});
     await arrived;
     return async () => {
       device.endTurns();
