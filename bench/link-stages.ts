@@ -43,7 +43,7 @@ export interface MemoryRow {
   links: number;
   relayBytes: number;
   bareBytes: number;
-  /** Open files of each workerd (sockets, and every object's SQLite files). */
+  /** Open files of the busiest workerd process of each Worker (wrangler's proxy: several per socket). */
   relayFiles: number;
   bareFiles: number;
 }
@@ -89,11 +89,14 @@ async function timedLink(
   return linked;
 }
 
+/** The most files any one of a Worker's workerd processes has open (the proxy holds several per socket). */
+const busiestFiles = (dev: Dev) => Math.max(...dev.workerdPids().map(openFiles));
+
 const rss = (relay: Dev, bare: Dev) => ({
   relayBytes: rssBytes(relay.workerdPid()),
   bareBytes: rssBytes(bare.workerdPid()),
-  relayFiles: openFiles(relay.workerdPid()),
-  bareFiles: openFiles(bare.workerdPid()),
+  relayFiles: busiestFiles(relay),
+  bareFiles: busiestFiles(bare),
 });
 
 export async function measureLinkStages(
@@ -185,18 +188,18 @@ export async function measureLinkStages(
 }
 
 /**
- * Why the next stage cannot be held by the Worker's workerd on this machine, or null: locally it keeps every
- * object's SQLite files (database, -wal, -shm) open beside each socket, and its open-file limit may not be raised.
+ * Why the next stage cannot be held by the Worker's workerd processes on this machine, or null: locally wrangler's
+ * proxy in front of the Worker holds several files for every socket, and the open-file limit may not be raised.
  */
 function outOfFiles(relay: Dev, rows: readonly MemoryRow[], target: number): string | null {
   const first = rows.find((row) => row.links === 100);
   const last = rows.at(-1);
-  const limit = openFileLimit(relay.workerdPid());
+  const limit = Math.min(...relay.workerdPids().map(openFileLimit));
   if (!first || !last || !Number.isFinite(limit)) return null;
   const perLink = (last.relayFiles - first.relayFiles) / (last.links - first.links);
   const needed = last.relayFiles + perLink * (target - last.links);
   if (needed < limit * FILES_HEADROOM) return null;
-  return `${target} links would need about ${Math.round(needed)} open files in the Worker's workerd (${perLink.toFixed(1)} a link), over its limit of ${limit}`;
+  return `${target} links would need about ${Math.round(needed)} open files in one of the Worker's workerd processes (${perLink.toFixed(1)} a link), over its limit of ${limit}`;
 }
 
 /** When every one of the person's first `count` linked devices shows online in the devices API (presence written). */

@@ -196,7 +196,7 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
   rows.push(["workerd RSS, no link yet", mib(before.relayBytes), mib(before.bareBytes), ""]);
   for (const row of memory)
     rows.push([
-      `workerd RSS, ${row.links} idle link(s), hibernated (open files)`,
+      `workerd RSS, ${row.links} idle link(s), hibernated (open files, busiest process)`,
       `${mib(row.relayBytes)} (${row.relayFiles})`,
       `${mib(row.bareBytes)} (${row.bareFiles})`,
       "",

@@ -62,6 +62,8 @@ export interface Dev {
   workerdPid(): number;
   /** CPU time that process has used so far (ms). */
   cpuMs(): number;
+  /** Both workerd processes, the proxy in front and the runtime (each holds files for every socket). */
+  workerdPids(): number[];
   /** Whether wrangler reloaded the Worker since it was ready (a source file changed): open sockets were cut. */
   reloaded(): boolean;
   logs(): string;
@@ -91,8 +93,8 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     "/bin/sh",
     [
       "-c",
-      // Locally every object's SQLite files stay open in the one workerd, about three per object: thousands of idle
-      // links need more than a usual default of open files. Raised where allowed; otherwise left as it is.
+      // wrangler's proxy holds about four files for every socket: thousands of idle links need more than a usual
+      // default of open files. Raised where allowed; otherwise left as it is.
       `ulimit -n ${OPEN_FILES} 2>/dev/null; exec "$0" "$@"`,
       process.execPath,
       WRANGLER,
@@ -137,9 +139,13 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   }
   readyAt = output.length;
   const runtime = workerOf(child.pid!, port, options.label);
+  const workerds = descendants(child.pid!)
+    .filter((p) => p.comm === "workerd")
+    .map((p) => p.pid);
   return {
     origin,
     workerdPid: () => runtime,
+    workerdPids: () => workerds,
     cpuMs: () => cpuMs(runtime),
     reloaded: () => /reload/i.test(output.slice(readyAt)),
     logs: () => output,
