@@ -138,15 +138,18 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     throw new Error(`${options.label}: ${(error as Error).message}; wrangler said:\n${output}`);
   }
   readyAt = output.length;
-  const runtime = workerOf(child.pid!, port, options.label);
-  const workerds = descendants(child.pid!)
-    .filter((p) => p.comm === "workerd")
-    .map((p) => p.pid);
+  // Found when first asked (the bench asks once both Workers run), then remembered.
+  let runtime: number | undefined;
+  let workerds: number[] | undefined;
+  const runtimePid = () => (runtime ??= workerOf(child.pid!, port, options.label));
   return {
     origin,
-    workerdPid: () => runtime,
-    workerdPids: () => workerds,
-    cpuMs: () => cpuMs(runtime),
+    workerdPid: runtimePid,
+    workerdPids: () =>
+      (workerds ??= descendants(child.pid!)
+        .filter((p) => p.comm === "workerd")
+        .map((p) => p.pid)),
+    cpuMs: () => cpuMs(runtimePid()),
     reloaded: () => /reload/i.test(output.slice(readyAt)),
     logs: () => output,
     stop,
