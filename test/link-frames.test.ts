@@ -22,7 +22,7 @@ describe("bad frames", () => {
     expect(await client.next()).toMatchObject({ id: null, error: { code: -32600 } });
     const unknown = await client.call(4, "session/teleport", { sessionId: "ses_1" });
     expect(unknown.error).toMatchObject({ code: -32601, message: expect.stringContaining("session/teleport") });
-    const badParams = await client.call(5, "session/new", { cwd: "relative/dir" });
+    const badParams = await client.call(5, "session/new", { cwd: 42 });
     expect(badParams.error).toMatchObject({ code: -32602, message: expect.stringContaining("cwd") });
     const noBlocks = await client.call(6, "session/prompt", { sessionId: "ses_1", prompt: [] });
     expect(noBlocks.error).toMatchObject({ code: -32602, message: expect.stringContaining("prompt") });

@@ -57,6 +57,33 @@ describe("relay: forwarding and answers", () => {
     });
   });
 
+  it("leaves paths to the device: a cwd like the spec's ~/work roots goes through, and the device's -32602 comes back", async () => {
+    const { link, client } = await linkedDevice();
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "~/work/app" } });
+    const asked = await link.next();
+    expect(asked).toMatchObject({ method: "session/new", params: { cwd: "~/work/app" } });
+    link.send({
+      jsonrpc: "2.0",
+      id: asked.id,
+      error: { code: -32602, message: "~/work/app is not a trusted project" },
+    });
+    expect(await client.next()).toEqual({
+      jsonrpc: "2.0",
+      id: 1,
+      error: { code: -32602, message: "~/work/app is not a trusted project" },
+    });
+    client.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "_lembas/terminal/open",
+      params: { cwd: "~/work", cols: 80, rows: 24 },
+    });
+    expect(await link.next()).toMatchObject({ method: "_lembas/terminal/open", params: { cwd: "~/work" } });
+    // The instance still checks type and size.
+    const tooLong = await client.call(3, "session/new", { cwd: `/${"a".repeat(5000)}` });
+    expect(tooLong.error).toMatchObject({ code: -32602, message: expect.stringContaining("at most 4096") });
+  });
+
   it("forwards client notifications (session/cancel) as they are", async () => {
     const { link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });

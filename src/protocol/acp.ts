@@ -9,8 +9,6 @@ import { openUnion } from "./open-union";
 import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
 export const SessionId = z.string().min(1, "a session id is required");
-/** An absolute path on the device, which may be POSIX or Windows. */
-export const AbsolutePath = z.string().regex(/^(\/|[A-Za-z]:[\\/])/, "must be an absolute path");
 const Base64 = z.base64("must be base64");
 
 // ---- session/prompt content blocks ----
@@ -120,7 +118,7 @@ const McpServers = z.array(z.unknown()).optional();
 const WithSession = z.looseObject({ sessionId: SessionId });
 
 export const SessionNewParams = z.looseObject({
-  cwd: AbsolutePath,
+  cwd: DevicePath,
   mcpServers: z.array(z.unknown()).optional(),
   _meta: z
     .looseObject({

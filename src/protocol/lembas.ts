@@ -3,7 +3,7 @@
  * fields the instance relies on.
  */
 import * as z from "zod";
-import { AbsolutePath, DeviceLimits, SessionId } from "./acp";
+import { DeviceLimits, DevicePath, SessionId } from "./acp";
 import { openUnion } from "./open-union";
 
 const TerminalId = z.string().min(1, "a terminal id is required");
@@ -42,14 +42,14 @@ export const SessionTitleParams = z.looseObject({
 export const FilesSearchParams = z
   .looseObject({
     sessionId: SessionId.optional(),
-    cwd: AbsolutePath.optional(),
+    cwd: DevicePath.optional(),
     query: z.string(),
     limit: z.number().int().min(1).max(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`).optional(),
   })
   .refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd");
-export const CommandsParams = z.looseObject({ sessionId: SessionId.optional(), cwd: AbsolutePath.optional() });
+export const CommandsParams = z.looseObject({ sessionId: SessionId.optional(), cwd: DevicePath.optional() });
 export const TerminalOpenParams = z.looseObject({
-  cwd: AbsolutePath.optional(),
+  cwd: DevicePath.optional(),
   cols: Cols.optional(),
   rows: Rows.optional(),
 });
