@@ -7,6 +7,7 @@
  */
 import * as z from "zod";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
+import type { InstanceWatch } from "../protocol/instance";
 import { check } from "../protocol/issues";
 import type { ClientMethodHandler } from "./feature";
 import type { LinkRuntime } from "./runtime";
@@ -14,7 +15,7 @@ import { attachmentOf, socketById } from "./sockets";
 
 export const WATCH = "_instance/watch";
 
-const WatchParams = z.object({
+const WatchParams: z.ZodType<InstanceWatch> = z.object({
   sessionId: z.string().min(1).max(512, "sessionId is longer than 512 characters").nullable(),
   visible: z.boolean(),
 });
