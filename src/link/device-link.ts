@@ -46,8 +46,9 @@
  * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), flood.ts (a frame
  * budget per socket), handshake.ts (hello, initialize, replacement, link up/down, D1 presence), store.ts (link
  * state, request ids), outbound.ts (outstanding requests and their answer deadlines), forwarding.ts (the relay,
- * $/cancel_request, time-outs), instance-methods.ts (_instance/status, initialize, _instance/link), deadlines.ts (one
- * alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
+ * $/cancel_request, time-outs), cancel.ts (session/cancel, a prompt's cancel), session-load.ts (a loaded history to
+ * its loader), card-store.ts (cards by session and toolCallId), instance-methods.ts (_instance/status, initialize,
+ * _instance/link), deadlines.ts (one alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
