@@ -213,6 +213,13 @@ const ROWS: Row[] = [
   },
   { route: "POST /v1/embeddings", takes: "device or API token", body: () => ({ model: "fake/embed", input: "hi" }) },
   { route: "GET /v1/usage", takes: "device or API token" },
+  // Refused before the body is read, so a JSON body stands in for the multipart form.
+  { route: "POST /v1/audio/transcriptions", takes: "device or API token", body: () => ({ model: "fake/ears" }) },
+  {
+    route: "POST /v1/audio/speech",
+    takes: "device or API token",
+    body: () => ({ model: "fake/voice", input: "hi", voice: "alloy" }),
+  },
   // The same reports for a signed-in person (the web UI).
   { route: "GET /api/usage", takes: "person" },
   { route: "GET /api/models", takes: "person" },

@@ -79,6 +79,11 @@ export async function readJson<S extends z.ZodType>(request: Request, schema: S,
   } catch {
     throw new HttpError(400, "the body is not valid JSON", {}, undefined, { code: "invalid_json" });
   }
+  return validated(schema, raw, status);
+}
+
+/** A value checked against a schema; a bad one is an HttpError with a sentence (and, for OpenAI's clients, the field). */
+export function validated<S extends z.ZodType>(schema: S, raw: unknown, status = 400): z.output<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const field = parsed.error.issues[0]?.path.join(".");

@@ -12,6 +12,7 @@ import { clientRpc, clientSocket, deviceLink } from "./link-routes";
 import { getModel, listModels, listModelsForPerson } from "./v1/models";
 import { chatCompletions } from "./v1/completions";
 import { embeddings } from "./v1/embeddings";
+import { speech, transcriptions } from "./v1/audio";
 import { accountUsage, usage } from "./v1/usage";
 import { getPersonalization, putPersonalization } from "./v1/personalization";
 import {
@@ -84,6 +85,9 @@ export function buildRouter(): AppRouter {
     .get("/v1/models/:id+", getModel)
     .post("/v1/chat/completions", bodyLimit(8 * MiB), chatCompletions)
     .post("/v1/embeddings", bodyLimit(1 * MiB), embeddings)
+    // 25 MiB of audio and the form around it.
+    .post("/v1/audio/transcriptions", bodyLimit(26 * MiB), transcriptions)
+    .post("/v1/audio/speech", bodyLimit(64 * KiB), speech)
     .get("/v1/usage", usage)
     .get("/v1/me/personalization", getPersonalization)
     .put("/v1/me/personalization", bodyLimit(128 * KiB), putPersonalization)

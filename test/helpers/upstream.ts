@@ -94,6 +94,45 @@ function chat(body: ChatBody): Response {
   return new Response(stream, { headers: { "content-type": "text/event-stream" } });
 }
 
+/**
+ * Transcriptions: the audio lasts a second per 1,000 bytes. `json` and `verbose_json` report it (`usage.seconds`, or
+ * for the model `tokens-stt` token usage: 100 in, 20 out); `text` reports nothing. The fields it got are kept, the
+ * file as `file: <name> <size>`.
+ */
+async function transcription(request: Request): Promise<Response> {
+  const form = await request.formData();
+  const file = form.get("file") as File;
+  const fields: Record<string, string> = {};
+  form.forEach((v, k) => {
+    fields[k] = typeof v === "string" ? v : `${file.name} ${file.size}`;
+  });
+  received.push({
+    url: request.url,
+    authorization: request.headers.get("authorization"),
+    body: JSON.stringify(fields),
+  });
+  const text = `heard ${file.size} bytes`;
+  if (fields.response_format === "text") return new Response(text, { headers: { "content-type": "text/plain" } });
+  const usage =
+    fields.model === "tokens-stt"
+      ? { type: "tokens", input_tokens: 100, output_tokens: 20, total_tokens: 120 }
+      : { type: "duration", seconds: file.size / 1000 };
+  return Response.json({ text, usage });
+}
+
+/** Speech: the input's bytes back as "audio", in three parts. */
+function speech(body: { input: string }): Response {
+  const audio = new TextEncoder().encode(`AUDIO:${body.input}`);
+  const third = Math.ceil(audio.length / 3);
+  const stream = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (let i = 0; i < audio.length; i += third) controller.enqueue(audio.slice(i, i + third));
+      controller.close();
+    },
+  });
+  return new Response(stream, { headers: { "content-type": "audio/mpeg" } });
+}
+
 export async function fakeUpstream(request: Request): Promise<Response> {
   const url = new URL(request.url);
   if (url.host !== "upstream.test")
@@ -106,12 +145,14 @@ export async function fakeUpstream(request: Request): Promise<Response> {
     const tag = url.searchParams.get("tag") ?? "";
     return Response.json(received.filter((r) => r.body.includes(tag)));
   }
+  if (url.pathname === "/v1/audio/transcriptions") return transcription(request);
   const record: Received = {
     url: request.url,
     authorization: request.headers.get("authorization"),
     body: await request.text(),
   };
   received.push(record);
+  if (url.pathname === "/v1/audio/speech") return speech(JSON.parse(record.body) as { input: string });
   if (url.pathname === "/v1/chat/completions") return chat(JSON.parse(record.body) as ChatBody);
   if (url.pathname === "/v1/embeddings") {
     return Response.json({
@@ -133,6 +174,7 @@ export const TEST_PROVIDERS = {
       dear: { kind: "chat", price_in: 1000, price_out: 1_000_000 },
       embed: { kind: "embedding", price_in: 100 },
       ears: { kind: "stt", price_minute: 6 },
+      "ears-tokens": { kind: "stt", upstream: "tokens-stt", price_in: 2500, price_out: 10_000 },
       voice: { kind: "tts", price_chars: 15_000 },
       painter: { kind: "image", price_in: 0 },
     },
