@@ -5,21 +5,20 @@
  * check (axe-core: no serious or critical violation) and are photographed at a phone's and a laptop's size under
  * test-results/.
  */
-import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
+import { launchChromium, signInWithDevice } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { watchCsp, type CspWatch } from "./csp-watch.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SHOTS = path.join(ROOT, "test-results");
 const SIZES = { phone: { width: 390, height: 844 }, laptop: { width: 1280, height: 800 } } as const;
 const NEW_SESSION = "ses_chat_new";
@@ -82,7 +81,6 @@ async function shoot(name: string): Promise<void> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
   await mkdir(SHOTS, { recursive: true });
   instance = await startInstance();
   root = await tempDir("chat-root");
@@ -171,17 +169,10 @@ beforeAll(async () => {
       lastTurnId: null,
     }));
   await device.link();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  browser = await launchChromium();
   page = await (await browser.newContext({ viewport: SIZES.laptop })).newPage();
   csp = await watchCsp(page);
-  await page.goto(instance.origin);
-  await page.getByLabel("Email").fill("owner@example.org");
-  await page.getByLabel("Password").fill("a long enough password");
-  await page.getByRole("button", { name: "Sign in" }).click();
-  await page.locator(".devices .badge.online").waitFor();
+  await signInWithDevice(page, instance.origin);
 });
 
 afterAll(async () => {

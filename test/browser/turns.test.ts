@@ -1,0 +1,399 @@
+/**
+ * Turns as a person lives them, in Debian's Chromium against the real Worker, with a scripted protocol 2 device
+ * (turns, status, sessions, steer, attachments, ask, plan) whose turns the test holds and releases:
+ * - a reload in the middle of a turn shows the turn so far, then the rest, with no message twice or missing;
+ * - a page that lost its answers (closed mid-turn, opened again) follows the spec's reattach rules for each case —
+ *   a turn still running is followed, a queued one waited for, a finished one imported from history, and one the
+ *   device never got sent again under its turn id;
+ * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box;
+ * - an image pasted into the composer reaches the device, and a file over the limit is refused with a sentence;
+ * - approval (a corrected command), question and plan cards answered, counted in the page title.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { launchChromium, signInWithDevice } from "./browser.js";
+import { tempDir } from "../bridge/helpers/run-bridge.js";
+import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
+
+const PNG = Buffer.from(
+  "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
+  "base64",
+);
+
+interface Gate {
+  wait: Promise<void>;
+  open(): void;
+}
+function gate(): Gate {
+  let open!: () => void;
+  const wait = new Promise<void>((resolve) => (open = resolve));
+  return { wait, open };
+}
+
+/** What the scripted device knows of each session (its name is the last part of its folder). */
+interface DeviceSession {
+  running: string | null;
+  queued: string[];
+  last: string | null;
+  history: unknown[];
+}
+
+let instance: Instance;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let device: LembasDevice;
+let root: string;
+let deviceId: string;
+const sessions = new Map<string, DeviceSession>();
+const prompts = new Map<string, acp.PromptRequest[]>();
+const gates = new Map<string, Gate>();
+const finished = new Map<string, Gate>();
+const steers: { text: string; messageId?: string }[] = [];
+const cardAnswers: unknown[] = [];
+
+const gateOf = (name: string) => gates.get(name) ?? gates.set(name, gate()).get(name)!;
+const finishedOf = (name: string) => finished.get(name) ?? finished.set(name, gate()).get(name)!;
+const stateOf = (sessionId: string) =>
+  sessions.get(sessionId) ??
+  sessions.set(sessionId, { running: null, queued: [], last: null, history: [] }).get(sessionId)!;
+
+const chunk = (sessionId: string, text: string) =>
+  device.client.notify(acp.methods.client.session.update, {
+    sessionId,
+    update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } },
+  });
+const event = (sessionId: string, e: Record<string, unknown>) =>
+  device.client.notify("_lembas/event", { sessionId, event: e });
+
+/** A turn as the device runs it: announced, started, some text, then whatever the case scripts, then ended. */
+async function runTurn(params: acp.PromptRequest, body: (sessionId: string) => Promise<void>) {
+  const sessionId = params.sessionId;
+  const turnId = turnIdOf(params)!;
+  const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("");
+  const state = stateOf(sessionId);
+  state.queued = state.queued.filter((t) => t !== turnId);
+  state.running = turnId;
+  state.history.push({ role: "user", text, turnId });
+  await event(sessionId, { type: "prompt", text, turnId });
+  await event(sessionId, { type: "task", state: "start", turnId });
+  await body(sessionId);
+  state.running = null;
+  state.last = turnId;
+  await event(sessionId, { type: "task", state: "end", turnId });
+  finishedOf(sessionId.slice(4)).open();
+  return { stopReason: "end_turn" as const, _meta: { lembas: { turnId } } };
+}
+
+const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptResponse>> = {
+  reload: (params) =>
+    runTurn(params, async (s) => {
+      await chunk(s, "first part. ");
+      await gateOf("reload").wait;
+      await chunk(s, "second part.");
+    }),
+  run: (params) =>
+    runTurn(params, async (s) => {
+      await chunk(s, "working on it. ");
+      await gateOf("run").wait;
+      await chunk(s, "finished.");
+    }),
+  queue: async (params) => {
+    // Another turn runs first: this one waits in the device's queue until the test lets it start.
+    stateOf(params.sessionId).queued.push(turnIdOf(params)!);
+    stateOf(params.sessionId).running = "turn_before";
+    await gateOf("queue").wait;
+    return runTurn(params, (s) => chunk(s, "the queued one ran."));
+  },
+  done: (params) =>
+    runTurn(params, async (s) => {
+      await chunk(s, "started. ");
+      await gateOf("done").wait;
+      stateOf(s).history.push({ role: "assistant", text: "answer three", tools: [] });
+    }),
+  unknown: async (params) => {
+    // The first time, the device loses it (it never ran); the same turn id sent again runs.
+    if ((prompts.get(params.sessionId)?.length ?? 0) === 1) return new Promise<never>(() => {});
+    return runTurn(params, (s) => chunk(s, "answer four"));
+  },
+  steer: (params) =>
+    runTurn(params, async (s) => {
+      await gateOf("steer").wait;
+      await chunk(s, "steered and done.");
+    }).then((result) => ({
+      ...result,
+      _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
+    })),
+  image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  cards: (params) =>
+    runTurn(params, async (s) => {
+      cardAnswers.push(
+        await device.client.request(acp.methods.client.session.requestPermission, {
+          sessionId: s,
+          toolCall: {
+            toolCallId: "call_rm",
+            title: "Run a command",
+            kind: "execute",
+            status: "pending",
+            rawInput: { command: "rm -rf build" },
+          },
+          options: [
+            { optionId: "once", name: "Allow once", kind: "allow_once" },
+            { optionId: "always", name: "Always allow", kind: "allow_always" },
+            { optionId: "deny", name: "Deny", kind: "reject_once" },
+          ],
+          _meta: { lembas: { reason: "removes files" } },
+        }),
+      );
+      cardAnswers.push(
+        await device.client.request("_lembas/question", {
+          sessionId: s,
+          toolCallId: "call_ask",
+          why: "The schema depends on it.",
+          questions: [
+            {
+              header: "DB",
+              question: "Which database?",
+              multiple: false,
+              options: [
+                { label: "SQLite", description: "a file", recommended: true },
+                { label: "Postgres", description: "a server" },
+              ],
+            },
+          ],
+          _meta: { lembas: { patient: true } },
+        }),
+      );
+      for (const id of ["call_plan_1", "call_plan_2"])
+        cardAnswers.push(
+          await device.client.request("_lembas/plan", {
+            sessionId: s,
+            toolCallId: id,
+            path: "plans/db.md",
+            text: "# Plan\n\n1. Add a **migrations** folder\n2. Write the schema",
+            _meta: { lembas: { patient: true } },
+          }),
+        );
+    }),
+};
+
+beforeAll(async () => {
+  instance = await startInstance();
+  root = await tempDir("turns-root");
+  for (const name of Object.keys(CASES)) await mkdir(path.join(root, name));
+  const person = await firstPerson(instance.origin);
+  const login = await loginDevice(instance.origin, person, "turns-laptop");
+  deviceId = login.deviceId;
+  device = new LembasDevice({
+    origin: instance.origin,
+    token: login.token,
+    capabilities: ["sessions", "status", "turns", "steer", "attachments", "ask", "plan"],
+    roots: [root],
+    host: "turns-laptop",
+  });
+  device.app
+    .onRequest(acp.methods.agent.session.new, ({ params }) => ({ sessionId: `ses_${path.basename(params.cwd)}` }))
+    .onRequest(acp.methods.agent.session.prompt, ({ params }) => {
+      prompts.set(params.sessionId, [...(prompts.get(params.sessionId) ?? []), params]);
+      return CASES[params.sessionId.slice(4)]!(params);
+    })
+    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), async ({ params }) => {
+      // "done" finished while no page was there to see it: the device says so once it has.
+      if (params.sessionId === "ses_done") await finishedOf("done").wait;
+      const s = stateOf(params.sessionId);
+      return {
+        sessionId: params.sessionId,
+        exists: true,
+        held: "here",
+        busy: s.running !== null,
+        title: null,
+        ...(s.running && { turnId: s.running }),
+        queued: s.queued,
+        lastTurnId: s.last,
+      };
+    })
+    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      title: null,
+      root,
+      turns: stateOf(params.sessionId).history,
+    }))
+    .onRequest("_lembas/steer", z.looseObject({ sessionId: z.string(), text: z.string() }), async ({ params }) => {
+      const steer = params as { sessionId: string; text: string; messageId?: string };
+      steers.push(steer);
+      // The first is taken in at the next step; the turn ends before the second.
+      if (steers.length === 1)
+        await event(steer.sessionId, { type: "steered", texts: [steer.text], ids: [steer.messageId] });
+      return { queued: steers.length };
+    });
+  await device.link();
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  page = await context.newPage();
+  await signInWithDevice(page, instance.origin);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await device?.close();
+  await instance?.stop();
+});
+
+/** Starts a chat in the case's folder and sends a message in it. */
+async function startChat(on: Page, name: string, message: string): Promise<void> {
+  await on.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+  await on.locator("#link-state.online").waitFor();
+  await on.getByLabel("Folder on the device").fill(path.join(root, name));
+  await on.getByRole("button", { name: "Start" }).click();
+  await on.waitForURL(`**/chats/ses_${name}`);
+  await on.getByLabel("Message").fill(message);
+  await on.getByLabel("Message").press("Enter");
+  await expect.poll(() => prompts.get(`ses_${name}`)?.length ?? 0).toBeGreaterThan(0);
+}
+
+/** Opens a chat from the list, in the page (no reload: the page keeps what it found out). */
+const openChat = (on: Page, name: string) => on.locator(`.chat-list li[data-session-id="ses_${name}"] a`).click();
+const agentText = (on: Page) => on.locator(".msg.agent").allTextContents();
+
+describe("turns", () => {
+  it("a reload in the middle of a turn shows the turn so far, then the rest, nothing twice", async () => {
+    await startChat(page, "reload", "a long task");
+    await page.getByText("first part.").waitFor();
+    await page.reload();
+    await page.getByText("first part.").waitFor();
+    gateOf("reload").open();
+    await page.getByText("second part.").waitFor();
+    await page.locator(".turn-end").waitFor();
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["a long task"]);
+    expect((await agentText(page)).map((t) => t.trim())).toEqual(["first part. second part."]);
+  });
+
+  it("a page that lost its answers follows, waits for, imports and sends again, as the status says", async () => {
+    for (const name of ["run", "queue", "done", "unknown"]) await startChat(page, name, `message for ${name}`);
+    await page.getByText("message for unknown").waitFor();
+    const firstUnknown = turnIdOf(prompts.get("ses_unknown")![0]!);
+    // The page goes away mid-turn; meanwhile one turn finishes.
+    await page.close();
+    gateOf("done").open();
+    await finishedOf("done").wait;
+    page = await context.newPage();
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+
+    // Done while away: imported from history.
+    await openChat(page, "done");
+    await page.getByText("answer three").waitFor();
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for done"]);
+
+    // Never reached the device: sent again under the same turn id, and answered.
+    await openChat(page, "unknown");
+    await page.getByText("answer four").waitFor();
+    expect(prompts.get("ses_unknown")!.map(turnIdOf)).toEqual([firstUnknown, firstUnknown]);
+    await page.getByText("The device had not got it: sent again.").waitFor();
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for unknown"]);
+
+    // Still running: followed to its end.
+    await openChat(page, "run");
+    await page.getByText("working on it.").waitFor();
+    await page.getByText("Still running: following it.").waitFor();
+    gateOf("run").open();
+    await page.getByText("finished.").waitFor();
+    await page.locator(".turn-end").waitFor();
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for run"]);
+
+    // Queued behind another turn: waited for, then followed when it starts.
+    await openChat(page, "queue");
+    await page.getByText("Waiting for the turn before it").waitFor();
+    gateOf("queue").open();
+    await page.getByText("the queued one ran.").waitFor();
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for queue"]);
+  });
+
+  it("steers the running turn, and offers back what the turn ended before taking in", async () => {
+    await startChat(page, "steer", "refactor the parser");
+    const box = page.getByLabel("Message");
+    await page.getByRole("button", { name: "Steer" }).waitFor();
+    await box.fill("use tabs");
+    await box.press("Enter");
+    await page.locator(".msg.steered:not(.pending)", { hasText: "use tabs" }).waitFor();
+    await box.fill("and add tests");
+    await box.press("Enter");
+    await expect.poll(() => steers.length).toBe(2);
+    expect(steers[0]).toMatchObject({ sessionId: "ses_steer", text: "use tabs" });
+    gateOf("steer").open();
+    await page.getByText("steered and done.").waitFor();
+    await expect.poll(() => box.inputValue()).toBe("and add tests");
+    expect(await page.getByText(/the turn ended before taking in/).count()).toBe(1);
+  });
+
+  it("sends a pasted image to the device, and refuses a file over the limit with a sentence", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+    await page.getByLabel("Folder on the device").fill(path.join(root, "image"));
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.waitForURL("**/chats/ses_image");
+    const box = page.getByLabel("Message");
+    const paste = (base64: string, name: string, type: string, repeat = 1) =>
+      box.evaluate(
+        (el, file) => {
+          const bytes = Uint8Array.from(atob(file.base64), (c) => c.charCodeAt(0));
+          const parts = Array.from({ length: file.repeat }, () => bytes);
+          const data = new DataTransfer();
+          data.items.add(new File(parts, file.name, { type: file.type }));
+          el.dispatchEvent(new ClipboardEvent("paste", { clipboardData: data, bubbles: true, cancelable: true }));
+        },
+        { base64, name, type, repeat },
+      );
+    await paste(Buffer.alloc(1024 * 1024).toString("base64"), "huge.bin", "application/octet-stream", 11);
+    await page.getByText(/huge\.bin is 11\.0 MiB; one attachment may be at most 10\.0 MiB/).waitFor();
+    await paste(PNG.toString("base64"), "dot.png", "image/png");
+    await page.getByRole("list", { name: "Attachments" }).getByText("dot.png").waitFor();
+    await box.fill("what is in this picture?");
+    await box.press("Enter");
+    await page.getByText("a fine pixel.").waitFor();
+    const blocks = prompts.get("ses_image")![0]!.prompt;
+    expect(blocks[0]).toEqual({ type: "text", text: "what is in this picture?" });
+    expect(blocks[1]).toMatchObject({ type: "image", mimeType: "image/png", data: PNG.toString("base64") });
+  });
+
+  it("answers an approval with a corrected command, a question, and plans — counted in the title meanwhile", async () => {
+    await startChat(page, "cards", "set up the database");
+    const approval = page.locator('.card-request[data-tool-call-id="call_rm"]');
+    await approval.waitFor();
+    await expect.poll(() => page.title()).toMatch(/^\(1\) /);
+    expect(await page.locator('.chat-list li[data-session-id="ses_cards"] .badge').textContent()).toBe(
+      "waiting for you",
+    );
+    await approval.getByLabel(/Command/).fill("rm -rf build/tmp");
+    await approval.getByRole("button", { name: "Allow once" }).click();
+
+    const question = page.locator('.card-request[data-tool-call-id="call_ask"]');
+    await question.waitFor();
+    expect(await question.textContent()).toContain("The schema depends on it.");
+    await question.getByLabel(/SQLite/).check();
+    await question.getByRole("button", { name: "Answer" }).click();
+
+    const plan = page.locator('.card-request[data-tool-call-id="call_plan_1"]');
+    await plan.waitFor();
+    expect(await plan.locator(".plan-text strong").textContent()).toBe("migrations");
+    await plan.getByLabel("What should change?").fill("use SQL files, not code");
+    await plan.getByRole("button", { name: "Revise" }).click();
+    const second = page.locator('.card-request[data-tool-call-id="call_plan_2"]');
+    await second.waitFor();
+    await second.getByLabel("Then work in").selectOption("manual");
+    await second.getByRole("button", { name: "Approve" }).click();
+    await page.locator(".turn-end").waitFor();
+    await expect.poll(() => page.title()).not.toMatch(/^\(/);
+
+    expect(cardAnswers).toEqual([
+      { outcome: { outcome: "selected", optionId: "once" }, _meta: { lembas: { command: "rm -rf build/tmp" } } },
+      { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] },
+      { outcome: "revise", feedback: "use SQL files, not code" },
+      { outcome: "approve", mode: "manual" },
+    ]);
+  });
+});
