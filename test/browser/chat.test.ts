@@ -43,6 +43,7 @@ let device: LembasDevice;
 let root: string;
 let deviceId: string;
 const prompts: acp.PromptRequest[] = [];
+const seen = { sessionNew: [] as acp.NewSessionRequest[], modes: [] as string[], configures: [] as unknown[] };
 
 const update = (sessionId: string, u: acp.SessionUpdate) =>
   device.client.notify(acp.methods.client.session.update, { sessionId, update: u });
@@ -90,21 +91,60 @@ beforeAll(async () => {
   device = new LembasDevice({
     origin: instance.origin,
     token: login.token,
-    capabilities: ["sessions", "status", "turns", "title", "delete", "steer", "attachments", "configure"],
+    capabilities: [
+      "sessions",
+      "status",
+      "turns",
+      "title",
+      "delete",
+      "steer",
+      "attachments",
+      "configure",
+      "directories",
+    ],
     roots: [root],
     host: "chat-laptop",
   });
   device.app
-    .onRequest(acp.methods.agent.session.new, () => ({
-      sessionId: NEW_SESSION,
-      modes: {
-        currentModeId: "edit",
-        availableModes: [
-          { id: "plan", name: "Plan" },
-          { id: "edit", name: "Edit" },
-        ],
-      },
-    }))
+    .onRequest(acp.methods.agent.session.new, ({ params }) => {
+      seen.sessionNew.push(params);
+      return {
+        sessionId: NEW_SESSION,
+        modes: {
+          currentModeId: "edit",
+          availableModes: [
+            { id: "plan", name: "Plan" },
+            { id: "edit", name: "Edit" },
+          ],
+        },
+      };
+    })
+    .onRequest("_lembas/directories", z.looseObject({ path: z.string().optional() }), ({ params }) =>
+      params.path
+        ? {
+            path: params.path,
+            name: path.basename(params.path),
+            accepted: true,
+            parent: null,
+            entries: [
+              { path: `${params.path}/app`, name: "app", accepted: true },
+              { path: `${params.path}/vendor`, name: "vendor", accepted: false, reason: "not a trusted project" },
+            ],
+          }
+        : { path: "", places: [{ path: root, name: "~/work", accepted: true }] },
+    )
+    .onRequest(acp.methods.agent.session.setMode, ({ params }) => {
+      seen.modes.push(params.modeId);
+      return {};
+    })
+    .onRequest("_lembas/configure", z.looseObject({ effort: z.string().optional() }), ({ params }) => {
+      seen.configures.push(params);
+      return { model: "e2e/own-model", effort: params.effort ?? "high" };
+    })
+    .onRequest("_lembas/session/title", z.looseObject({ title: z.string() }), ({ params }) => ({ title: params.title }))
+    .onRequest("_lembas/session/delete", z.looseObject({ sessionId: z.string() }), () => {
+      throw new acp.RequestError(-32602, "it is open in a terminal");
+    })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       prompts.push(params);
       const sessionId = params.sessionId;
@@ -185,9 +225,21 @@ describe("the chat", () => {
   it("streams a long turn: Markdown with a highlighted code block, thoughts folded, the plan, and an edit's diff", async () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
     await page.locator("#link-state.online").waitFor();
-    await page.getByLabel("Folder on the device").fill(root);
+    // The account's standing in the header: the first account is an admin.
+    expect(await page.locator(".usage summary").textContent()).toBe("unlimited");
+    // The device's folders: its root (~/work, expanded by the device), then inside it; one not accepted, and why.
+    const folders = page.getByRole("region", { name: "Folders on the device" });
+    await folders.getByRole("button", { name: "Open ~/work" }).click();
+    await folders.getByText("not a trusted project").waitFor();
+    expect(await folders.getByRole("button", { name: /^vendor/ }).isDisabled()).toBe(true);
+    await folders.getByRole("button", { name: "app", exact: true }).click();
+    expect(await page.getByLabel("Folder on the device").inputValue()).toBe(`${root}/app`);
+    await page.getByText("Mode, model and effort").click();
+    await page.getByLabel(/^Model/).fill("e2e/own-model");
+    await page.getByLabel("Effort").selectOption("high");
     await page.getByRole("button", { name: "Start" }).click();
     await page.waitForURL(`**/chats/${NEW_SESSION}`);
+    expect(seen.sessionNew[0]).toMatchObject({ cwd: `${root}/app`, _meta: { model: "e2e/own-model", effort: "high" } });
     await page.getByLabel("Message").fill("Make parse() reject empty input");
     await page.getByLabel("Message").press("Enter");
     await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
@@ -238,6 +290,35 @@ describe("the chat", () => {
     const answer = page.locator(".msg.agent", { hasText: "fixed timeout" });
     expect(await answer.locator("strong").textContent()).toBe("fixed timeout");
     expect(await page.locator('.tool[data-tool-call-id="t1"] .tool-title').textContent()).toBe("read_file");
+  });
+
+  it("changes the running session's mode and effort, renames a chat and keeps a refused delete pending with why", async () => {
+    await page.locator(`.chat-list li[data-session-id="${NEW_SESSION}"] a`).click();
+    await page
+      .locator(".session-controls")
+      .getByRole("combobox", { name: /^Mode\b/ })
+      .selectOption("plan");
+    await expect.poll(() => seen.modes).toEqual(["plan"]);
+    await page.locator(".session-controls").getByLabel("Effort").selectOption("low");
+    await expect.poll(() => seen.configures).toEqual([{ sessionId: NEW_SESSION, effort: "low" }]);
+
+    await page.getByRole("button", { name: "Rename" }).click();
+    await page.getByLabel("New title").fill("Parser work");
+    await page.getByRole("button", { name: "Save" }).click();
+    await page.getByRole("heading", { name: "Parser work" }).waitFor();
+    expect(await page.locator(`.chat-list li[data-session-id="${NEW_SESSION}"] .chat-title`).textContent()).toBe(
+      "Parser work",
+    );
+
+    await page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"] a`).click();
+    await page.getByRole("button", { name: "Delete…" }).click();
+    await page.getByRole("button", { name: "Delete the chat" }).click();
+    const old = page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"]`);
+    await old.locator(".badge.pending").waitFor();
+    expect(await old.locator(".pending-reason").textContent()).toContain("refused: it is open in a terminal");
+    // The device deletes it itself later: the chat goes.
+    await device.client.notify("_lembas/session/deleted", { sessionId: OLD_SESSION });
+    await expect.poll(() => old.count()).toBe(0);
   });
 
   it("passes an accessibility check, and is photographed at a phone's and a laptop's size", async () => {

@@ -54,6 +54,7 @@ const seen = {
   prompts: [] as string[],
   terminalOpens: [] as unknown[],
   terminalInput: [] as { terminalId: string; data: string }[],
+  terminalResizes: [] as { terminalId: string; cols: number; rows: number }[],
   terminalCloses: [] as unknown[],
 };
 
@@ -97,6 +98,13 @@ function buildDevice(token: string): LembasDevice {
     .onNotification("_lembas/terminal/input", z.object({ terminalId: z.string(), data: z.string() }), ({ params }) => {
       seen.terminalInput.push(params);
     })
+    .onNotification(
+      "_lembas/terminal/resize",
+      z.object({ terminalId: z.string(), cols: z.number(), rows: z.number() }),
+      ({ params }) => {
+        seen.terminalResizes.push(params);
+      },
+    )
     .onNotification("_lembas/terminal/close", z.looseObject({}), ({ params }) => {
       seen.terminalCloses.push(params);
     });
@@ -212,6 +220,17 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await expect.poll(() => rows.nth(0).textContent()).toMatch(/^green and plain\s*$/);
     await expect.poll(() => rows.nth(2).textContent()).toMatch(/^ {4}third rowbold\s*$/);
 
+    // Drawn at the size it asked for; a smaller panel makes a smaller grid, and the device is told.
+    expect(await rows.count()).toBe(open.rows);
+    await page.setViewportSize({ width: 1000, height: 640 });
+    await expect.poll(() => seen.terminalResizes.length).toBeGreaterThan(0);
+    const resized = seen.terminalResizes.at(-1)!;
+    expect(resized.terminalId).toBe("term_1");
+    expect(resized.cols).toBeLessThan(open.cols);
+    expect(resized.rows).toBeLessThan(open.rows);
+    await expect.poll(() => rows.count()).toBe(resized.rows);
+    await page.setViewportSize({ width: 1280, height: 720 });
+
     await panel.locator(".terminal-screen").click();
     await page.keyboard.type("ls");
     await page.keyboard.press("Enter");
@@ -261,5 +280,18 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await other.waitForTimeout(500);
     expect(await other.locator(".suggestions").isHidden()).toBe(true);
     expect(await other.getByRole("button", { name: "Terminal" }).isHidden()).toBe(true);
+
+    // On the devices page: what its link said, then renamed, then revoked.
+    await other.goto(instance.origin);
+    const row = other.locator(`.device-card[data-device-id="${login.deviceId}"]`);
+    expect(await row.textContent()).toContain("plain-box · linux");
+    expect(await row.textContent()).toContain("LLeMbas CLI");
+    await row.getByRole("button", { name: "Rename" }).click();
+    await row.getByLabel("New name for plain-box").fill("spare box");
+    await row.getByRole("button", { name: "Save" }).click();
+    await row.locator(".device-name", { hasText: "spare box" }).waitFor();
+    await row.getByRole("button", { name: "Revoke…" }).click();
+    await row.getByRole("button", { name: "Revoke spare box" }).click();
+    await expect.poll(() => row.count()).toBe(0);
   });
 });
