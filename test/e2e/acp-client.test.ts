@@ -110,10 +110,15 @@ async function sdkClient(deviceId: string, app: acp.ClientApp, seen: Seen) {
   return { connection, agent: connection.agent, init };
 }
 
-/** Resolves once `check` holds, looking again at every step of the event loop for up to `ms`. */
-async function eventually(what: string, check: () => boolean, ms = 30_000): Promise<void> {
+/** Resolves once `check` holds, looking again (after `refresh`, if given) every 20 ms for up to `ms`. */
+async function eventually(
+  what: string,
+  check: () => boolean,
+  ms = 30_000,
+  refresh: () => Promise<void> = async () => {},
+): Promise<void> {
   const end = Date.now() + ms;
-  while (!check()) {
+  for (await refresh(); !check(); await refresh()) {
     if (Date.now() > end) throw new Error(`${what} did not happen within ${ms} ms`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
@@ -135,7 +140,16 @@ describe("an ACP SDK client drives an ACP SDK agent through the instance", () =>
   it("links the agent through a bridge logged in with --name, and lists it with what the agent offers", async () => {
     agentLog = path.join(await tempDir("acp-client-log"), "agent.jsonl");
     device = await linkAgent("sdk agent", [SDK_AGENT], { SDK_AGENT_LOG: agentLog });
-    const [listed] = await devices();
+    // The device's row is written just after the link comes up.
+    let listed: Record<string, unknown> | undefined;
+    await eventually(
+      "the device listed online",
+      () => listed?.online === true,
+      30_000,
+      async () => {
+        [listed] = await devices();
+      },
+    );
     expect(listed).toMatchObject({
       id: device.deviceId,
       name: "sdk agent",
