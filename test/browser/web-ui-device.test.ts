@@ -3,7 +3,8 @@
  * real Worker, with a scripted protocol 2 device on the ACP SDK (capabilities files, commands, terminal): the `@`
  * picker shows the device's file matches and inserts the chosen path escaped, `/` lists the commands the device
  * announced, and a terminal (xterm.js) opens at its panel's size, draws the device's output escape sequences and
- * all, sends what is typed and closes — by the person, or when the device's shell ends. A device without those capabilities gets neither
+ * all (under the page's Content-Security-Policy, with no violation), sends what is typed and closes — by the person,
+ * or when the device's shell ends. A device without those capabilities gets neither
  * picker's questions nor a Terminal button.
  */
 import { existsSync } from "node:fs";
@@ -15,6 +16,7 @@ import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { watchCsp, type CspWatch } from "./csp-watch.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SESSION_ID = "ses_ui_1";
@@ -47,6 +49,7 @@ let device: LembasDevice;
 let plain: LembasDevice | undefined;
 let person: Person;
 let root: string;
+let csp: CspWatch;
 
 /** What reached the device, in order. */
 const seen = {
@@ -128,6 +131,7 @@ beforeAll(async () => {
     ],
   });
   page = await (await browser.newContext()).newPage();
+  csp = await watchCsp(page);
 });
 
 afterAll(async () => {
@@ -240,6 +244,8 @@ describe("the web UI with a device that lists files, commands and terminal", () 
       .toBe("ls\r\x03");
     expect(new Set(seen.terminalInput.map((i) => i.terminalId))).toEqual(new Set(["term_1"]));
 
+    // xterm.js drew under the page's Content-Security-Policy without one refusal (its styles are adopted sheets).
+    expect(csp.violations()).toEqual([]);
     await panel.getByRole("button", { name: "Close" }).click();
     await expect.poll(() => seen.terminalCloses).toEqual([{ terminalId: "term_1" }]);
     expect(await panel.count()).toBe(0);

@@ -8,7 +8,7 @@ import type { FitAddon } from "@xterm/addon-fit";
 import type { Terminal } from "@xterm/xterm";
 import type { TerminalOpenResult } from "../../../src/protocol/lembas";
 import type { ClientSocket } from "../link/client-socket";
-import { adoptStyleElements } from "./adopt-styles";
+import { buildWithAdoptedStyles } from "./adopt-styles";
 
 /** The spec's bounds of a terminal's size. */
 const COLS = { min: 20, max: 500 };
@@ -41,7 +41,6 @@ export class TerminalSession {
     onEnd: (note: string) => void,
   ): Promise<TerminalSession> {
     const [{ Terminal }, { FitAddon }] = await Promise.all([import("@xterm/xterm"), import("@xterm/addon-fit")]);
-    const releaseStyles = adoptStyleElements(screen);
     const dark = matchMedia("(prefers-color-scheme: dark)").matches;
     const term = new Terminal({
       fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace",
@@ -54,7 +53,7 @@ export class TerminalSession {
     });
     const fit = new FitAddon();
     term.loadAddon(fit);
-    term.open(screen);
+    const releaseStyles = buildWithAdoptedStyles(screen, () => term.open(screen));
     fit.fit();
     let info: TerminalOpenResult;
     try {
