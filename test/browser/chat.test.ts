@@ -332,8 +332,18 @@ describe("the chat", () => {
     await page.locator(".drawer-open .sidebar").waitFor();
     await page.screenshot({ path: path.join(SHOTS, "chat-list-phone.png") });
     expect(await axeViolations(page)).toEqual([]);
+    await page.keyboard.press("Escape");
+    await page.locator(".drawer-open").waitFor({ state: "detached" });
     await page.setViewportSize(SIZES.laptop);
     await page.screenshot({ path: path.join(SHOTS, "chat-list-laptop.png") });
+    // Dark, as prefers-color-scheme asks: its own colours, and still no contrast problem.
+    const background = () => page.evaluate(() => getComputedStyle(document.documentElement).backgroundColor);
+    const light = await background();
+    await page.emulateMedia({ colorScheme: "dark" });
+    expect(await background()).not.toBe(light);
+    expect(await axeViolations(page)).toEqual([]);
+    await shoot("chat-dark");
+    await page.emulateMedia({ colorScheme: "light" });
     await page.goto(instance.origin);
     await page.locator(".devices .badge.online").waitFor();
     expect(await axeViolations(page)).toEqual([]);

@@ -368,6 +368,12 @@ describe("turns", () => {
     expect(await page.locator('.chat-list li[data-session-id="ses_cards"] .badge').textContent()).toBe(
       "waiting for you",
     );
+    // Alt+N takes the keyboard to the card waiting.
+    await page.getByLabel("Message").focus();
+    await page.keyboard.press("Alt+KeyN");
+    expect(
+      await page.evaluate(() => document.activeElement?.closest("[data-card]")?.getAttribute("data-tool-call-id")),
+    ).toBe("call_rm");
     await approval.getByLabel(/Command/).fill("rm -rf build/tmp");
     await approval.getByRole("button", { name: "Allow once" }).click();
 

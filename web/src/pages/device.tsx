@@ -1,7 +1,8 @@
 /**
  * One device: its chats (a drawer on a phone, a column on a wide screen), the chat open — transcript, cards,
  * composer — or a new session, and a terminal on the device. The page title counts the cards waiting.
- * Keyboard: Alt+N goes to the next card waiting, Alt+C to the chat list, "/" to the message box.
+ * Keyboard: Alt+N goes to the next card waiting, Alt+C to the chat list (Escape closes it on a phone), "/" to the
+ * message box.
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { background } from "../app/background";
@@ -64,6 +65,16 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     document.addEventListener("keydown", keys);
     return () => document.removeEventListener("keydown", keys);
   }, []);
+
+  useEffect(() => {
+    if (!drawer) return;
+    // Escape closes the open drawer, as it would a dialog.
+    const close = (e: KeyboardEvent) => {
+      if (e.key === "Escape") setDrawer(false);
+    };
+    document.addEventListener("keydown", close);
+    return () => document.removeEventListener("keydown", close);
+  }, [drawer]);
 
   const status = store.status.value;
   const linkUp = store.linkUp.value;
