@@ -149,6 +149,7 @@ async function main(): Promise<void> {
           approval_person: { free: 1_000_000 },
           approval_address: { free: 1_000_000 },
         }),
+        QUOTAS: JSON.stringify({ devices: 1_000_000 }),
       },
     }),
     startDev({ label: "baseline", config: path.join(ROOT, "bench/baseline/wrangler.toml"), probe: "/" }),

@@ -9,6 +9,8 @@ export interface Env {
   RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
   /** Changes to the rate limits' numbers (src/limits/config.ts): an object, or its JSON text. */
   RATE_LIMITS?: unknown;
+  /** Changes to the per-account quotas (src/limits/config.ts): an object, or its JSON text. */
+  QUOTAS?: unknown;
   /** The instance's display name (discovery, /api/v1/instance). */
   INSTANCE_NAME: string;
   /**

@@ -1,6 +1,7 @@
 /** The Worker: HTTP routes in front, one Durable Object per device behind them. */
 import type { Env } from "./env";
 import { buildRouter } from "./http/routes";
+import { sweep } from "./sweep";
 
 export { DeviceLink } from "./link/device-link";
 export { RateLimiter } from "./limits/rate-limiter";
@@ -9,4 +10,5 @@ const router = buildRouter();
 
 export default {
   fetch: (request, env, ctx) => router.fetch(request, env, ctx),
+  scheduled: (_controller, env, ctx) => ctx.waitUntil(sweep(env)),
 } satisfies ExportedHandler<Env>;

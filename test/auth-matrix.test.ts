@@ -12,7 +12,7 @@ import { createDevice, createUser, type TestDevice, type TestUser } from "./help
 import { call, jsonOf, ORIGIN } from "./helpers/requests";
 import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
 import { drain } from "./helpers/linked";
-import { until } from "./helpers/chats";
+import { until, CHAT_QUOTA } from "./helpers/chats";
 import { makeSubscription, type TestSubscription } from "./helpers/push-receiver";
 
 /**
@@ -290,17 +290,23 @@ beforeAll(async () => {
   strangerTokenId = tokenId(stranger);
   device = await createDevice(owner.userId, "owner's laptop");
   ownerTokenId = tokenId(owner);
-  await chatFromAnnounce(env.DB, device.deviceId, owner.userId, {
-    sessionId: SESSION_ID,
-    cwd: "/home/me/app",
-    title: "Keep me",
-    model: "fake/chat",
-    instance: true,
-    mode: "edit",
-    effort: "off",
-    busy: false,
-    origin: "terminal",
-  });
+  await chatFromAnnounce(
+    env.DB,
+    device.deviceId,
+    owner.userId,
+    {
+      sessionId: SESSION_ID,
+      cwd: "/home/me/app",
+      title: "Keep me",
+      model: "fake/chat",
+      instance: true,
+      mode: "edit",
+      effort: "off",
+      busy: false,
+      origin: "terminal",
+    },
+    CHAT_QUOTA,
+  );
   expect(
     (await call("PUT", "/api/admin/plans/kept", { body: { credits_per_month: 100 }, headers: bearer(owner.apiAuth) }))
       .status,

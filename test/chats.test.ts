@@ -20,6 +20,7 @@ import {
 import type { SessionAnnounce } from "../src/protocol/lembas";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { call, jsonOf } from "./helpers/requests";
+import { CHAT_QUOTA } from "./helpers/chats";
 
 const db = env.DB;
 
@@ -45,11 +46,18 @@ async function owner() {
 describe("chats in D1", () => {
   it("session/new makes a web chat with the answer's model and mode", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromSessionNew(db, deviceId, userId, "/home/me/work", {
-      sessionId: "ses_web",
-      modes: { currentModeId: "manual", availableModes: [] },
-      _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } },
-    });
+    await chatFromSessionNew(
+      db,
+      deviceId,
+      userId,
+      "/home/me/work",
+      {
+        sessionId: "ses_web",
+        modes: { currentModeId: "manual", availableModes: [] },
+        _meta: { lembas: { model: "deepseek/flash", mode: "edit", effort: "off" } },
+      },
+      CHAT_QUOTA,
+    );
     expect(await findChat(db, userId, deviceId, "ses_web")).toMatchObject({
       session_id: "ses_web",
       cwd: "/home/me/work",
@@ -64,10 +72,17 @@ describe("chats in D1", () => {
 
   it("a plain ACP answer (no _meta) still makes a chat, its mode from modes", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromSessionNew(db, deviceId, userId, "/w", {
-      sessionId: "ses_plain",
-      modes: { currentModeId: "ask", availableModes: [] },
-    });
+    await chatFromSessionNew(
+      db,
+      deviceId,
+      userId,
+      "/w",
+      {
+        sessionId: "ses_plain",
+        modes: { currentModeId: "ask", availableModes: [] },
+      },
+      CHAT_QUOTA,
+    );
     expect(await findChat(db, userId, deviceId, "ses_plain")).toMatchObject({
       model: null,
       mode: "ask",
@@ -77,7 +92,7 @@ describe("chats in D1", () => {
 
   it("an announce makes a terminal chat, and a later one updates it", async () => {
     const { deviceId, userId } = await owner();
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_t"))).toBe(true);
+    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_t"), CHAT_QUOTA)).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({
       origin: "terminal",
       title: "Fix the build",
@@ -85,7 +100,13 @@ describe("chats in D1", () => {
       mode: "edit",
     });
     expect(
-      await chatFromAnnounce(db, deviceId, userId, announce("ses_t", { title: null, busy: false, mode: "plan" })),
+      await chatFromAnnounce(
+        db,
+        deviceId,
+        userId,
+        announce("ses_t", { title: null, busy: false, mode: "plan" }),
+        CHAT_QUOTA,
+      ),
     ).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({
       title: "Fix the build",
@@ -96,9 +117,11 @@ describe("chats in D1", () => {
 
   it("an announce never recreates a chat that is pending deletion", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone", { title: "renamed" }))).toBe(false);
+    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone", { title: "renamed" }), CHAT_QUOTA)).toBe(
+      false,
+    );
     expect(await findChat(db, userId, deviceId, "ses_gone")).toMatchObject({
       title: "Fix the build",
       pending_delete: true,
@@ -106,13 +129,13 @@ describe("chats in D1", () => {
     expect(await clearPendingDelete(db, deviceId, "ses_gone")).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toBeNull();
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"))).toBe(false);
+    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"), CHAT_QUOTA)).toBe(false);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toBeNull();
   });
 
   it("title events rename a chat; an unknown chat is left alone", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_title"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_title"), CHAT_QUOTA);
     expect(await setChatTitle(db, deviceId, "ses_title", "Ship it")).toBe(true);
     expect((await findChat(db, userId, deviceId, "ses_title"))?.title).toBe("Ship it");
     expect(await setChatTitle(db, deviceId, "ses_nope", "x")).toBe(false);
@@ -120,7 +143,7 @@ describe("chats in D1", () => {
 
   it("left marks the chat idle and says whether it can be opened again; an announce brings it back", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"), CHAT_QUOTA);
     expect(await markChatLeft(db, deviceId, "ses_left", false)).toBe(true);
     const row = await db
       .prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = ?")
@@ -128,7 +151,7 @@ describe("chats in D1", () => {
       .first();
     expect(row).toMatchObject({ available: 0, busy: 0 });
     expect(row?.left_at).toEqual(expect.any(Number));
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"), CHAT_QUOTA);
     expect(
       await db.prepare("SELECT left_at, available FROM chats WHERE session_id = ?").bind("ses_left").first(),
     ).toEqual({ left_at: null, available: 1 });
@@ -136,14 +159,14 @@ describe("chats in D1", () => {
 
   it("deleteChat says whether there was one", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_del"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_del"), CHAT_QUOTA);
     expect(await deleteChat(db, deviceId, "ses_del")).toBe(true);
     expect(await deleteChat(db, deviceId, "ses_del")).toBe(false);
   });
 
   it("revoking a device takes its chats and pending deletes with it", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_rev"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_rev"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_other", "offline");
     await db.prepare("DELETE FROM devices WHERE id = ?").bind(deviceId).run();
     expect(await listChats(db, userId)).toEqual([]);
@@ -165,7 +188,7 @@ describe("pending deletes", () => {
 
   it("give up at the fifth refusal, keep the row as the record and delete the chat", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_stubborn"));
+    await chatFromAnnounce(db, deviceId, userId, announce("ses_stubborn"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_stubborn", "offline");
     for (let i = 1; i < MAX_REFUSALS; i++) {
       expect(await recordRefusal(db, deviceId, "ses_stubborn", `refused ${i}`)).toEqual({
@@ -211,10 +234,10 @@ describe("GET /api/chats", () => {
     const me = await owner();
     const other = await createDevice(me.userId, "desktop");
     const stranger = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_old"));
-    await chatFromAnnounce(db, other.deviceId, me.userId, announce("ses_mid"));
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"));
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_new"));
+    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_old"), CHAT_QUOTA);
+    await chatFromAnnounce(db, other.deviceId, me.userId, announce("ses_mid"), CHAT_QUOTA);
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
+    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_new"), CHAT_QUOTA);
     await db
       .prepare(
         "UPDATE chats SET updated_at = CASE session_id WHEN 'ses_old' THEN 1 WHEN 'ses_mid' THEN 2 ELSE 3 END WHERE user_id = ?",
@@ -250,7 +273,7 @@ describe("GET /api/chats", () => {
   it("answers 404 for another person's device and for none", async () => {
     const me = await owner();
     const stranger = await owner();
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"));
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
     for (const device of [stranger.deviceId, "no-such-device"]) {
       const res = await call("GET", `/api/chats?device=${device}`, { headers: { authorization: me.user.apiAuth } });
       expect(res.status).toBe(404);
@@ -267,7 +290,7 @@ describe("GET /api/chats", () => {
 describe("DELETE /api/chats/:deviceId/:sessionId", () => {
   it("keeps the delete pending while the device is not linked", async () => {
     const me = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_bye"));
+    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_bye"), CHAT_QUOTA);
     const res = await call("DELETE", `/api/chats/${me.deviceId}/ses_bye`, { headers: { cookie: me.user.cookie } });
     expect(res.status).toBe(202);
     expect(await jsonOf(res)).toEqual({ status: "pending", reason: "offline" });
@@ -281,7 +304,7 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
   it("answers 404 for another person's chat or device, or a chat that does not exist, and records nothing", async () => {
     const me = await owner();
     const stranger = await owner();
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"));
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
     const auth = { authorization: me.user.apiAuth };
     expect(await jsonOf(await call("DELETE", `/api/chats/${stranger.deviceId}/ses_theirs`, { headers: auth }))).toEqual(
       { detail: "no such device" },
@@ -295,7 +318,7 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
 
   it("refuses no credential and a foreign Origin", async () => {
     const me = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_keep"));
+    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_keep"), CHAT_QUOTA);
     expect((await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`)).status).toBe(401);
     const foreign = await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`, {
       headers: { cookie: me.user.cookie, origin: "https://evil.example" },

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { DeviceInfo } from "../src/db/devices";
 import { chatFromAnnounce } from "../src/db/chats";
-import { chatsOf, pendingRows, until } from "./helpers/chats";
+import { chatsOf, pendingRows, until, CHAT_QUOTA } from "./helpers/chats";
 import { breakD1, eachKeyTried, healD1, owedWrites, retryOwedWrites } from "./helpers/d1-outage";
 import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
 import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
@@ -101,7 +101,7 @@ describe("a D1 outage delays what the object owes D1 and loses none of it", () =
   it("a delete the device answered reaches its client at once while D1 is locked; the chat goes once D1 is back", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announce("ses_bye"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announce("ses_bye"), CHAT_QUOTA);
     const { peer: link } = await linkDevice(device);
     const client = await attachClient(user, device.deviceId);
     await waitUntilUp(client);
@@ -129,7 +129,7 @@ describe("a D1 outage delays what the object owes D1 and loses none of it", () =
   it("a refusal D1 cannot count is answered -32603 with why, and the delete stays pending for the next link", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announce("ses_no"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announce("ses_no"), CHAT_QUOTA);
     const { peer: link } = await linkDevice(device);
     const client = await attachClient(user, device.deviceId);
     await waitUntilUp(client);

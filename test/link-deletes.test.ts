@@ -2,7 +2,7 @@ import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { chatFromAnnounce } from "../src/db/chats";
 import type { SessionAnnounce } from "../src/protocol/lembas";
-import { chatsOf, pendingRows, until } from "./helpers/chats";
+import { chatsOf, pendingRows, until, CHAT_QUOTA } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
 import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "./helpers/link";
 import { drain, fireRequestDeadlines } from "./helpers/linked";
@@ -25,7 +25,7 @@ const announced = (sessionId: string): SessionAnnounce => ({
 async function deviceWithChats(...sessions: string[]): Promise<{ user: TestUser; device: TestDevice }> {
   const user = await createUser();
   const device = await createDevice(user.userId);
-  for (const s of sessions) await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s));
+  for (const s of sessions) await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s), CHAT_QUOTA);
   return { user, device };
 }
 
@@ -43,7 +43,7 @@ describe("deleting a chat while the device is linked", () => {
   it("from a client socket: the device gets it, the asker its answer, every client _lembas/session/deleted, the chat goes", async () => {
     const { user, device, link, client } = await linkedDevice();
     const other = await attachClient(user, device.deviceId);
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_bye"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_bye"), CHAT_QUOTA);
     client.send({ jsonrpc: "2.0", id: "d1", method: DELETE, params: { sessionId: "ses_bye" } });
     const id = await expectDelete(link, "ses_bye");
     link.send({ jsonrpc: "2.0", id, result: { deleted: true } });
@@ -79,7 +79,7 @@ describe("deleting a chat while the device is linked", () => {
 
   it("a refusal keeps it pending and says so; a request with bad params is refused without touching anything", async () => {
     const { user, device, link, client } = await linkedDevice();
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_no"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_no"), CHAT_QUOTA);
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_no" } });
     link.send({
       jsonrpc: "2.0",
@@ -102,7 +102,7 @@ describe("deleting a chat while the device is linked", () => {
 
   it("no answer in time keeps it pending (the device is asked to cancel)", async () => {
     const { user, device, link, client } = await linkedDevice();
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_slow"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_slow"), CHAT_QUOTA);
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_slow" } });
     const id = await expectDelete(link, "ses_slow");
     await fireRequestDeadlines(device.deviceId);
@@ -159,7 +159,7 @@ describe("pending deletes", () => {
 
   it("a link dropped before the answer keeps it, and the next link sends it again", async () => {
     const { user, device, link, client } = await linkedDevice();
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_drop"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_drop"), CHAT_QUOTA);
     client.send({ jsonrpc: "2.0", id: 1, method: DELETE, params: { sessionId: "ses_drop" } });
     await expectDelete(link, "ses_drop");
     link.close();
@@ -179,7 +179,7 @@ describe("pending deletes", () => {
 
   it("withdraws the chat's prompts kept across a dropped link: answered cancelled, and the next link gets the delete, never the prompt", async () => {
     const { user, device, link, client } = await linkedDevice();
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_gone"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_gone"), CHAT_QUOTA);
     client.send({
       jsonrpc: "2.0",
       id: "p",
@@ -273,8 +273,11 @@ describe("pending deletes", () => {
       (rows) => rows.length === 2,
     );
     expect(await pendingRows(device.deviceId)).toMatchObject([{ session_id: "ses_cli" }, { session_id: "ses_old" }]);
-    // A session with no chat, deleted all the same, then shared by a terminal: the announce makes no chat of it.
-    expect((await client.call(2, DELETE, { sessionId: "ses_fresh" })).error).toMatchObject({ code: -32601 });
+    // A session with no chat is gated the same, but nothing is kept for it: a terminal sharing it later makes its chat.
+    expect((await client.call(2, DELETE, { sessionId: "ses_fresh" })).error).toMatchObject({
+      code: -32601,
+      data: { capability: "delete", pending: false, reason: expect.stringMatching(/no chat has this session/) },
+    });
     const announce = { jsonrpc: "2.0", method: "_lembas/session/announce", params: announced("ses_fresh") };
     link.send(announce);
     expect(await client.next()).toEqual(announce);
@@ -283,10 +286,10 @@ describe("pending deletes", () => {
       () => chatsOf(user, device.deviceId),
       (c) => c.some((chat) => chat.session_id === "ses_marker"),
     );
-    expect(chats.map((c) => c.session_id).sort()).toEqual(["ses_cli", "ses_marker", "ses_old"]);
+    expect(chats.map((c) => c.session_id).sort()).toEqual(["ses_cli", "ses_fresh", "ses_marker", "ses_old"]);
 
     const { peer: upgraded } = await linkDevice(device);
-    for (const s of ["ses_old", "ses_cli", "ses_fresh"])
+    for (const s of ["ses_old", "ses_cli"])
       upgraded.send({ jsonrpc: "2.0", id: await expectDelete(upgraded, s), result: { deleted: true } });
     await until(
       () => pendingRows(device.deviceId),
@@ -300,7 +303,7 @@ describe("_lembas/session/deleted from the device", () => {
     const { user, device, link, client: a } = await linkedDevice();
     const b = await attachClient(user, device.deviceId);
     for (const s of ["ses_gone", "ses_stays"])
-      await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s));
+      await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced(s), CHAT_QUOTA);
     const deleted = { jsonrpc: "2.0", method: "_lembas/session/deleted", params: { sessionId: "ses_gone" } };
     link.send(deleted);
     for (const client of [a, b]) expect(await client.next()).toEqual(deleted);
@@ -313,7 +316,7 @@ describe("_lembas/session/deleted from the device", () => {
 
   it("one for a chat that does not exist is ignored: no error, nothing else changes", async () => {
     const { user, device, link, client } = await linkedDevice();
-    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_stays"));
+    await chatFromAnnounce(env.DB, device.deviceId, user.userId, announced("ses_stays"), CHAT_QUOTA);
     const unknown = { jsonrpc: "2.0", method: "_lembas/session/deleted", params: { sessionId: "ses_never" } };
     link.send(unknown);
     expect(await client.next()).toEqual(unknown);

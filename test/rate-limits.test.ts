@@ -170,7 +170,7 @@ describe("HTTP /rpc", () => {
     const refilled = await Promise.all(Array.from({ length: 51 }, () => rpc(byToken).then((r) => r.status)));
     expect(refilled.filter((s) => s === 200)).toHaveLength(50);
     expect(refilled.filter((s) => s === 429)).toHaveLength(1);
-  });
+  }, 30_000);
 });
 
 describe("changing the numbers", () => {

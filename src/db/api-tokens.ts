@@ -26,14 +26,20 @@ export function findApiToken(db: D1Database, id: string): Promise<ApiTokenRow | 
     .first<ApiTokenRow>();
 }
 
+/** A new token, unless the person already has `quota` of them (false; one statement, so no two slip past it). */
 export async function insertApiToken(
   db: D1Database,
   token: { id: string; userId: string; name: string; secretHash: string; scopes: readonly Scope[]; now: number },
-): Promise<void> {
-  await db
-    .prepare("INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at) VALUES (?, ?, ?, ?, ?, ?)")
-    .bind(token.id, token.userId, token.name, token.secretHash, writeScopes(token.scopes), token.now)
+  quota: number,
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at)
+       SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?2) < ?7`,
+    )
+    .bind(token.id, token.userId, token.name, token.secretHash, writeScopes(token.scopes), token.now, quota)
     .run();
+  return meta.changes > 0;
 }
 
 export async function listApiTokens(db: D1Database, userId: string): Promise<ApiTokenInfo[]> {

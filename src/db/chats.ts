@@ -5,28 +5,44 @@
 import type { SessionNewResult } from "../protocol/acp";
 import type { SessionAnnounce } from "../protocol/lembas";
 import type { ChatInfo } from "../protocol/http-api";
+import { BOUNDS, cut, cutOrNull } from "./bounds";
 
 export type { ChatInfo };
+
+/**
+ * Whether a session can be a chat: its id and directory within what is stored (a longer one names nothing a person
+ * could use, so it makes no chat). Display fields are cut to their bounds instead.
+ */
+const storable = (sessionId: string, cwd: string) => sessionId.length <= BOUNDS.sessionId && cwd.length <= BOUNDS.cwd;
+
+/**
+ * The statement's guard for a chat it would make: none may be made for a person at their quota, while a chat that
+ * exists is still brought up to date. ?1 device, ?2 session, ?3 person, `?<quota>` the quota.
+ */
+const withinQuota = (quota: number) => `((SELECT COUNT(*) FROM chats WHERE user_id = ?3) < ?${quota}
+  OR EXISTS (SELECT 1 FROM chats WHERE device_id = ?1 AND session_id = ?2))`;
 
 interface ChatInfoRow extends Omit<ChatInfo, "busy" | "pending_delete"> {
   busy: number;
   pending_delete: number;
 }
 
-/** A session the person made from the web: its chat, from session/new's answer. */
+/** A session the person made from the web: its chat, from session/new's answer (at most `quota` chats a person). */
 export async function chatFromSessionNew(
   db: D1Database,
   deviceId: string,
   userId: string,
   cwd: string,
   result: SessionNewResult,
-): Promise<void> {
+  quota: number,
+): Promise<boolean> {
+  if (!storable(result.sessionId, cwd)) return false;
   const lembas = result._meta?.lembas;
   const now = Date.now();
-  await db
+  const { meta } = await db
     .prepare(
       `INSERT INTO chats (device_id, session_id, user_id, cwd, origin, model, mode, created_at, updated_at)
-       VALUES (?, ?, ?, ?, 'web', ?, ?, ?, ?)
+       SELECT ?1, ?2, ?3, ?4, 'web', ?5, ?6, ?7, ?7 WHERE ${withinQuota(8)}
        ON CONFLICT (device_id, session_id) DO UPDATE SET
          cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at`,
     )
@@ -35,25 +51,29 @@ export async function chatFromSessionNew(
       result.sessionId,
       userId,
       cwd,
-      lembas?.model ?? null,
-      lembas?.mode ?? result.modes?.currentModeId ?? null,
+      cutOrNull(lembas?.model, BOUNDS.model),
+      cutOrNull(lembas?.mode ?? result.modes?.currentModeId, BOUNDS.mode),
       now,
-      now,
+      quota,
     )
     .run();
+  return meta.changes > 0;
 }
 
 /**
  * A terminal's shared session: its chat is made or brought up to date — unless the person deleted it and the
- * device has not taken the delete yet, when nothing happens (one statement, so no announce slips between the check
- * and the write). A chat made on the web keeps its origin. True when a chat was written.
+ * device has not taken the delete yet, or the person is at their quota of chats, when nothing happens (one
+ * statement, so no announce slips between the check and the write). A chat made on the web keeps its origin. True
+ * when a chat was written.
  */
 export async function chatFromAnnounce(
   db: D1Database,
   deviceId: string,
   userId: string,
   announce: SessionAnnounce,
+  quota: number,
 ): Promise<boolean> {
+  if (!storable(announce.sessionId, announce.cwd)) return false;
   const now = Date.now();
   const { meta } = await db
     .prepare(
@@ -61,6 +81,7 @@ export async function chatFromAnnounce(
        SELECT ?1, ?2, ?3, ?4, ?5, 'terminal', ?6, ?7, ?8, ?9, ?9
        WHERE NOT EXISTS (
          SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending')
+         AND ${withinQuota(10)}
        ON CONFLICT (device_id, session_id) DO UPDATE SET
          title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode,
          busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at`,
@@ -69,12 +90,13 @@ export async function chatFromAnnounce(
       deviceId,
       announce.sessionId,
       userId,
-      announce.title,
+      cutOrNull(announce.title, BOUNDS.title),
       announce.cwd,
-      announce.model,
-      announce.mode,
+      cutOrNull(announce.model, BOUNDS.model),
+      cutOrNull(announce.mode, BOUNDS.mode),
       announce.busy ? 1 : 0,
       now,
+      quota,
     )
     .run();
   return meta.changes > 0;
@@ -89,7 +111,7 @@ export async function setChatTitle(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?")
-    .bind(title, Date.now(), deviceId, sessionId)
+    .bind(cut(title, BOUNDS.title), Date.now(), deviceId, sessionId)
     .run();
   return meta.changes > 0;
 }

@@ -40,28 +40,35 @@ const KEEP_EXPIRED_MS = 86_400_000;
 const COLUMNS =
   "id, secret_hash, name, host, platform, status, user_id, device_id, interval_s, last_polled_at, created_at, expires_at";
 
-/** False when the user code collides with a live one (the caller draws another). Old codes are swept here. */
+/** False when the user code collides with a kept one (the caller draws another). */
 export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {
-  const [, insert] = await db.batch([
-    db.prepare("DELETE FROM device_codes WHERE expires_at < ?").bind(code.now - KEEP_EXPIRED_MS),
-    db
-      .prepare(
-        `INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at)
+  const { meta } = await db
+    .prepare(
+      `INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at)
          VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (user_code_hash) DO NOTHING`,
-      )
-      .bind(
-        code.id,
-        code.secretHash,
-        code.userCodeHash,
-        code.name,
-        code.host,
-        code.platform,
-        code.intervalS,
-        code.now,
-        code.expiresAt,
-      ),
-  ]);
-  return insert!.meta.changes > 0;
+    )
+    .bind(
+      code.id,
+      code.secretHash,
+      code.userCodeHash,
+      code.name,
+      code.host,
+      code.platform,
+      code.intervalS,
+      code.now,
+      code.expiresAt,
+    )
+    .run();
+  return meta.changes > 0;
+}
+
+/** Deletes the codes that expired more than a day ago (by the expiry index); how many went. */
+export async function sweepDeviceCodes(db: D1Database, now: number): Promise<number> {
+  const { meta } = await db
+    .prepare("DELETE FROM device_codes WHERE expires_at < ?")
+    .bind(now - KEEP_EXPIRED_MS)
+    .run();
+  return meta.changes;
 }
 
 export function findDeviceCode(db: D1Database, id: string): Promise<DeviceCodeRow | null> {
@@ -76,29 +83,36 @@ export function findDeviceCodeByUserCode(db: D1Database, userCodeHash: string): 
 }
 
 /**
- * Approves a pending, unexpired code for a person and makes its device row now. The row has no secret yet
- * (secret_hash '' matches no token) until the device polls and its token is issued. False when the code was no
+ * Approves a pending, unexpired code for a person and makes its device row now — unless the person already has
+ * `quota` devices ("quota"; one batch, so no two approvals slip past it). The row has no secret yet
+ * (secret_hash '' matches no token) until the device polls and its token is issued. "gone" when the code was no
  * longer pending or had expired.
  */
 export async function approveDeviceCode(
   db: D1Database,
   approval: { codeId: string; userId: string; deviceId: string; name: string; scopes: readonly Scope[]; now: number },
-): Promise<boolean> {
+  quota: number,
+): Promise<"approved" | "gone" | "quota"> {
   const { codeId, userId, deviceId, name, scopes, now } = approval;
-  const [, update] = await db.batch([
+  const [insert, update, devices] = await db.batch<{ n: number }>([
     db
       .prepare(
         `INSERT INTO devices (id, user_id, name, secret_hash, host, platform, scopes, created_at)
-         SELECT ?, ?, ?, '', host, platform, ?, ? FROM device_codes WHERE id = ? AND status = 'pending' AND expires_at > ?`,
+         SELECT ?1, ?2, ?3, '', host, platform, ?4, ?5 FROM device_codes
+         WHERE id = ?6 AND status = 'pending' AND expires_at > ?5
+           AND (SELECT COUNT(*) FROM devices WHERE user_id = ?2) < ?7`,
       )
-      .bind(deviceId, userId, name, writeScopes(scopes), now, codeId, now),
+      .bind(deviceId, userId, name, writeScopes(scopes), now, codeId, quota),
     db
       .prepare(
-        "UPDATE device_codes SET status = 'approved', user_id = ?, device_id = ? WHERE id = ? AND status = 'pending' AND expires_at > ?",
+        `UPDATE device_codes SET status = 'approved', user_id = ?1, device_id = ?2
+         WHERE id = ?3 AND status = 'pending' AND expires_at > ?4 AND EXISTS (SELECT 1 FROM devices WHERE id = ?2)`,
       )
       .bind(userId, deviceId, codeId, now),
+    db.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?").bind(userId),
   ]);
-  return update!.meta.changes > 0;
+  if (update!.meta.changes > 0) return "approved";
+  return insert!.meta.changes === 0 && devices!.results[0]!.n >= quota ? "quota" : "gone";
 }
 
 /** False when the code was no longer pending or had expired. */

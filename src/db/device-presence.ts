@@ -1,4 +1,5 @@
 /** What the link writes to and reads from a device's row (table `devices`): its owner, and whether it is online. */
+import { BOUNDS, boundedJson, cut } from "./bounds";
 
 export function deviceOwner(db: D1Database, deviceId: string): Promise<string | null> {
   return db
@@ -19,7 +20,10 @@ export interface LinkedDevice {
   authMethods?: unknown;
 }
 
-/** The link came up: one write with everything the hello and initialize said. */
+/**
+ * The link came up: one write with everything the hello and initialize said, each within its bound (display texts
+ * cut, a JSON value too long to keep stored as null).
+ */
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
   await db
     .prepare(
@@ -28,12 +32,12 @@ export async function markLinked(db: D1Database, deviceId: string, device: Linke
     .bind(
       at,
       device.protocol,
-      device.host,
-      device.platform,
-      JSON.stringify(device.capabilities),
-      JSON.stringify(device.agentInfo ?? null),
-      JSON.stringify(device.agentCapabilities ?? null),
-      JSON.stringify(device.authMethods ?? null),
+      cut(device.host, BOUNDS.host),
+      cut(device.platform, BOUNDS.platform),
+      boundedJson(device.capabilities, BOUNDS.deviceJson),
+      boundedJson(device.agentInfo, BOUNDS.deviceJson),
+      boundedJson(device.agentCapabilities, BOUNDS.deviceJson),
+      boundedJson(device.authMethods, BOUNDS.deviceJson),
       deviceId,
     )
     .run();

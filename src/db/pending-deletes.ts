@@ -4,6 +4,7 @@
  * delete is sent again after each link's initialize; after MAX_REFUSALS refusals the instance gives up.
  */
 import type { DeleteOutcome } from "../protocol/http-api";
+import { BOUNDS, cut } from "./bounds";
 import { deleteChat, deleteChatStatement } from "./chats";
 
 export const MAX_REFUSALS = 5;
@@ -17,8 +18,30 @@ export interface PendingDelete {
 }
 
 /**
- * Keeps a delete the device could not take, with why (`offline`, `no answer`, …). One already pending keeps its
- * place and its refusals; one given up before starts afresh, since the person asked again.
+ * What a person's new delete meets: whether its chat exists, whether a delete of it is already pending, and how
+ * many deletes the person has pending (for their quota).
+ */
+export async function deleteAdmission(
+  db: D1Database,
+  deviceId: string,
+  userId: string,
+  sessionId: string,
+): Promise<{ chat: boolean; pending: boolean; count: number }> {
+  const row = await db
+    .prepare(
+      `SELECT EXISTS (SELECT 1 FROM chats WHERE device_id = ?1 AND session_id = ?2) AS chat,
+              EXISTS (SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending') AS pending,
+              (SELECT COUNT(*) FROM pending_deletes WHERE user_id = ?3 AND state = 'pending') AS count`,
+    )
+    .bind(deviceId, sessionId, userId)
+    .first<{ chat: number; pending: number; count: number }>();
+  return { chat: row!.chat === 1, pending: row!.pending === 1, count: row!.count };
+}
+
+/**
+ * Keeps a delete the device could not take, with why (`offline`, `no answer`, …); the object keeps one only for a
+ * chat that exists (deleteAdmission). One already pending keeps its place and its refusals; one given up before
+ * starts afresh, since the person asked again.
  */
 export async function recordPendingDelete(
   db: D1Database,
@@ -37,7 +60,7 @@ export async function recordPendingDelete(
          created_at = CASE WHEN state = 'given_up' THEN excluded.created_at ELSE created_at END,
          state = 'pending', given_up_at = NULL, last_error = excluded.last_error, updated_at = excluded.updated_at`,
     )
-    .bind(deviceId, sessionId, userId, reason, now)
+    .bind(deviceId, sessionId, userId, cut(reason, BOUNDS.reason), now)
     .run();
 }
 
@@ -73,7 +96,7 @@ export async function recordRefusal(
        WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending'
        RETURNING refusals, state`,
     )
-    .bind(deviceId, sessionId, error, now, MAX_REFUSALS)
+    .bind(deviceId, sessionId, cut(error, BOUNDS.reason), now, MAX_REFUSALS)
     .first<{ refusals: number; state: "pending" | "given_up" }>();
   if (!row) return null;
   const givenUp = row.state === "given_up";

@@ -13,7 +13,7 @@ import { clearedSessionCookie, readSessionCookie, SESSION_TTL_MS, sessionCookie 
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
 import { issueToken, parseToken } from "../crypto/tokens";
 import { clientAddress, countAttempt } from "./rate-limit";
-import type { RateLimitName } from "../limits/config";
+import { limitsOf, type RateLimitName } from "../limits/config";
 import { findUser, findUserCredential, hasAccounts, insertFirstAdmin, type UserRow } from "../db/users";
 import { deleteSession, insertSession } from "../db/sessions";
 import type { UserView } from "../protocol/http-api";
@@ -69,13 +69,9 @@ export const login: Handler = async (request, env) => {
   await attempt.succeeded(["login_account"]);
   const session = await issueToken("lbs");
   const now = Date.now();
-  await insertSession(env.DB, {
-    id: session.id,
-    userId: user.id,
-    secretHash: session.hash,
-    now,
-    expiresAt: now + SESSION_TTL_MS,
-  });
+  const row = { id: session.id, userId: user.id, secretHash: session.hash, now, expiresAt: now + SESSION_TTL_MS };
+  const ended = await insertSession(env.DB, row, limitsOf(env).quotas.sessions);
+  await Promise.all(ended.map((id) => closeCredentialSockets(env, user.id, `lbs_${id}`)));
   return json(userView(user), 200, { "set-cookie": sessionCookie(request, session.token) });
 };
 

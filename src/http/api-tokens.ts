@@ -9,15 +9,20 @@ import { issueToken } from "../crypto/tokens";
 import { deleteApiToken, insertApiToken, listApiTokens } from "../db/api-tokens";
 import { closeCredentialSockets } from "./devices";
 import { ScopeList } from "./scopes";
+import { displayName } from "../db/bounds";
+import { limitsOf, quotaReached } from "../limits/config";
 
-const createBody = z.object({ name: z.string().trim().min(1).max(100), scopes: ScopeList.default([]) });
+const createBody = z.object({ name: displayName(), scopes: ScopeList.default([]) });
 
 export const createToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const { name, scopes } = await readJson(request, createBody);
   const token = await issueToken("lba");
   const now = Date.now();
-  await insertApiToken(env.DB, { id: token.id, userId: person.userId, name, secretHash: token.hash, scopes, now });
+  const { api_tokens: quota } = limitsOf(env).quotas;
+  const row = { id: token.id, userId: person.userId, name, secretHash: token.hash, scopes, now };
+  if (!(await insertApiToken(env.DB, row, quota)))
+    throw quotaReached("api_tokens", quota, "API tokens", "delete one it no longer uses");
   return json({ id: token.id, name, token: token.token, scopes, created_at: now }, 201);
 };
 

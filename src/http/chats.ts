@@ -10,6 +10,7 @@ import { HttpError, json } from "./respond";
 import { findChat, listChats, ownsDevice } from "../db/chats";
 import { check } from "../protocol/issues";
 import { deviceLinkOf } from "../env";
+import { limitsOf } from "../limits/config";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */
 const noSuchDevice = () => new HttpError(404, "no such device");
@@ -27,7 +28,8 @@ export const listOwnChats: Handler = async (request, env) => {
 
 /**
  * 200 when the device took the delete, 202 when it is kept to be sent when the device next links, 503 when the
- * instance could not keep it (nothing changed; ask again).
+ * instance could not keep it (nothing changed; ask again), 409 when the account has as many deletes waiting as its
+ * quota allows.
  */
 export const deleteOwnChat: Handler = async (request, env) => {
   const person = await personWriting(request, env);
@@ -37,5 +39,9 @@ export const deleteOwnChat: Handler = async (request, env) => {
   if (!(await findChat(env.DB, person.userId, deviceId, sessionId))) throw new HttpError(404, "no such chat");
   const outcome = await deviceLinkOf(env, deviceId).deleteSession(sessionId, person.userId);
   if (outcome.status === "failed") throw new HttpError(503, outcome.reason ?? "the delete failed; try again");
+  if (outcome.status === "refused") {
+    const limit = limitsOf(env).quotas.pending_deletes;
+    throw new HttpError(409, outcome.reason ?? "too many deletes are waiting", { quota: "pending_deletes", limit });
+  }
   return json(outcome, outcome.status === "deleted" ? 200 : 202);
 };

@@ -14,6 +14,8 @@ import type { Scope } from "../protocol/http-api";
 import type { Person } from "./auth";
 import { findUser } from "../db/users";
 import { clientAddress, countAttempt } from "./rate-limit";
+import { BOUNDS, cut, displayName } from "../db/bounds";
+import { limitsOf, quotaReached } from "../limits/config";
 import { issueToken, newTokenId, parseToken, secretMatches } from "../crypto/tokens";
 import { hashUserCode, newUserCode, normaliseUserCode } from "../crypto/user-codes";
 import {
@@ -36,9 +38,9 @@ const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 const USER_CODE_ATTEMPTS = 3;
 
 const authorizeBody = z.object({
-  name: z.string().trim().min(1).max(100).optional(),
-  host: z.string().trim().min(1).max(255).optional(),
-  platform: z.string().trim().min(1).max(64).optional(),
+  name: displayName(BOUNDS.name).optional(),
+  host: displayName(BOUNDS.host).optional(),
+  platform: displayName(BOUNDS.platform).optional(),
   client_id: z.string().max(255).optional(),
 });
 
@@ -127,7 +129,7 @@ async function findPendingCode(request: Request, env: Env): Promise<PendingCode>
 const codeGone = () => new HttpError(409, "this code was approved, denied or expired meanwhile");
 
 /** The name a device approved from this code gets: what the CLI called it, else its host. */
-const deviceName = (code: DeviceCodeRow) => code.name ?? code.host ?? "device";
+const deviceName = (code: DeviceCodeRow) => cut(code.name ?? code.host ?? "device", BOUNDS.name);
 
 /**
  * What a person must see before approving a code, and what the approval names: the device as its CLI described
@@ -162,7 +164,10 @@ export const approve: Handler = async (request, env) => {
   const shown = await waitingLogin(env, code, person, now);
   const scopes: Scope[] = code.library ? ["library"] : [];
   const approval = { codeId: code.id, userId: person.userId, deviceId, name: shown.name, scopes, now };
-  if (!(await approveDeviceCode(env.DB, approval))) throw codeGone();
+  const { devices: quota } = limitsOf(env).quotas;
+  const outcome = await approveDeviceCode(env.DB, approval, quota);
+  if (outcome === "quota") throw quotaReached("devices", quota, "devices", "revoke one it no longer uses");
+  if (outcome === "gone") throw codeGone();
   const approved: ApprovedDevice = { device_id: deviceId, ...shown, scopes };
   return json(approved);
 };

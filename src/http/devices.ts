@@ -9,12 +9,13 @@ import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { deleteDevice, listDevices, updateDevice } from "../db/devices";
 import { ScopeList } from "./scopes";
+import { displayName } from "../db/bounds";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */
 const noSuchDevice = () => new HttpError(404, "no such device");
 
 const changeBody = z
-  .object({ name: z.string().trim().min(1).max(100).optional(), scopes: ScopeList.optional() })
+  .object({ name: displayName().optional(), scopes: ScopeList.optional() })
   .refine((c) => c.name !== undefined || c.scopes !== undefined, "give a name, scopes, or both");
 
 /** Tells each device's object something at once; one object that could not be told must not stop the others. */

@@ -1,6 +1,6 @@
 /**
- * The instance's rate limits, with the numbers the operator may change: `[vars.RATE_LIMITS]` in wrangler.toml (an
- * object, or its JSON text), naming only what it changes. Validated
+ * The instance's rate limits and per-account quotas, with the numbers the operator may change: `[vars.RATE_LIMITS]`
+ * and `[vars.QUOTAS]` in wrangler.toml (objects, or their JSON text), each naming only what it changes. Validated
  * once per isolate at first use; a malformed one is a 500 whose detail names the mistake, never a silent default.
  *
  * Two kinds of rate limit:
@@ -61,6 +61,19 @@ export const DEFAULT_RATE_LIMITS = {
 
 export type RateLimitName = keyof typeof DEFAULT_RATE_LIMITS;
 
+/** Per-account quotas: how many of each thing one account may have. */
+export const DEFAULT_QUOTAS = {
+  devices: 100,
+  api_tokens: 100,
+  /** Sign-ins (browser sessions) kept: a new one past this ends the oldest. */
+  sessions: 50,
+  chats: 10_000,
+  /** Deletes waiting for a device to take them. */
+  pending_deletes: 1_000,
+};
+
+export type QuotaName = keyof typeof DEFAULT_QUOTAS;
+
 const BackoffChange = Backoff.omit({ kind: true }).partial().strict().optional();
 const BucketChange = Bucket.omit({ kind: true }).partial().strict().optional();
 const RateLimitsConfig = z.strictObject(
@@ -71,8 +84,15 @@ const RateLimitsConfig = z.strictObject(
     ]),
   ),
 );
+const QuotasConfig = z.strictObject(
+  Object.fromEntries(
+    Object.keys(DEFAULT_QUOTAS).map((name) => [name, z.number().int().min(0).max(1_000_000_000).optional()]),
+  ),
+);
+
 export interface Limits {
   rates: Record<RateLimitName, RateRule>;
+  quotas: Record<QuotaName, number>;
 }
 
 function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name: string): Record<string, unknown> {
@@ -91,19 +111,20 @@ function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name
 
 function build(env: Env): Limits {
   const rates = parse(env.RATE_LIMITS, RateLimitsConfig, "RATE_LIMITS") as Partial<Record<RateLimitName, object>>;
+  const quotas = parse(env.QUOTAS, QuotasConfig, "QUOTAS") as Partial<Record<QuotaName, number>>;
   const merged = Object.fromEntries(
     Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [name, { ...rule, ...rates[name as RateLimitName] }]),
   ) as Record<RateLimitName, RateRule>;
-  return { rates: merged };
+  return { rates: merged, quotas: { ...DEFAULT_QUOTAS, ...quotas } };
 }
 
-let cached: { rates: unknown; limits: Limits } | undefined;
+let cached: { rates: unknown; quotas: unknown; limits: Limits } | undefined;
 
 /** The limits in force: the defaults with the operator's changes. */
 export function limitsOf(env: Env): Limits {
-  if (cached && cached.rates === env.RATE_LIMITS) return cached.limits;
+  if (cached && cached.rates === env.RATE_LIMITS && cached.quotas === env.QUOTAS) return cached.limits;
   try {
-    cached = { rates: env.RATE_LIMITS, limits: build(env) };
+    cached = { rates: env.RATE_LIMITS, quotas: env.QUOTAS, limits: build(env) };
     return cached.limits;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
@@ -111,3 +132,7 @@ export function limitsOf(env: Env): Limits {
     throw new HttpError(500, `the instance's limits (wrangler.toml) are malformed: ${why}`);
   }
 }
+
+/** 409 for an account at one of its quotas: what it has, the most it may have, and what to do. */
+export const quotaReached = (quota: QuotaName, limit: number, what: string, instead: string) =>
+  new HttpError(409, `this account has ${limit} ${what}, the most it may have; ${instead}`, { quota, limit });

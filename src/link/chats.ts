@@ -13,6 +13,7 @@ import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
 import type * as z from "zod";
 import { deviceOf } from "./background";
+import { DEFAULT_QUOTAS, limitsOf } from "../limits/config";
 import { d1Write, d1Writes, oweD1, type D1Write } from "./d1-queue";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature, RelayedAnswerObserver } from "./feature";
 import type { LinkRuntime } from "./runtime";
@@ -25,14 +26,19 @@ export const chatKey = (sessionId: string) => `chat:${sessionId}`;
 interface Device {
   deviceId: string;
   ownerId: string;
+  /** The owner's quota of chats when the write was owed (absent in writes owed before quotas). */
+  quota?: number;
 }
 
 const FROM_SESSION_NEW = d1Write("chats/session-new", (db, a: Device & { cwd: string; result: SessionNewResult }) =>
-  chatFromSessionNew(db, a.deviceId, a.ownerId, a.cwd, a.result),
+  chatFromSessionNew(db, a.deviceId, a.ownerId, a.cwd, a.result, a.quota ?? DEFAULT_QUOTAS.chats),
 );
 const FROM_ANNOUNCE = d1Write("chats/announce", (db, a: Device & { announce: SessionAnnounce }) =>
-  chatFromAnnounce(db, a.deviceId, a.ownerId, a.announce),
+  chatFromAnnounce(db, a.deviceId, a.ownerId, a.announce, a.quota ?? DEFAULT_QUOTAS.chats),
 );
+
+/** The device and its owner's quota of chats, for a write that may make one. */
+const chatMaker = (rt: LinkRuntime) => ({ ...deviceOf(rt), quota: limitsOf(rt.env).quotas.chats });
 const TITLE = d1Write("chats/title", (db, a: { deviceId: string; sessionId: string; title: string }) =>
   setChatTitle(db, a.deviceId, a.sessionId, a.title),
 );
@@ -47,7 +53,7 @@ const LEFT = d1Write("chats/left", (db, a: { deviceId: string; left: SessionLeft
 function observe<S extends z.ZodType, A>(
   schema: S,
   write: D1Write<A>,
-  args: (device: ReturnType<typeof deviceOf>, params: z.output<S>) => { sessionId: string; args: A } | null,
+  args: (device: ReturnType<typeof chatMaker>, params: z.output<S>) => { sessionId: string; args: A } | null,
   when: (params: unknown) => boolean = () => true,
 ): DeviceNotificationHandler {
   return {
@@ -56,7 +62,7 @@ function observe<S extends z.ZodType, A>(
       if (!when(message.params)) return;
       const params = check(schema, message.params);
       if (!params.ok) return console.warn(`${message.method} from the device ignored for chats: ${params.error}`);
-      const owed = args(deviceOf(rt), params.value);
+      const owed = args(chatMaker(rt), params.value);
       if (owed) oweD1(rt, write, chatKey(owed.sessionId), owed.args);
     },
   };
@@ -80,10 +86,11 @@ const chatFromAnswer: RelayedAnswerObserver = (rt, request, answer) => {
     SessionNewResult,
     named ? answer.result : { ...(answer.result as object), sessionId: request.sessionId },
   );
-  const { deviceId, ownerId } = deviceOf(rt);
+  const { deviceId, ownerId, quota } = chatMaker(rt);
   if (!result.ok || !ownerId)
     return console.warn(`${request.method} answer made no chat: ${result.ok ? "no owner known" : result.error}`);
-  oweD1(rt, FROM_SESSION_NEW, chatKey(result.value.sessionId), { deviceId, ownerId, cwd, result: result.value });
+  const args = { deviceId, ownerId, quota, cwd, result: result.value };
+  oweD1(rt, FROM_SESSION_NEW, chatKey(result.value.sessionId), args);
 };
 
 const OPENING = ["session/new", "session/load", "session/resume", "session/fork"] as const;
@@ -111,8 +118,8 @@ export const chats: LinkFeature = {
         typeof event.title === "string" ? { sessionId, args: { deviceId, sessionId, title: event.title } } : null,
       (params) => (params as { event?: { type?: unknown } } | undefined)?.event?.type === "title",
     ),
-    "_lembas/session/announce": observe(SessionAnnounce, FROM_ANNOUNCE, ({ deviceId, ownerId }, announce) =>
-      ownerId ? { sessionId: announce.sessionId, args: { deviceId, ownerId, announce } } : null,
+    "_lembas/session/announce": observe(SessionAnnounce, FROM_ANNOUNCE, ({ deviceId, ownerId, quota }, announce) =>
+      ownerId ? { sessionId: announce.sessionId, args: { deviceId, ownerId, quota, announce } } : null,
     ),
     "_lembas/session/left": observe(SessionLeft, LEFT, ({ deviceId }, left) => ({
       sessionId: left.sessionId,

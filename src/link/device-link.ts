@@ -56,7 +56,7 @@ import type { DeleteOutcome } from "../db/pending-deletes";
 import { json } from "../http/respond";
 import type { CardKey } from "../protocol/cards";
 import { CloseCode } from "../protocol/close-codes";
-import { ErrorCode } from "../protocol/jsonrpc";
+import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { logFailure } from "./failures";
 import { buildRegistry, type LinkFeature } from "./feature";
@@ -268,6 +268,8 @@ export class DeviceLink extends DurableObject<Env> {
     try {
       return await deleteForPerson(this.#rt, sessionId, userId);
     } catch (err) {
+      if (err instanceof RpcError && err.code === ErrorCode.LimitReached)
+        return { status: "refused", reason: err.message };
       logFailure(this.#rt, "deleteSession", err);
       return { status: "failed", reason: "the instance's storage failed; try again" };
     }

@@ -16,6 +16,7 @@
  */
 import {
   clearPendingDelete,
+  deleteAdmission,
   recordPendingDelete,
   recordRefusal,
   listPendingDeletes,
@@ -41,6 +42,7 @@ import { ANSWER_LATER, type LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import type { LinkRuntime } from "./runtime";
 import { withdrawKept } from "./turns";
+import { limitsOf } from "../limits/config";
 
 const DELETE = "_lembas/session/delete";
 const DELETED = "_lembas/session/deleted";
@@ -84,11 +86,15 @@ export interface DeleteAnswer {
   reason?: string;
 }
 
-/** Kept with a sent delete: whose it is, and where its answer goes (a client socket or an HTTP waiter) if anywhere. */
+/**
+ * Kept with a sent delete: whose it is, where its answer goes (a client socket or an HTTP waiter) if anywhere, and
+ * whether it is kept pending when the device does not take it (false: its session has no chat; absent: kept).
+ */
 interface DeleteMemo {
   userId: string;
   to?: string;
   id?: JsonRpcId;
+  kept?: boolean;
 }
 
 const pending = (reason: string): DeleteAnswer => ({ deleted: false, pending: true, reason });
@@ -111,16 +117,44 @@ function send(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): boolean {
 }
 
 /**
- * A person's delete: kept in D1, then sent if the device can take it now. Null when it was sent (its answer then
- * goes to `memo.to` under `memo.id`); otherwise why it is kept.
+ * Whether a person's delete may be kept: only for a chat that exists (or whose making is still owed to D1) — a delete
+ * of any other session is sent if the device can take it now, and never kept — and only while the person has fewer
+ * deletes waiting than their quota, else it is refused with why (nothing kept, nothing sent).
  */
-async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<string | null> {
+async function keepable(rt: LinkRuntime, sessionId: string, userId: string): Promise<boolean> {
+  const seen = await deleteAdmission(rt.env.DB, deviceOf(rt).deviceId, userId, sessionId);
+  if (!seen.chat && owedCount(rt, chatKey(sessionId)) === 0) return false;
+  const quota = limitsOf(rt.env).quotas.pending_deletes;
+  if (!seen.pending && seen.count >= quota) {
+    throw new RpcError(
+      ErrorCode.LimitReached,
+      `this account has ${quota} deletes waiting for its devices, the most it may have; they are sent when the devices next link`,
+      { quota: "pending_deletes", limit: quota },
+    );
+  }
+  return true;
+}
+
+/** A delete of a session no chat has, which the device could not take now: answered, not kept. */
+const notKept = (reason: string): DeleteAnswer => ({
+  deleted: false,
+  pending: false,
+  reason: `${reason}; no chat has this session, so the delete is not kept`,
+});
+
+/**
+ * A person's delete: kept in D1 when its chat exists, then sent if the device can take it now. Null when it was sent
+ * (its answer then goes to `memo.to` under `memo.id`); otherwise the answer: kept, and why not sent now — or not kept.
+ */
+async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<DeleteAnswer | null> {
+  const kept = await keepable(rt, sessionId, memo.userId);
   // The chat's prompts kept for the next link are never sent: the device is not to get a prompt for a deleted chat.
   withdrawKept(rt, sessionId, { cancelOnRelink: false });
-  if (!rt.upLink()) return keep(rt, sessionId, memo.userId, REASONS.offline);
-  if (!rt.capabilities().includes("delete")) return keep(rt, sessionId, memo.userId, REASONS.unsupported);
-  keep(rt, sessionId, memo.userId, REASONS.awaiting);
-  return send(rt, sessionId, memo) ? null : keep(rt, sessionId, memo.userId, REASONS.offline);
+  const unsent = (reason: string) => (kept ? pending(keep(rt, sessionId, memo.userId, reason)) : notKept(reason));
+  if (!rt.upLink()) return unsent(REASONS.offline);
+  if (!rt.capabilities().includes("delete")) return unsent(REASONS.unsupported);
+  if (kept) keep(rt, sessionId, memo.userId, REASONS.awaiting);
+  return send(rt, sessionId, { ...memo, kept }) ? null : unsent(REASONS.offline);
 }
 
 /**
@@ -162,7 +196,8 @@ async function settle(rt: LinkRuntime, sessionId: string, memo: DeleteMemo, answ
   }
   const { code, message } = answer.error;
   if (code === ErrorCode.Timeout || code === ErrorCode.Offline) {
-    return pending(keep(rt, sessionId, memo.userId, code === ErrorCode.Timeout ? REASONS.noAnswer : REASONS.linkDown));
+    const reason = code === ErrorCode.Timeout ? REASONS.noAnswer : REASONS.linkDown;
+    return memo.kept === false ? notKept(reason) : pending(keep(rt, sessionId, memo.userId, reason));
   }
   return refused(rt, sessionId, message);
 }
@@ -176,8 +211,8 @@ export async function deleteForPerson(rt: LinkRuntime, sessionId: string, userId
   // The request's own deadline answers it first; this only guards against an alarm that comes late.
   const timer = setTimeout(() => resolve(null), DELETE_ANSWER_WITHIN_MS + 5_000);
   try {
-    const kept = await startDelete(rt, sessionId, { userId, to, id: to });
-    if (kept !== null) return { status: "pending", reason: kept };
+    const unsent = await startDelete(rt, sessionId, { userId, to, id: to });
+    if (unsent !== null) return { status: unsent.pending ? "pending" : "failed", reason: unsent.reason };
     const message = await answered;
     const answer = (
       message && "result" in message ? message.result : pending(REASONS.noAnswer)
@@ -199,18 +234,19 @@ export const pendingDeletes: LinkFeature = {
       if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${DELETE}: ${checked.error}`);
       const memo: DeleteMemo =
         "id" in message ? { userId: peer.userId, to: peer.sid, id: message.id } : { userId: peer.userId };
-      const kept = await startDelete(rt, checked.value.sessionId, memo);
-      if (kept === null) return ANSWER_LATER;
-      // Gated like every method (-32601 naming the capability), and kept all the same.
+      const unsent = await startDelete(rt, checked.value.sessionId, memo);
+      if (unsent === null) return ANSWER_LATER;
+      // Gated like every method (-32601 naming the capability), and kept all the same when its chat exists.
+      const up = rt.upLink();
       const missing =
-        kept === REASONS.unsupported ? missingCapability(DELETE, params, offerOf(rt.upLink()?.initialize)) : null;
+        up && !rt.capabilities().includes("delete") ? missingCapability(DELETE, params, offerOf(up.initialize)) : null;
       if (missing)
         throw new RpcError(ErrorCode.MethodNotFound, missing.sentence, {
           capability: missing.capability,
-          pending: true,
-          reason: kept,
+          pending: unsent.pending,
+          reason: unsent.reason,
         });
-      return pending(kept);
+      return unsent;
     },
   },
   deviceAnswers: {

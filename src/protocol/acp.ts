@@ -8,7 +8,20 @@ import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
 import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
-export const SessionId = z.string().min(1, "a session id is required");
+/** Session ids and paths are bounded so none can fill what stores them (docs/security.md). */
+export const SESSION_ID_MAX = 256;
+export const PATH_MAX = 4096;
+/** What a device says of itself is kept with its link: its initialize result at most this long, as JSON. */
+export const INITIALIZE_MAX_CHARS = 64 * 1024;
+
+/** A refinement (for `.refine(...)`): the value, as JSON text, is at most `max` characters. */
+export const jsonWithin = (max: number, what: string) =>
+  [(value: unknown) => JSON.stringify(value).length <= max, `${what} is over ${max / 1024} KiB as JSON`] as const;
+
+export const SessionId = z
+  .string()
+  .min(1, "a session id is required")
+  .max(SESSION_ID_MAX, `a session id is at most ${SESSION_ID_MAX} characters`);
 const Base64 = z.base64("must be base64");
 
 // ---- session/prompt content blocks ----
@@ -113,7 +126,10 @@ export type PromptParams = z.infer<typeof PromptParams>;
 // ---- other client → agent requests ----
 
 /** A path on the device. The device judges it (absolute, inside its roots, trusted); the instance bounds its size. */
-export const DevicePath = z.string().min(1, "a path is required").max(4096, "a path is at most 4096 characters");
+export const DevicePath = z
+  .string()
+  .min(1, "a path is required")
+  .max(PATH_MAX, `a path is at most ${PATH_MAX} characters`);
 const McpServers = z.array(z.unknown()).optional();
 const WithSession = z.looseObject({ sessionId: SessionId });
 
@@ -233,17 +249,19 @@ export const AgentCapabilities = z.looseObject({
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
-export const InitializeResult = z.looseObject({
-  protocolVersion: z.number().int(),
-  agentCapabilities: AgentCapabilities.optional().catch(undefined),
-  authMethods: z.array(z.unknown()).optional().catch(undefined),
-  agentInfo: z
-    .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })
-    .optional()
-    .catch(undefined),
-  // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
-  _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
-});
+export const InitializeResult = z
+  .looseObject({
+    protocolVersion: z.number().int(),
+    agentCapabilities: AgentCapabilities.optional().catch(undefined),
+    authMethods: z.array(z.unknown()).optional().catch(undefined),
+    agentInfo: z
+      .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })
+      .optional()
+      .catch(undefined),
+    // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
+    _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
+  })
+  .refine(...jsonWithin(INITIALIZE_MAX_CHARS, "the initialize result"));
 export type InitializeResult = z.infer<typeof InitializeResult>;
 
 // ---- agent → client: results of session/new and session/prompt ----

@@ -73,11 +73,12 @@ export interface ChatInfo {
 }
 
 /**
- * What became of a person's delete: taken by the device, kept to be sent again (reason: why not now), or failed —
- * the instance could not even keep it (reason says so; nothing changed, so asking again is safe).
+ * What became of a person's delete: taken by the device, kept to be sent again (reason: why not now), failed —
+ * the instance could not even keep it (reason says so; nothing changed, so asking again is safe) — or refused: the
+ * account already has as many deletes waiting as it may (reason says so; nothing changed).
  */
 export interface DeleteOutcome {
-  status: "deleted" | "pending" | "failed";
+  status: "deleted" | "pending" | "failed" | "refused";
   reason?: string;
 }
 

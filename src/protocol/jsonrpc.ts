@@ -53,6 +53,8 @@ export const ErrorCode = {
   Timeout: -32002,
   /** A socket sent frames faster than its budget (data.retryAfterMs); the frame was not handled. */
   TooManyRequests: -32005,
+  /** A bound of the instance is reached: an account's quota (data { quota, limit }) or a link's cap (data { cap, limit }). */
+  LimitReached: -32006,
   /** The request was cancelled with `$/cancel_request` (LSP's RequestCancelled). */
   RequestCancelled: -32800,
 } as const;

@@ -3,7 +3,7 @@
  * fields the instance relies on.
  */
 import * as z from "zod";
-import { DeviceLimits, DevicePath, SessionId } from "./acp";
+import { DeviceLimits, DevicePath, jsonWithin, SessionId } from "./acp";
 import { openUnion } from "./open-union";
 
 const TerminalId = z.string().min(1, "a terminal id is required");
@@ -13,6 +13,8 @@ const Rows = z.number().int().min(5, "at least 5 rows").max(300, "at most 300 ro
 const WithSession = z.looseObject({ sessionId: SessionId });
 
 export const TITLE_MAX = 200;
+/** A hello is kept with its link: at most this long, as JSON. */
+export const HELLO_MAX_CHARS = 16 * 1024;
 export const FILES_SEARCH_MAX = 50;
 
 // ---- client → agent ----
@@ -70,13 +72,15 @@ export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
 // ---- agent → client ----
 
 /** Sent once when the link opens, before initialize. */
-export const Hello = z.looseObject({
-  protocol: z.number().int().positive().default(1),
-  version: z.string().optional(),
-  harness_spec: z.string().nullish(),
-  device: z.looseObject({ host: z.string(), platform: z.string() }),
-  limits: DeviceLimits.optional().transform((limits) => limits ?? null),
-});
+export const Hello = z
+  .looseObject({
+    protocol: z.number().int().positive().default(1),
+    version: z.string().optional(),
+    harness_spec: z.string().nullish(),
+    device: z.looseObject({ host: z.string(), platform: z.string() }),
+    limits: DeviceLimits.optional().transform((limits) => limits ?? null),
+  })
+  .refine(...jsonWithin(HELLO_MAX_CHARS, "the hello"));
 export type Hello = z.infer<typeof Hello>;
 
 const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size: z.number() });
@@ -111,7 +115,7 @@ export type EventParams = z.infer<typeof EventParams>;
 /** A terminal on the device shares its session. */
 export const SessionAnnounce = z.looseObject({
   sessionId: SessionId,
-  cwd: z.string().min(1),
+  cwd: DevicePath,
   title: z.string().nullable(),
   model: z.string().nullable(),
   instance: z.boolean().optional(),

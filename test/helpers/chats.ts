@@ -3,6 +3,7 @@ import { env } from "cloudflare:test";
 import type { ChatInfo } from "../../src/db/chats";
 import type { TestUser } from "./fixtures";
 import { call, jsonOf } from "./requests";
+import { DEFAULT_QUOTAS } from "../../src/limits/config";
 
 /** GET /api/chats?device=… as the person sees it. */
 export async function chatsOf(user: TestUser, deviceId: string): Promise<ChatInfo[]> {
@@ -38,3 +39,6 @@ export async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean
     await new Promise((r) => setTimeout(r, 25));
   }
 }
+
+/** A person's quota of chats, as the instance uses it unless QUOTAS changes it. */
+export const CHAT_QUOTA = DEFAULT_QUOTAS.chats;

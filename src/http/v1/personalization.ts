@@ -9,14 +9,15 @@ import { authenticateCaller, type ApiCaller } from "../auth";
 import { readJson } from "../body";
 import { HttpError, json } from "../respond";
 import { readPersonalization, updatePersonalization } from "../../db/personalization";
+import { BOUNDS, textOfBytes } from "../../db/bounds";
 
 // `available` is the operator's to set; a client sending it back unchanged is fine, so it is accepted and ignored.
 const PersonalizationChange = z.object({
   enabled: z.boolean({ error: "enabled must be true or false" }).optional(),
   available: z.unknown().optional(),
-  personality: z.string({ error: "personality must be a string" }).optional(),
-  personality_custom: z.string({ error: "personality_custom must be a string" }).optional(),
-  instructions: z.string({ error: "instructions must be a string" }).optional(),
+  personality: textOfBytes(BOUNDS.personalizationBytes, "personality").optional(),
+  personality_custom: textOfBytes(BOUNDS.personalizationBytes, "personality_custom").optional(),
+  instructions: textOfBytes(BOUNDS.personalizationBytes, "instructions").optional(),
 });
 
 function assertDevice(caller: ApiCaller): void {
