@@ -18,6 +18,11 @@ export interface Env {
    * validated at first use by src/providers/config.ts. Each provider's key is the secret PROVIDER_<NAME>_API_KEY.
    */
   PROVIDERS?: unknown;
+  /**
+   * A Vectorize index for the account library's vectors (`[[vectorize]] binding = "LIBRARY_INDEX"`, cosine, the
+   * embedding model's dimensions). Without it they live in D1 and are searched there.
+   */
+  LIBRARY_INDEX?: Vectorize;
   /** Seconds a card that is not patient waits for a client's answer before the instance answers it (default 300). */
   CARD_TIMEOUT_SECONDS?: string | number;
   /** Seconds an HTTP /rpc call waits for the device's answer before it is answered -32002 (default 60). */

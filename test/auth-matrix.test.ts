@@ -17,9 +17,10 @@ import { makeSubscription, type TestSubscription } from "./helpers/push-receiver
 
 /**
  * What a route takes: nothing (it is public by design), a person (session cookie or API token), an admin person, a
- * device (its token only), or the CLI API's either (a device token or a person's API token, never a cookie).
+ * device (its token only), the CLI API's either (a device token or a person's API token, never a cookie), or any of
+ * them (the MCP server: a device or API token, or the web UI's cookie).
  */
-type Takes = "none" | "person" | "admin" | "device" | "device or API token";
+type Takes = "none" | "person" | "admin" | "device" | "device or API token" | "any";
 
 /** A credential, as the request headers that carry it. */
 type Creds = Record<string, string>;
@@ -223,6 +224,10 @@ const ROWS: Row[] = [
   // The same reports for a signed-in person (the web UI).
   { route: "GET /api/usage", takes: "person" },
   { route: "GET /api/models", takes: "person" },
+  // The MCP server (the account's library): any credential of the person's; GET and DELETE are 405 for anyone.
+  { route: "POST /mcp", takes: "any", body: () => ({ jsonrpc: "2.0", id: 1, method: "tools/list" }) },
+  { route: "GET /mcp", takes: "none" },
+  { route: "DELETE /mcp", takes: "none" },
 ];
 
 const methodOf = (row: Row) => row.route.split(" ")[0]!;
@@ -391,9 +396,9 @@ describe("another person's credential", () => {
 describe("a revoked credential", () => {
   const cases = guarded.flatMap((row) => {
     const revoked: { what: string; headers: () => Creds }[] = [];
-    if (isPerson(row) || row.takes === "device or API token")
-      revoked.push({ what: "a deleted API token", headers: () => bearer(revokedApiAuth) });
-    if (isPerson(row)) revoked.push({ what: "a signed-out cookie", headers: () => cookieOf(signedOutCookie) });
+    if (row.takes !== "device") revoked.push({ what: "a deleted API token", headers: () => bearer(revokedApiAuth) });
+    if (isPerson(row) || row.takes === "any")
+      revoked.push({ what: "a signed-out cookie", headers: () => cookieOf(signedOutCookie) });
     if (!isPerson(row)) revoked.push({ what: "a deleted device's token", headers: () => bearer(revokedDevice.auth) });
     return revoked.map((r) => ({ row, ...r }));
   });
@@ -406,6 +411,7 @@ describe("a revoked credential", () => {
 describe("the wrong kind of credential", () => {
   const cases = guarded.flatMap((row) => {
     if (isPerson(row)) return [{ row, what: "a device token", headers: () => bearer(device.auth), status: 401 }];
+    if (row.takes === "any") return [];
     const cookie = { row, what: "a person's cookie", headers: () => cookieOf(owner.cookie), status: 401 };
     if (row.takes === "device or API token") return [cookie];
     return [{ row, what: "a person's API token", headers: () => bearer(owner.apiAuth), status: row.apiToken! }, cookie];
@@ -423,7 +429,7 @@ describe("a valid cookie from a foreign Origin", () => {
     (row) => (methodOf(row) !== "GET" || row.socket) && (row.takes !== "none" || row.sameOrigin),
   ).map((row) => ({
     row,
-    status: isPerson(row) || row.takes === "none" ? 403 : 401,
+    status: isPerson(row) || row.takes === "none" || row.takes === "any" ? 403 : 401,
   }));
 
   it.each(cases)("$row.route → $status", async ({ row, status }) => {
@@ -434,6 +440,15 @@ describe("a valid cookie from a foreign Origin", () => {
 
 describe("public routes refuse what they must", () => {
   const checks: PublicCheck[] = [
+    {
+      name: "GET /mcp and DELETE /mcp (no standing stream, no sessions) → 405 for anyone, saying POST",
+      check: async () => {
+        for (const route of ["GET /mcp", "DELETE /mcp"])
+          for (const headers of [none(), bearer(device.auth), cookieOf(owner.cookie)]) {
+            expect(await expectRefused(row(route), headers, 405)).toMatch(/POST only/);
+          }
+      },
+    },
     {
       name: "GET /.well-known/lembas.json and GET /api/v1/instance answer everyone alike: no credential tells them apart",
       check: async () => {

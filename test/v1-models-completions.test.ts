@@ -2,6 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { servedModels } from "../src/providers/config";
+import { bagOfWords } from "./helpers/bag-of-words";
 import { call, releaseUpstream, upstreamReceived, usageRows, waitForUsage } from "./helpers/v1";
 
 const tag = () => crypto.randomUUID();
@@ -195,13 +196,18 @@ describe("POST /v1/embeddings", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const t = tag();
-    const res = await call("/v1/embeddings", device.auth, { body: { model: "fake/embed", input: t } });
+    const res = await call("/v1/embeddings", device.auth, {
+      body: { model: "fake/embed", input: `a lembas wafer ${t}` },
+    });
     expect(res.status).toBe(200);
-    expect((await res.json<{ data: { embedding: number[] }[] }>()).data[0]!.embedding).toEqual([0.1, 0.2, 0.3]);
+    const answer = await res.json<{ model: string; data: { embedding: number[] }[] }>();
+    expect(answer.data[0]!.embedding).toEqual(bagOfWords(`a lembas wafer ${t}`));
+    expect(answer.model).toBe("fake/embed");
     expect(JSON.parse((await upstreamReceived(t))[0]!.body).model).toBe("embed");
     const [row] = await waitForUsage(user.userId);
-    expect(row).toMatchObject({ device_id: device.deviceId, model: "fake/embed", tokens_in: 7, tokens_out: 0 });
-    expect(row!.cost_micro).toBe(7 * 100);
+    // The provider counted a token a word: "a", "lembas", "wafer" and the uuid's five groups.
+    expect(row).toMatchObject({ device_id: device.deviceId, model: "fake/embed", tokens_in: 8, tokens_out: 0 });
+    expect(row!.cost_micro).toBe(8 * 100);
   });
 
   it("refuses a chat model and a body without input", async () => {

@@ -31,6 +31,7 @@ import { createToken, deleteToken, listTokens } from "./api-tokens";
 import { approve, authorize, deny, lookup, token } from "./device-login";
 import { listOwnDevices, renameOwnDevice, revokeDevice } from "./devices";
 import { deleteOwnChat, listOwnChats } from "./chats";
+import { mcp, mcpNotAllowed } from "./mcp/route";
 import { listPush, pushKey, subscribePush, unsubscribePush } from "./push";
 
 export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
@@ -113,6 +114,11 @@ export function buildRouter(): AppRouter {
     .post("/api/push/subscriptions", subscribePush)
     .get("/api/push/subscriptions", listPush)
     .delete("/api/push/subscriptions", unsubscribePush);
+  // The account's library, as an MCP server: for any MCP client (a device or API token) and the web UI (a cookie).
+  router
+    .post("/mcp", bodyLimit(1 * MiB), mcp)
+    .get("/mcp", mcpNotAllowed)
+    .delete("/mcp", mcpNotAllowed);
   router.all("*", () => {
     throw new HttpError(404, "no such route");
   });

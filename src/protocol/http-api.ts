@@ -26,8 +26,7 @@ export interface WaitingLogin {
 }
 
 /**
- * What a token may do beyond its usual routes (README: Scopes). `library`: the account's library, over /mcp and
- * /api/library.
+ * What a token may do beyond its usual routes (README: Scopes). `library`: the account's library, over /mcp.
  */
 export const SCOPES = ["library"] as const;
 export type Scope = (typeof SCOPES)[number];

@@ -7,10 +7,12 @@
  *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing until released; then it
  *                   ends without a final usage chunk
  *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out — at most max_tokens) when asked for it
- * Embeddings report 7 prompt tokens. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
+ * Embeddings are bags of words (bag-of-words.ts), one per input, and report a token a word. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
  * those whose body contains <text>, with their Authorization. GET https://upstream.test/_release?tag=<text> releases
  * the held streams whose last message contains <text> (now or when they start).
  */
+
+import { bagOfWords, wordsOf } from "./bag-of-words.js";
 
 interface Received {
   url: string;
@@ -155,10 +157,14 @@ export async function fakeUpstream(request: Request): Promise<Response> {
   if (url.pathname === "/v1/audio/speech") return speech(JSON.parse(record.body) as { input: string });
   if (url.pathname === "/v1/chat/completions") return chat(JSON.parse(record.body) as ChatBody);
   if (url.pathname === "/v1/embeddings") {
+    const { input, model } = JSON.parse(record.body) as { input: string | string[]; model: string };
+    const inputs = typeof input === "string" ? [input] : input;
+    const tokens = inputs.reduce((n, text) => n + wordsOf(text).length, 0);
     return Response.json({
       object: "list",
-      data: [{ object: "embedding", index: 0, embedding: [0.1, 0.2, 0.3] }],
-      usage: { prompt_tokens: 7, total_tokens: 7 },
+      model,
+      data: inputs.map((text, index) => ({ object: "embedding", index, embedding: bagOfWords(text) })),
+      usage: { prompt_tokens: tokens, total_tokens: tokens },
     });
   }
   return Response.json({ error: { message: `no route ${url.pathname}` } }, { status: 404 });

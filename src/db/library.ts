@@ -1,0 +1,119 @@
+/** The account's library in D1 (tables `library_documents`, `library_chunks`). */
+
+/** A document as a listing shows it (no text). */
+export interface DocumentInfo {
+  id: string;
+  title: string;
+  source: string | null;
+  chunks: number;
+  created_at: number;
+}
+
+export interface DocumentFull extends DocumentInfo {
+  text: string;
+}
+
+/** One chunk of a search page: where it is, and its vector as the D1 index keeps it. */
+export interface ChunkVectorRow {
+  rowid: number;
+  document_id: string;
+  seq: number;
+  vector: string | null;
+}
+
+/** A chunk found by a search, with its document. */
+export interface ChunkHit {
+  document_id: string;
+  seq: number;
+  text: string;
+  title: string;
+  source: string | null;
+}
+
+const INFO = "id,title,source,chunks,created_at";
+
+export async function listDocuments(db: D1Database, userId: string, limit: number): Promise<DocumentInfo[]> {
+  const { results } = await db
+    .prepare(`SELECT ${INFO} FROM library_documents WHERE user_id=? ORDER BY created_at DESC,id LIMIT ?`)
+    .bind(userId, limit)
+    .all<DocumentInfo>();
+  return results;
+}
+
+export function getDocument(db: D1Database, userId: string, id: string): Promise<DocumentFull | null> {
+  return db
+    .prepare(`SELECT ${INFO},text FROM library_documents WHERE id=? AND user_id=?`)
+    .bind(id, userId)
+    .first<DocumentFull>();
+}
+
+/** What an account holds: its documents and chunks, counted for its quota. */
+export async function holdings(db: D1Database, userId: string): Promise<{ documents: number; chunks: number }> {
+  const row = await db
+    .prepare("SELECT COUNT(*) documents,COALESCE(SUM(chunks),0) chunks FROM library_documents WHERE user_id=?")
+    .bind(userId)
+    .first<{ documents: number; chunks: number }>();
+  return row ?? { documents: 0, chunks: 0 };
+}
+
+/** A document and its chunks (with their stored vectors, or null ones), in one transaction. */
+export async function insertDocument(
+  db: D1Database,
+  doc: DocumentFull & { userId: string; model: string },
+  chunks: { text: string; vector: string | null }[],
+): Promise<void> {
+  await db.batch([
+    db
+      .prepare(
+        "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) VALUES (?,?,?,?,?,?,?,?)",
+      )
+      .bind(doc.id, doc.userId, doc.title, doc.source, doc.text, chunks.length, doc.model, doc.created_at),
+    ...chunks.map((c, seq) =>
+      db
+        .prepare("INSERT INTO library_chunks (document_id,seq,user_id,text,vector) VALUES (?,?,?,?,?)")
+        .bind(doc.id, seq, doc.userId, c.text, c.vector),
+    ),
+  ]);
+}
+
+/** Deletes a document and its chunks; its chunk count, or null when the person has no such document. */
+export async function deleteDocument(db: D1Database, userId: string, id: string): Promise<number | null> {
+  const row = await db
+    .prepare("DELETE FROM library_documents WHERE id=? AND user_id=? RETURNING chunks")
+    .bind(id, userId)
+    .first<{ chunks: number }>();
+  return row?.chunks ?? null;
+}
+
+/** A page of a person's chunk vectors, in rowid order after `after`. */
+export async function chunkVectors(
+  db: D1Database,
+  userId: string,
+  after: number,
+  limit: number,
+): Promise<ChunkVectorRow[]> {
+  const { results } = await db
+    .prepare(
+      "SELECT rowid,document_id,seq,vector FROM library_chunks WHERE user_id=? AND rowid>? ORDER BY rowid LIMIT ?",
+    )
+    .bind(userId, after, limit)
+    .all<ChunkVectorRow>();
+  return results;
+}
+
+/** A person's chunks by document and seq (a search's hits), with their documents. */
+export async function chunksAt(
+  db: D1Database,
+  userId: string,
+  keys: readonly { documentId: string; seq: number }[],
+): Promise<ChunkHit[]> {
+  if (keys.length === 0) return [];
+  const { results } = await db
+    .prepare(
+      `SELECT c.document_id,c.seq,c.text,d.title,d.source FROM library_chunks c JOIN library_documents d
+       ON d.id=c.document_id WHERE c.user_id=? AND (c.document_id,c.seq) IN (VALUES ${keys.map(() => "(?,?)").join()})`,
+    )
+    .bind(userId, ...keys.flatMap((k) => [k.documentId, k.seq]))
+    .all<ChunkHit>();
+  return results;
+}

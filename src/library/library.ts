@@ -1,0 +1,115 @@
+/**
+ * The account's library: a person's documents (text or Markdown, with a title and an optional source), split into
+ * chunks, embedded with the instance's embedding model (charged to the person) and searched by meaning. The /mcp
+ * tools (which the web UI's library page calls too) come here.
+ */
+import * as z from "zod";
+import type { Env } from "../env";
+import type { ApiCaller } from "../http/auth";
+import { HttpError } from "../http/respond";
+import { byteLength } from "../providers/estimate";
+import * as db from "../db/library";
+import { splitText } from "./chunks";
+import { embed, embeddingModel } from "./embed";
+import { libraryIndex } from "./library-index";
+
+/** What one account may keep, and the size of what goes in and out (README: /mcp). */
+export const LIBRARY_LIMITS = { documents: 1000, chunks: 20_000, textBytes: 512 * 1024, results: 20, listed: 1000 };
+
+export const NewDocument = z.object({
+  title: z.string().trim().min(1).max(200),
+  text: z
+    .string()
+    .refine((t) => t.trim() !== "", "the text is empty")
+    .refine((t) => byteLength(t) <= LIBRARY_LIMITS.textBytes, "the text is over 512 KiB"),
+  source: z.string().trim().max(2000).optional(),
+});
+
+export const Search = z.object({
+  query: z.string().trim().min(1).max(2000),
+  limit: z.number().int().min(1).max(LIBRARY_LIMITS.results).default(5),
+});
+
+export const DocumentId = z.object({ id: z.string().min(1).max(64) });
+
+export interface SearchResult {
+  document_id: string;
+  title: string;
+  source: string | null;
+  /** The chunk's place in its document, from 0. */
+  chunk: number;
+  /** Cosine similarity to the query, -1 to 1. */
+  score: number;
+  text: string;
+}
+
+const noSuchDocument = (id: string) => new HttpError(404, `no document ${id} in this library`);
+
+export async function addDocument(
+  env: Env,
+  ctx: ExecutionContext,
+  caller: ApiCaller,
+  input: z.output<typeof NewDocument>,
+): Promise<db.DocumentInfo> {
+  const chunks = splitText(input.text);
+  const held = await db.holdings(env.DB, caller.userId);
+  if (held.documents + 1 > LIBRARY_LIMITS.documents || held.chunks + chunks.length > LIBRARY_LIMITS.chunks) {
+    throw new HttpError(
+      409,
+      `the library is full (${held.documents} documents, ${held.chunks} chunks; at most ` +
+        `${LIBRARY_LIMITS.documents} and ${LIBRARY_LIMITS.chunks}): delete some documents first`,
+    );
+  }
+  const model = embeddingModel(env);
+  const units = await embed(env, ctx, caller, model, chunks);
+  const index = libraryIndex(env);
+  const doc = {
+    id: crypto.randomUUID(),
+    userId: caller.userId,
+    title: input.title,
+    source: input.source || null,
+    text: input.text,
+    chunks: chunks.length,
+    model: model.id,
+    created_at: Date.now(),
+  };
+  await db.insertDocument(
+    env.DB,
+    doc,
+    chunks.map((text, i) => ({ text, vector: index.stored(units[i]!) })),
+  );
+  await index.added(caller.userId, doc.id, units);
+  return { id: doc.id, title: doc.title, source: doc.source, chunks: doc.chunks, created_at: doc.created_at };
+}
+
+export async function searchLibrary(
+  env: Env,
+  ctx: ExecutionContext,
+  caller: ApiCaller,
+  { query, limit }: z.output<typeof Search>,
+): Promise<SearchResult[]> {
+  const [unit] = await embed(env, ctx, caller, embeddingModel(env), [query]);
+  const hits = await libraryIndex(env).search(caller.userId, unit!, limit);
+  const chunks = await db.chunksAt(env.DB, caller.userId, hits);
+  const found = new Map(chunks.map((c) => [`${c.document_id}:${c.seq}`, c]));
+  return hits.flatMap((hit) => {
+    const c = found.get(`${hit.documentId}:${hit.seq}`);
+    if (!c) return []; // deleted meanwhile (or an external index not yet in step)
+    const score = Math.round(hit.score * 1e4) / 1e4;
+    return [{ document_id: c.document_id, title: c.title, source: c.source, chunk: c.seq, score, text: c.text }];
+  });
+}
+
+export const listDocuments = (env: Env, userId: string) => db.listDocuments(env.DB, userId, LIBRARY_LIMITS.listed);
+
+export async function getDocument(env: Env, userId: string, id: string): Promise<db.DocumentFull> {
+  const doc = await db.getDocument(env.DB, userId, id);
+  if (!doc) throw noSuchDocument(id);
+  return doc;
+}
+
+export async function deleteDocument(env: Env, userId: string, id: string): Promise<void> {
+  const chunks = await db.deleteDocument(env.DB, userId, id);
+  if (chunks === null) throw noSuchDocument(id);
+  await libraryIndex(env).removed(userId, id, chunks);
+}
