@@ -44,8 +44,13 @@ export async function firstPerson(origin: string): Promise<Person> {
   return { cookie, apiAuth: `Bearer ${token.body.token}` };
 }
 
-/** A device through the whole device login, approved by the signed-in person. */
-export async function loginDevice(origin: string, person: Person, host: string): Promise<LoggedInDevice> {
+/** A device through the whole device login, approved by the signed-in person (`library`: with the library scope). */
+export async function loginDevice(
+  origin: string,
+  person: Person,
+  host: string,
+  { library = false } = {},
+): Promise<LoggedInDevice> {
   const code = await post<{ device_code: string; user_code: string }>(
     origin,
     "/api/devices/authorize",
@@ -56,7 +61,7 @@ export async function loginDevice(origin: string, person: Person, host: string):
   await post(
     origin,
     "/api/devices/approve",
-    { user_code: code.body.user_code },
+    { user_code: code.body.user_code, library },
     { cookie: person.cookie, origin },
     200,
   );
