@@ -25,7 +25,7 @@ import { type Card, CardStore, CARDS_STEPS, type EndedHow, keyText, parseKeyText
 import type { DeviceRequestHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";
 import type { OpenCardStatus } from "../protocol/instance";
-import { attachmentOf, sendJson, socketById } from "./sockets";
+import { attachmentOf, socketById } from "./sockets";
 
 export const SETTLED = "_lembas/permission/settled";
 /** Cards' ids toward clients: `card:<session>/<toolCall>` (card-store.ts). */
@@ -63,12 +63,8 @@ function tellEnded(rt: LinkRuntime, card: Card, answered: ReadonlySet<string>, s
   for (const ws of rt.clientSockets()) {
     const sid = attachmentOf(ws)?.sid;
     if (sid === undefined || answered.has(sid)) continue;
-    try {
-      if (notice !== null) ws.send(notice);
-      ws.send(withdrawn);
-    } catch {
-      // A closing socket misses it; its close event follows.
-    }
+    if (notice !== null) rt.deliver(ws, notice);
+    rt.deliver(ws, withdrawn);
   }
 }
 
@@ -252,7 +248,7 @@ export const cards: LinkFeature = {
   onClientAttached: (rt, peer) => {
     const ws = socketById(rt.ctx, peer.sid);
     const store = storeOf(rt);
-    if (ws) for (const card of store.open()) sendJson(ws, cardRequest(store, card));
+    if (ws) for (const card of store.open()) rt.deliver(ws, JSON.stringify(cardRequest(store, card)));
   },
   onClientDetached: (rt, sid) => {
     const store = storeOf(rt);

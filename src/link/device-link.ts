@@ -67,6 +67,7 @@ import { answerCard, cards } from "./cards";
 import { chats } from "./chats";
 import { core } from "./core";
 import { d1Queue } from "./d1-queue";
+import { drain } from "./drain";
 import { beginLink, endLink, handshake } from "./handshake";
 import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
@@ -105,6 +106,7 @@ const FEATURES: readonly LinkFeature[] = [
   forwarding,
   instanceMethods,
   heartbeat,
+  drain,
   push,
   turns,
   replay,

@@ -224,35 +224,32 @@ function catchUp(rt: LinkRuntime, sid: string): void {
   if (!ws) return;
   buffersOf(rt.sql).write();
   const turns = new TurnStore(rt.sql).running();
-  try {
-    const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(
-      `SELECT session_id, SUM(frames) AS frames, SUM(dropped) AS dropped FROM (
-         SELECT session_id, SUM(frames) AS frames, 0 AS dropped FROM replay_batches GROUP BY session_id
-         UNION ALL SELECT session_id, 0, dropped FROM replay_dropped)
-       GROUP BY session_id ORDER BY session_id`,
+  const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(
+    `SELECT session_id, SUM(frames) AS frames, SUM(dropped) AS dropped FROM (
+       SELECT session_id, SUM(frames) AS frames, 0 AS dropped FROM replay_batches GROUP BY session_id
+       UNION ALL SELECT session_id, 0, dropped FROM replay_dropped)
+     GROUP BY session_id ORDER BY session_id`,
+  );
+  for (const buffer of buffers.toArray()) {
+    const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
+    if (turnIds.length === 0) continue;
+    rt.deliver(
+      ws,
+      JSON.stringify(
+        rpcNotification(INSTANCE_REPLAY, {
+          sessionId: buffer.session_id,
+          turnIds,
+          frames: buffer.frames,
+          dropped: buffer.dropped,
+        }),
+      ),
     );
-    for (const buffer of buffers.toArray()) {
-      const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
-      if (turnIds.length === 0) continue;
-      ws.send(
-        JSON.stringify(
-          rpcNotification(INSTANCE_REPLAY, {
-            sessionId: buffer.session_id,
-            turnIds,
-            frames: buffer.frames,
-            dropped: buffer.dropped,
-          }),
-        ),
-      );
-      for (const { texts } of rt.sql.exec<{ texts: string }>(
-        "SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq",
-        buffer.session_id,
-      )) {
-        for (const frame of texts.split(SEPARATOR)) ws.send(frame);
-      }
+    for (const { texts } of rt.sql.exec<{ texts: string }>(
+      "SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq",
+      buffer.session_id,
+    )) {
+      for (const frame of texts.split(SEPARATOR)) rt.deliver(ws, frame);
     }
-  } catch {
-    // The socket closed while catching up; its close event follows.
   }
 }
 

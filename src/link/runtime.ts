@@ -8,6 +8,7 @@ import type { Env } from "../env";
 import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Message } from "../protocol/jsonrpc";
 import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
+import { deliver } from "./drain";
 import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
@@ -149,7 +150,12 @@ export class LinkRuntime implements Failing {
       return true;
     }
     const ws = socketById(this.ctx, sid);
-    return ws !== null && sendJson(ws, message);
+    return ws !== null && this.deliver(ws, JSON.stringify(message));
+  }
+
+  /** Sends one frame's text to a client socket, counted against how far behind it may fall (drain.ts). */
+  deliver(ws: WebSocket, text: string): boolean {
+    return deliver(this, ws, text);
   }
 
   /** Sends to every client socket, serialising once. */
@@ -159,13 +165,7 @@ export class LinkRuntime implements Failing {
 
   /** Sends one JSON-RPC message's text to every client socket as it is. */
   broadcastText(text: string): void {
-    for (const ws of this.clientSockets()) {
-      try {
-        ws.send(text);
-      } catch {
-        // A closing socket misses it; its close event follows.
-      }
-    }
+    for (const ws of this.clientSockets()) deliver(this, ws, text);
   }
 
   /** Holds a write back until writeHeld (the feature also does it itself, on a short timer). */

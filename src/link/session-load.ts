@@ -48,11 +48,8 @@ export const sessionLoad: LinkFeature = {
       handle: (rt, message, text) => {
         const loader = loaderOf(rt, message);
         if (loader === null) return;
-        try {
-          socketById(rt.ctx, loader)?.send(text);
-        } catch {
-          // A closing socket misses it; its close event follows.
-        }
+        const ws = socketById(rt.ctx, loader);
+        if (ws) rt.deliver(ws, text);
       },
     },
   },

@@ -27,5 +27,7 @@ export const CloseCode = {
   Flood: 4429,
   /** Silent past the heartbeat window. */
   Stale: 4410,
+  /** (client sockets) Fell too far behind what was sent to it: it does not read, or reads far slower than sent. */
+  Lagging: 4503,
 } as const;
 export type CloseCode = (typeof CloseCode)[keyof typeof CloseCode];

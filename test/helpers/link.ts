@@ -26,8 +26,13 @@ export async function upgrade(path: string, headers: Record<string, string>): Pr
   return SELF.fetch(`${ORIGIN}${path}`, { headers: { upgrade: "websocket", ...headers } });
 }
 
-/** One end of a WebSocket, with its incoming messages queued for the test to take in order. */
+/**
+ * One end of a WebSocket, with its incoming messages queued for the test to take in order. Like any JSON-RPC client
+ * it answers the instance's read-progress probes (`drain:<n>`, README) with -32601 by itself, unless told not to (a
+ * client that stops reading); they never reach the queue.
+ */
 export class Peer {
+  answersDrainProbes = true;
   readonly #queue: Wire[] = [];
   readonly #waiting: ((message: Wire) => void)[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
@@ -40,6 +45,11 @@ export class Peer {
       const message = JSON.parse(
         typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data),
       ) as Wire;
+      if (message.method === "$/ping" && String(message.id).startsWith("drain:")) {
+        if (this.answersDrainProbes)
+          this.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "method not found" } });
+        return;
+      }
       const waiter = this.#waiting.shift();
       if (waiter) waiter(message);
       else this.#queue.push(message);

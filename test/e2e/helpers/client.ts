@@ -1,4 +1,8 @@
-/** A person's script on the client interface: GET /api/devices/:deviceId/client, JSON-RPC 2.0, one message a frame. */
+/**
+ * A person's script on the client interface: GET /api/devices/:deviceId/client, JSON-RPC 2.0, one message a frame.
+ * Like any JSON-RPC client it answers the instance's read-progress probes (`drain:<n>`, README) with -32601 by
+ * itself; they are not kept with the messages received.
+ */
 import WebSocket from "ws";
 
 export type Message = {
@@ -24,7 +28,12 @@ export class ClientSocket {
     socket.on("message", (data) => {
       const text = data.toString();
       if (text === "pong") return;
-      this.received.push(JSON.parse(text) as Message);
+      const message = JSON.parse(text) as Message;
+      if (message.method === "$/ping" && String(message.id).startsWith("drain:")) {
+        this.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "method not found" } });
+        return;
+      }
+      this.received.push(message);
       for (const arrived of this.arrivals) arrived();
     });
   }
