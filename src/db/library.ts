@@ -1,17 +1,7 @@
 /** The account's library in D1 (tables `library_documents`, `library_chunks`). */
+import type { LibraryDocument as DocumentInfo, LibraryDocumentText as DocumentFull } from "../protocol/http-api";
 
-/** A document as a listing shows it (no text). */
-export interface DocumentInfo {
-  id: string;
-  title: string;
-  source: string | null;
-  chunks: number;
-  created_at: number;
-}
-
-export interface DocumentFull extends DocumentInfo {
-  text: string;
-}
+export type { DocumentFull, DocumentInfo };
 
 /** One chunk of a search page: where it is, and its vector as the D1 index keeps it. */
 export interface ChunkVectorRow {

@@ -9,6 +9,7 @@ import type { ApiCaller } from "../http/auth";
 import { HttpError } from "../http/respond";
 import { byteLength } from "../providers/estimate";
 import * as db from "../db/library";
+import type { LibrarySearchResult } from "../protocol/http-api";
 import { splitText } from "./chunks";
 import { embed, embeddingModel } from "./embed";
 import { libraryIndex } from "./library-index";
@@ -31,17 +32,6 @@ export const Search = z.object({
 });
 
 export const DocumentId = z.object({ id: z.string().min(1).max(64) });
-
-export interface SearchResult {
-  document_id: string;
-  title: string;
-  source: string | null;
-  /** The chunk's place in its document, from 0. */
-  chunk: number;
-  /** Cosine similarity to the query, -1 to 1. */
-  score: number;
-  text: string;
-}
 
 const noSuchDocument = (id: string) => new HttpError(404, `no document ${id} in this library`);
 
@@ -87,7 +77,7 @@ export async function searchLibrary(
   ctx: ExecutionContext,
   caller: ApiCaller,
   { query, limit }: z.output<typeof Search>,
-): Promise<SearchResult[]> {
+): Promise<LibrarySearchResult[]> {
   const [unit] = await embed(env, ctx, caller, embeddingModel(env), [query]);
   const hits = await libraryIndex(env).search(caller.userId, unit!, limit);
   const chunks = await db.chunksAt(env.DB, caller.userId, hits);

@@ -132,3 +132,30 @@ export interface PushSubscriptionInfo {
   link_down: boolean;
   created_at: number;
 }
+
+/** A document of the account's library, as /mcp's library tools answer it (library_list, library_add). */
+export interface LibraryDocument {
+  id: string;
+  title: string;
+  source: string | null;
+  /** Passages it was split into. */
+  chunks: number;
+  created_at: number;
+}
+
+/** library_get: the document with its text. */
+export interface LibraryDocumentText extends LibraryDocument {
+  text: string;
+}
+
+/** One passage library_search found. */
+export interface LibrarySearchResult {
+  document_id: string;
+  title: string;
+  source: string | null;
+  /** The passage's place in its document, from 0. */
+  chunk: number;
+  /** Cosine similarity to the query, -1 to 1. */
+  score: number;
+  text: string;
+}

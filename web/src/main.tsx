@@ -4,6 +4,7 @@ import "./styles/layout.css";
 import "@xterm/xterm/css/xterm.css";
 import "./styles/chat.css";
 import "./styles/notifications.css";
+import "./styles/library.css";
 import { render } from "preact";
 import { refreshAccount } from "./app/account";
 import { background } from "./app/background";

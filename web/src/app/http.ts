@@ -60,8 +60,9 @@ export const usage = () => api<UsageReport>("GET", "/api/usage");
 export const models = () => api<ModelList>("GET", "/api/models");
 export const lookupCode = (userCode: string) =>
   api<WaitingLogin>("POST", "/api/devices/lookup", { user_code: userCode });
-export const approveCode = (userCode: string) =>
-  api<ApprovedDevice>("POST", "/api/devices/approve", { user_code: userCode });
+/** `library`: whether the device may use the account's library (its token gets the library scope). */
+export const approveCode = (userCode: string, library: boolean) =>
+  api<ApprovedDevice>("POST", "/api/devices/approve", { user_code: userCode, library });
 export const denyCode = (userCode: string) => api<unknown>("POST", "/api/devices/deny", { user_code: userCode });
 
 /** The message of anything thrown, for a person to read. */

@@ -6,6 +6,7 @@ import type { ComponentChildren } from "preact";
 import { ApprovePage } from "../pages/approve";
 import { DevicePage } from "../pages/device";
 import { DevicesPage } from "../pages/devices";
+import { LibraryPage } from "../pages/library";
 
 export interface Route {
   pattern: string;
@@ -17,6 +18,7 @@ export interface Route {
 export const ROUTES: readonly Route[] = [
   { pattern: "/", title: "Devices", page: () => <DevicesPage /> },
   { pattern: "/device", title: "Link a device", page: (_, q) => <ApprovePage code={q.get("code") ?? ""} /> },
+  { pattern: "/library", title: "Library", page: () => <LibraryPage /> },
   {
     pattern: "/devices/:deviceId",
     title: "Device",
@@ -30,4 +32,7 @@ export const ROUTES: readonly Route[] = [
 ];
 
 /** Links in the header, in order. */
-export const NAV: readonly { href: string; label: string }[] = [{ href: "/", label: "Devices" }];
+export const NAV: readonly { href: string; label: string }[] = [
+  { href: "/", label: "Devices" },
+  { href: "/library", label: "Library" },
+];

@@ -13,6 +13,7 @@ export function ApprovePage({ code: codeInLink }: { code: string }) {
   const [code, setCode] = useState(codeInLink);
   const [waiting, setWaiting] = useState<WaitingLogin | null>(null);
   const [confirmed, setConfirmed] = useState(false);
+  const [library, setLibrary] = useState(false);
   const [result, setResult] = useState<{ text: string; error: boolean } | null>(null);
   const [done, setDone] = useState(false);
   const fromLink = codeInLink !== "" && code === codeInLink;
@@ -34,7 +35,7 @@ export function ApprovePage({ code: codeInLink }: { code: string }) {
     setResult(null);
     try {
       if (approve) {
-        const device = await approveCode(code.trim());
+        const device = await approveCode(code.trim(), library);
         setResult({
           text: `Approved: ${device.name} is now linked to the account ${device.account.email}. You can close this page.`,
           error: false,
@@ -88,6 +89,16 @@ export function ApprovePage({ code: codeInLink }: { code: string }) {
             <dt>Asked</dt>
             <dd>{ago(Date.now() - waiting.requested_seconds_ago * 1000)}</dd>
           </dl>
+          <label class="check">
+            <input
+              type="checkbox"
+              name="library"
+              checked={library}
+              onChange={(e) => setLibrary(e.currentTarget.checked)}
+              disabled={done}
+            />
+            It may use my library (search my documents and add to them)
+          </label>
           {fromLink && (
             <label class="check">
               <input
