@@ -271,7 +271,8 @@ describe("turns", () => {
     await page.getByText("second part.").waitFor();
     await page.locator(".turn-end").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["a long task"]);
-    expect((await agentText(page)).map((t) => t.trim())).toEqual(["first part. second part."]);
+    // The text so far and the rest, each once (a note of what the page found may stand between them).
+    expect((await agentText(page)).join(" ").replace(/\s+/g, " ").trim()).toBe("first part. second part.");
   });
 
   it("a page that lost its answers follows, waits for, imports and sends again, as the status says", async () => {

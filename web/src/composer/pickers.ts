@@ -40,8 +40,8 @@ export class Pickers {
   /** Where the text being completed starts; a choice replaces it up to the caret. */
   private start = 0;
   private timer: ReturnType<typeof setTimeout> | undefined;
-  /** Counts searches, so an answer to one the person has typed past is dropped. */
-  private asked = 0;
+  /** The search under way; one the person has typed past is withdrawn ($/cancel_request) and its answer dropped. */
+  private searching: AbortController | null = null;
 
   constructor(
     private readonly text: HTMLTextAreaElement,
@@ -81,16 +81,17 @@ export class Pickers {
   }
 
   private search(sessionId: string, query: string): void {
-    clearTimeout(this.timer);
-    const ask = ++this.asked;
+    this.stopSearch();
+    const ask = new AbortController();
+    this.searching = ask;
     this.timer = setTimeout(async () => {
       try {
-        const res = await this.socket.request<FilesSearchResult>("_lembas/files/search", {
-          sessionId,
-          query,
-          limit: SEARCH_LIMIT,
-        });
-        if (ask !== this.asked) return;
+        const res = await this.socket.request<FilesSearchResult>(
+          "_lembas/files/search",
+          { sessionId, query, limit: SEARCH_LIMIT },
+          ask.signal,
+        );
+        if (ask.signal.aborted) return;
         this.show(
           res.files.map((f) => {
             // A folder is written @dir/, which the device expands to a listing.
@@ -99,7 +100,7 @@ export class Pickers {
           }),
         );
       } catch (err) {
-        if (ask !== this.asked) return;
+        if (ask.signal.aborted) return;
         this.close();
         this.list.append(
           h("li", { class: "error" }, `file search failed: ${err instanceof Error ? err.message : String(err)}`),
@@ -154,9 +155,14 @@ export class Pickers {
     this.close();
   }
 
-  close(): void {
+  private stopSearch(): void {
     clearTimeout(this.timer);
-    this.asked++;
+    this.searching?.abort();
+    this.searching = null;
+  }
+
+  close(): void {
+    this.stopSearch();
     this.items = [];
     this.list.hidden = true;
     replace(this.list);

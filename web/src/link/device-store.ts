@@ -106,8 +106,10 @@ export class DeviceStore {
   private readonly transcripts = new Map<string, Transcript>();
   private readonly ledger: TurnLedger;
   /** This page's prompts whose answers it is waiting for, by turnId. */
-  private readonly inFlight = new Map<string, { sessionId: string; abort: AbortController }>();
+  private readonly inFlight = new Map<string, { sessionId: string }>();
   private agentCanLoad: boolean | null = null;
+  /** Chats this page knows of that no list from D1 had yet. */
+  private readonly unlisted = new Set<string>();
   private readonly onVisibility = () => {
     this.watch();
     if (document.visibilityState === "visible") this.socket.reconnect();
@@ -155,9 +157,17 @@ export class DeviceStore {
     return this.cards.value.filter((c) => c.params.sessionId === sessionId);
   }
 
+  /**
+   * Reads the chat list again. The instance writes D1 just after it tells the sockets, so a chat this page learnt
+   * of (made here, or announced) may not be listed yet: it is kept until a list has it.
+   */
   async refreshChats(): Promise<void> {
     try {
-      this.chats.value = await fetchChats(this.deviceId);
+      const listed = await fetchChats(this.deviceId);
+      const ids = new Set(listed.map((c) => c.session_id));
+      for (const id of ids) this.unlisted.delete(id);
+      const kept = this.chats.value.filter((c) => this.unlisted.has(c.session_id) && !ids.has(c.session_id));
+      this.chats.value = [...kept, ...listed];
     } catch (err) {
       this.problem.value = errorText(err);
     }
@@ -361,11 +371,13 @@ export class DeviceStore {
     };
     // A chat pending deletion is not brought back by an announce.
     if (existing?.pending_delete) return;
+    this.unlisted.add(a.sessionId);
     this.chats.value = [chat, ...this.chats.value.filter((c) => c.session_id !== a.sessionId)];
     this.setSettings(a.sessionId, { model: a.model, mode: a.mode, effort: a.effort ?? null });
   }
 
   private chatGone(sessionId: string): void {
+    this.unlisted.delete(sessionId);
     this.chats.value = this.chats.value.filter((c) => c.session_id !== sessionId);
     this.transcripts.delete(sessionId);
     const reasons = new Map(this.deleteReasons.value);
@@ -422,7 +434,8 @@ export class DeviceStore {
       background(
         this.socket
           .request<CommandsResult>("_lembas/commands", { sessionId })
-          .then((res) => this.setCommands(sessionId, res.commands)),
+          // An available_commands_update that came meanwhile is newer than this answer.
+          .then((res) => this.commands.value.has(sessionId) || this.setCommands(sessionId, res.commands)),
       );
     }
     if (transcript.historyLoaded) return;
@@ -466,6 +479,7 @@ export class DeviceStore {
       ...(lembas && { model: lembas.model, mode: lembas.mode ?? res.modes?.currentModeId, effort: lembas.effort }),
     });
     if (!this.chat(res.sessionId)) {
+      this.unlisted.add(res.sessionId);
       this.chats.value = [
         {
           device_id: this.deviceId,
@@ -501,15 +515,14 @@ export class DeviceStore {
 
   private async runPrompt(sessionId: string, turnId: string, blocks: acp.ContentBlock[]): Promise<void> {
     const transcript = this.transcript(sessionId);
-    const abort = new AbortController();
-    this.inFlight.set(turnId, { sessionId, abort });
+    this.inFlight.set(turnId, { sessionId });
     this.setRunning(sessionId, turnId, true);
     try {
-      const result = await this.socket.request<PromptResult>(
-        "session/prompt",
-        { sessionId, prompt: blocks, ...(this.has("turns") && { _meta: { lembas: { turnId } } }) },
-        abort.signal,
-      );
+      const result = await this.socket.request<PromptResult>("session/prompt", {
+        sessionId,
+        prompt: blocks,
+        ...(this.has("turns") && { _meta: { lembas: { turnId } } }),
+      });
       this.inFlight.delete(turnId);
       this.ledger.remove(turnId);
       this.setRunning(sessionId, turnId, false);
