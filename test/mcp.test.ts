@@ -268,8 +268,36 @@ describe("the library's tools", () => {
       .bind(crypto.randomUUID(), user.userId)
       .run();
     const full = await tool(auth, "library_add", { title: "one more", text: "a few words" });
-    expect(full).toMatchObject({ isError: true, content: [{ text: expect.stringMatching(/library is full/) }] });
+    expect(full).toMatchObject({
+      isError: true,
+      content: [{ text: expect.stringMatching(/has 20000 passages in its library, the most it may have/) }],
+    });
     expect(await usageRows(user.userId)).toEqual([]);
+  });
+
+  it("lets only one of two documents added at once past the last place of the quota", async () => {
+    const user = await createUser();
+    const auth = bearer((await createDevice(user.userId, "a", ["library"])).auth);
+    const filler = env.DB.prepare(
+      "INSERT INTO library_documents (id, user_id, title, text, chunks, model, created_at) VALUES (?, ?, 'old', '', 1, 'fake/embed', 0)",
+    );
+    await env.DB.batch(Array.from({ length: 999 }, () => filler.bind(crypto.randomUUID(), user.userId)));
+    const results = await Promise.all(
+      ["first", "second"].map((title) => tool(auth, "library_add", { title, text: `the ${title} of two` })),
+    );
+    expect(results.filter((r) => !r.isError)).toHaveLength(1);
+    expect(results.find((r) => r.isError).content[0].text).toMatch(/has 1000 documents in its library/);
+    const count = await env.DB.prepare("SELECT COUNT(*) AS n FROM library_documents WHERE user_id = ?")
+      .bind(user.userId)
+      .first<number>("n");
+    expect(count).toBe(1000);
+    // The refused one left no passage behind.
+    const orphans = await env.DB.prepare(
+      "SELECT COUNT(*) AS n FROM library_chunks c WHERE user_id = ? AND NOT EXISTS (SELECT 1 FROM library_documents d WHERE d.id = c.document_id)",
+    )
+      .bind(user.userId)
+      .first<number>("n");
+    expect(orphans).toBe(0);
   });
 });
 

@@ -46,24 +46,46 @@ export async function holdings(db: D1Database, userId: string): Promise<{ docume
   return row ?? { documents: 0, chunks: 0 };
 }
 
-/** A document and its chunks (with their stored vectors, or null ones), in one transaction. */
+/**
+ * A document and its chunks (with their stored vectors, or null ones), in one transaction, if the account stays
+ * within `quota` (documents, chunks) with them — checked in the statement that adds the document, so two adds at
+ * once cannot pass it together. False when it would not.
+ */
 export async function insertDocument(
   db: D1Database,
   doc: DocumentFull & { userId: string; model: string },
   chunks: { text: string; vector: string | null }[],
-): Promise<void> {
-  await db.batch([
+  quota: { documents: number; chunks: number },
+): Promise<boolean> {
+  const [added] = await db.batch([
     db
       .prepare(
-        "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) VALUES (?,?,?,?,?,?,?,?)",
+        `INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at)
+         SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2) < ?9
+         AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6 <= ?10`,
       )
-      .bind(doc.id, doc.userId, doc.title, doc.source, doc.text, chunks.length, doc.model, doc.created_at),
+      .bind(
+        doc.id,
+        doc.userId,
+        doc.title,
+        doc.source,
+        doc.text,
+        chunks.length,
+        doc.model,
+        doc.created_at,
+        quota.documents,
+        quota.chunks,
+      ),
     ...chunks.map((c, seq) =>
       db
-        .prepare("INSERT INTO library_chunks (document_id,seq,user_id,text,vector) VALUES (?,?,?,?,?)")
+        .prepare(
+          `INSERT INTO library_chunks (document_id,seq,user_id,text,vector)
+           SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM library_documents WHERE id=?1)`,
+        )
         .bind(doc.id, seq, doc.userId, c.text, c.vector),
     ),
   ]);
+  return added!.meta.changes > 0;
 }
 
 /** Deletes a document and its chunks; its chunk count, or null when the person has no such document. */

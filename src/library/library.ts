@@ -13,9 +13,10 @@ import type { LibrarySearchResult } from "../protocol/http-api";
 import { splitText } from "./chunks";
 import { embed, embeddingModel } from "./embed";
 import { libraryIndex } from "./library-index";
+import { limitsOf, quotaReached } from "../limits/config";
 
-/** What one account may keep, and the size of what goes in and out (README: /mcp). */
-export const LIBRARY_LIMITS = { documents: 1000, chunks: 20_000, textBytes: 512 * 1024, results: 20, listed: 1000 };
+/** The size of what goes in and out (README: /mcp); how much an account may keep is its quotas (limits/config). */
+export const LIBRARY_LIMITS = { textBytes: 512 * 1024, results: 20, listed: 1000 };
 
 export const NewDocument = z.object({
   title: z.string().trim().min(1).max(200),
@@ -35,6 +36,17 @@ export const DocumentId = z.object({ id: z.string().min(1).max(64) });
 
 const noSuchDocument = (id: string) => new HttpError(404, `no document ${id} in this library`);
 
+/** 409 when an account holding `held` cannot take one more document of `adding` chunks; null when it can. */
+function overQuota(env: Env, held: { documents: number; chunks: number }, adding: number) {
+  const q = limitsOf(env).quotas;
+  const instead = "delete some documents first";
+  if (held.documents + 1 > q.library_documents)
+    return quotaReached("library_documents", q.library_documents, "documents in its library", instead);
+  if (held.chunks + adding > q.library_chunks)
+    return quotaReached("library_chunks", q.library_chunks, "passages in its library", instead);
+  return null;
+}
+
 export async function addDocument(
   env: Env,
   ctx: ExecutionContext,
@@ -42,14 +54,9 @@ export async function addDocument(
   input: z.output<typeof NewDocument>,
 ): Promise<db.DocumentInfo> {
   const chunks = splitText(input.text);
-  const held = await db.holdings(env.DB, caller.userId);
-  if (held.documents + 1 > LIBRARY_LIMITS.documents || held.chunks + chunks.length > LIBRARY_LIMITS.chunks) {
-    throw new HttpError(
-      409,
-      `the library is full (${held.documents} documents, ${held.chunks} chunks; at most ` +
-        `${LIBRARY_LIMITS.documents} and ${LIBRARY_LIMITS.chunks}): delete some documents first`,
-    );
-  }
+  // Checked before embedding (which the person pays for), and again in the statement that writes the document.
+  const before = overQuota(env, await db.holdings(env.DB, caller.userId), chunks.length);
+  if (before) throw before;
   const model = embeddingModel(env);
   const units = await embed(env, ctx, caller, model, chunks);
   const index = libraryIndex(env);
@@ -63,11 +70,14 @@ export async function addDocument(
     model: model.id,
     created_at: Date.now(),
   };
-  await db.insertDocument(
-    env.DB,
-    doc,
-    chunks.map((text, i) => ({ text, vector: index.stored(units[i]!) })),
-  );
+  const rows = chunks.map((text, i) => ({ text, vector: index.stored(units[i]!) }));
+  const { library_documents: documents, library_chunks: chunkQuota } = limitsOf(env).quotas;
+  if (!(await db.insertDocument(env.DB, doc, rows, { documents, chunks: chunkQuota }))) {
+    throw (
+      overQuota(env, await db.holdings(env.DB, caller.userId), chunks.length) ??
+      new HttpError(409, "the library filled meanwhile")
+    );
+  }
   await index.added(caller.userId, doc.id, units);
   return { id: doc.id, title: doc.title, source: doc.source, chunks: doc.chunks, created_at: doc.created_at };
 }

@@ -70,6 +70,9 @@ export const DEFAULT_QUOTAS = {
   chats: 10_000,
   /** Deletes waiting for a device to take them. */
   pending_deletes: 1_000,
+  /** Documents in the account's library, and the passages (chunks) they were split into (searched one by one). */
+  library_documents: 1_000,
+  library_chunks: 20_000,
 };
 
 export type QuotaName = keyof typeof DEFAULT_QUOTAS;

@@ -4,6 +4,7 @@
  * else does not pass unnoticed. A code that came in the link (…/device?code=…) was not typed by the person, so
  * approving it also takes an explicit "I started this".
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { ago } from "../app/format";
@@ -89,27 +90,13 @@ export function ApprovePage({ code: codeInLink }: { code: string }) {
             <dt>Asked</dt>
             <dd>{ago(Date.now() - waiting.requested_seconds_ago * 1000)}</dd>
           </dl>
-          <label class="check">
-            <input
-              type="checkbox"
-              name="library"
-              checked={library}
-              onChange={(e) => setLibrary(e.currentTarget.checked)}
-              disabled={done}
-            />
+          <Check name="library" checked={library} set={setLibrary} disabled={done}>
             It may use my library (search my documents and add to them)
-          </label>
+          </Check>
           {fromLink && (
-            <label class="check">
-              <input
-                type="checkbox"
-                name="started_here"
-                checked={confirmed}
-                onChange={(e) => setConfirmed(e.currentTarget.checked)}
-                disabled={done}
-              />
+            <Check name="started_here" checked={confirmed} set={setConfirmed} disabled={done}>
               I started this login myself, on {waiting.host ?? "that device"}
-            </label>
+            </Check>
           )}
         </section>
       )}
@@ -131,5 +118,26 @@ export function ApprovePage({ code: codeInLink }: { code: string }) {
         {result?.text}
       </p>
     </form>
+  );
+}
+
+function Check(props: {
+  name: string;
+  checked: boolean;
+  set: (checked: boolean) => void;
+  disabled: boolean;
+  children: ComponentChildren;
+}) {
+  return (
+    <label class="check">
+      <input
+        type="checkbox"
+        name={props.name}
+        checked={props.checked}
+        onChange={(e) => props.set(e.currentTarget.checked)}
+        disabled={props.disabled}
+      />
+      {props.children}
+    </label>
   );
 }
