@@ -3,20 +3,13 @@
  * origin: the same first-answer-wins rule as a socket's answer, the device answered once, every socket told.
  */
 import { describe, expect, it } from "vitest";
+import { permissionParams } from "./helpers/cards";
 import { drain, linkedWithClients } from "./helpers/linked";
 import type { Peer } from "./helpers/link";
 import { call, jsonOf, ORIGIN } from "./helpers/requests";
 import type { TestUser } from "./helpers/fixtures";
 
-const permission = {
-  sessionId: "ses_1",
-  toolCall: { toolCallId: "call_1", title: "rm -rf build", kind: "execute", status: "pending" },
-  options: [
-    { optionId: "once", name: "Allow once", kind: "allow_once" },
-    { optionId: "deny", name: "Deny", kind: "reject_once" },
-  ],
-  _meta: { lembas: { reason: "runs a command" } },
-};
+const permission = permissionParams("call_1");
 const question = {
   sessionId: "ses_2",
   toolCallId: "call_1",

@@ -17,25 +17,11 @@ import {
   recordPendingDelete,
   recordRefusal,
 } from "../src/db/pending-deletes";
-import type { SessionAnnounce } from "../src/protocol/lembas";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { call, jsonOf } from "./helpers/requests";
-import { CHAT_QUOTA } from "./helpers/chats";
+import { announceParams, CHAT_QUOTA } from "./helpers/chats";
 
 const db = env.DB;
-
-const announce = (sessionId: string, extra: Partial<SessionAnnounce> = {}): SessionAnnounce => ({
-  sessionId,
-  cwd: "/home/me/work/app",
-  title: "Fix the build",
-  model: "deepseek/flash",
-  instance: true,
-  mode: "edit",
-  effort: "off",
-  busy: true,
-  origin: "terminal",
-  ...extra,
-});
 
 async function owner() {
   const user = await createUser();
@@ -92,7 +78,7 @@ describe("chats in D1", () => {
 
   it("an announce makes a terminal chat, and a later one updates it", async () => {
     const { deviceId, userId } = await owner();
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_t"), CHAT_QUOTA)).toBe(true);
+    expect(await chatFromAnnounce(db, deviceId, userId, announceParams("ses_t"), CHAT_QUOTA)).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_t")).toMatchObject({
       origin: "terminal",
       title: "Fix the build",
@@ -104,7 +90,7 @@ describe("chats in D1", () => {
         db,
         deviceId,
         userId,
-        announce("ses_t", { title: null, busy: false, mode: "plan" }),
+        announceParams("ses_t", { title: null, busy: false, mode: "plan" }),
         CHAT_QUOTA,
       ),
     ).toBe(true);
@@ -117,11 +103,11 @@ describe("chats in D1", () => {
 
   it("an announce never recreates a chat that is pending deletion", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_gone"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone", { title: "renamed" }), CHAT_QUOTA)).toBe(
-      false,
-    );
+    expect(
+      await chatFromAnnounce(db, deviceId, userId, announceParams("ses_gone", { title: "renamed" }), CHAT_QUOTA),
+    ).toBe(false);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toMatchObject({
       title: "Fix the build",
       pending_delete: true,
@@ -129,13 +115,13 @@ describe("chats in D1", () => {
     expect(await clearPendingDelete(db, deviceId, "ses_gone")).toBe(true);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toBeNull();
     await recordPendingDelete(db, deviceId, userId, "ses_gone", "offline");
-    expect(await chatFromAnnounce(db, deviceId, userId, announce("ses_gone"), CHAT_QUOTA)).toBe(false);
+    expect(await chatFromAnnounce(db, deviceId, userId, announceParams("ses_gone"), CHAT_QUOTA)).toBe(false);
     expect(await findChat(db, userId, deviceId, "ses_gone")).toBeNull();
   });
 
   it("title events rename a chat; an unknown chat is left alone", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_title"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_title"), CHAT_QUOTA);
     expect(await setChatTitle(db, deviceId, "ses_title", "Ship it")).toBe(true);
     expect((await findChat(db, userId, deviceId, "ses_title"))?.title).toBe("Ship it");
     expect(await setChatTitle(db, deviceId, "ses_nope", "x")).toBe(false);
@@ -143,7 +129,7 @@ describe("chats in D1", () => {
 
   it("left marks the chat idle and says whether it can be opened again; an announce brings it back", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_left"), CHAT_QUOTA);
     expect(await markChatLeft(db, deviceId, "ses_left", false)).toBe(true);
     const row = await db
       .prepare("SELECT left_at, available, busy FROM chats WHERE device_id = ? AND session_id = ?")
@@ -151,7 +137,7 @@ describe("chats in D1", () => {
       .first();
     expect(row).toMatchObject({ available: 0, busy: 0 });
     expect(row?.left_at).toEqual(expect.any(Number));
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_left"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_left"), CHAT_QUOTA);
     expect(
       await db.prepare("SELECT left_at, available FROM chats WHERE session_id = ?").bind("ses_left").first(),
     ).toEqual({ left_at: null, available: 1 });
@@ -159,14 +145,14 @@ describe("chats in D1", () => {
 
   it("deleteChat says whether there was one", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_del"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_del"), CHAT_QUOTA);
     expect(await deleteChat(db, deviceId, "ses_del")).toBe(true);
     expect(await deleteChat(db, deviceId, "ses_del")).toBe(false);
   });
 
   it("revoking a device takes its chats and pending deletes with it", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_rev"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_rev"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_other", "offline");
     await db.prepare("DELETE FROM devices WHERE id = ?").bind(deviceId).run();
     expect(await listChats(db, userId)).toEqual([]);
@@ -188,7 +174,7 @@ describe("pending deletes", () => {
 
   it("give up at the fifth refusal, keep the row as the record and delete the chat", async () => {
     const { deviceId, userId } = await owner();
-    await chatFromAnnounce(db, deviceId, userId, announce("ses_stubborn"), CHAT_QUOTA);
+    await chatFromAnnounce(db, deviceId, userId, announceParams("ses_stubborn"), CHAT_QUOTA);
     await recordPendingDelete(db, deviceId, userId, "ses_stubborn", "offline");
     for (let i = 1; i < MAX_REFUSALS; i++) {
       expect(await recordRefusal(db, deviceId, "ses_stubborn", `refused ${i}`)).toEqual({
@@ -234,10 +220,10 @@ describe("GET /api/chats", () => {
     const me = await owner();
     const other = await createDevice(me.userId, "desktop");
     const stranger = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_old"), CHAT_QUOTA);
-    await chatFromAnnounce(db, other.deviceId, me.userId, announce("ses_mid"), CHAT_QUOTA);
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_new"), CHAT_QUOTA);
+    await chatFromAnnounce(db, me.deviceId, me.userId, announceParams("ses_old"), CHAT_QUOTA);
+    await chatFromAnnounce(db, other.deviceId, me.userId, announceParams("ses_mid"), CHAT_QUOTA);
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announceParams("ses_theirs"), CHAT_QUOTA);
+    await chatFromAnnounce(db, me.deviceId, me.userId, announceParams("ses_new"), CHAT_QUOTA);
     await db
       .prepare(
         "UPDATE chats SET updated_at = CASE session_id WHEN 'ses_old' THEN 1 WHEN 'ses_mid' THEN 2 ELSE 3 END WHERE user_id = ?",
@@ -273,7 +259,7 @@ describe("GET /api/chats", () => {
   it("answers 404 for another person's device and for none", async () => {
     const me = await owner();
     const stranger = await owner();
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announceParams("ses_theirs"), CHAT_QUOTA);
     for (const device of [stranger.deviceId, "no-such-device"]) {
       const res = await call("GET", `/api/chats?device=${device}`, { headers: { authorization: me.user.apiAuth } });
       expect(res.status).toBe(404);
@@ -290,7 +276,7 @@ describe("GET /api/chats", () => {
 describe("DELETE /api/chats/:deviceId/:sessionId", () => {
   it("keeps the delete pending while the device is not linked", async () => {
     const me = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_bye"), CHAT_QUOTA);
+    await chatFromAnnounce(db, me.deviceId, me.userId, announceParams("ses_bye"), CHAT_QUOTA);
     const res = await call("DELETE", `/api/chats/${me.deviceId}/ses_bye`, { headers: { cookie: me.user.cookie } });
     expect(res.status).toBe(202);
     expect(await jsonOf(res)).toEqual({ status: "pending", reason: "offline" });
@@ -304,7 +290,7 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
   it("answers 404 for another person's chat or device, or a chat that does not exist, and records nothing", async () => {
     const me = await owner();
     const stranger = await owner();
-    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announce("ses_theirs"), CHAT_QUOTA);
+    await chatFromAnnounce(db, stranger.deviceId, stranger.userId, announceParams("ses_theirs"), CHAT_QUOTA);
     const auth = { authorization: me.user.apiAuth };
     expect(await jsonOf(await call("DELETE", `/api/chats/${stranger.deviceId}/ses_theirs`, { headers: auth }))).toEqual(
       { detail: "no such device" },
@@ -318,7 +304,7 @@ describe("DELETE /api/chats/:deviceId/:sessionId", () => {
 
   it("refuses no credential and a foreign Origin", async () => {
     const me = await owner();
-    await chatFromAnnounce(db, me.deviceId, me.userId, announce("ses_keep"), CHAT_QUOTA);
+    await chatFromAnnounce(db, me.deviceId, me.userId, announceParams("ses_keep"), CHAT_QUOTA);
     expect((await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`)).status).toBe(401);
     const foreign = await call("DELETE", `/api/chats/${me.deviceId}/ses_keep`, {
       headers: { cookie: me.user.cookie, origin: "https://evil.example" },

@@ -1,23 +1,11 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { permissionParams } from "./helpers/cards";
 import { attachClient, linkStub, type Peer } from "./helpers/link";
 import { drain, fireDeadlines, linkedWithClients, statusOf } from "./helpers/linked";
 
-const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) => ({
-  sessionId: "ses_1",
-  toolCall: {
-    toolCallId,
-    title: "rm -rf build",
-    kind: "execute",
-    status: "pending",
-    rawInput: { command: "rm -rf build" },
-  },
-  options: [
-    { optionId: "once", name: "Allow once", kind: "allow_once" },
-    { optionId: "deny", name: "Deny", kind: "reject_once" },
-  ],
-  _meta: { lembas: { reason: "runs a command", ...lembas } },
-});
+const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) =>
+  permissionParams(toolCallId, { lembas });
 const question = (toolCallId: string, patient?: boolean) => ({
   sessionId: "ses_1",
   toolCallId,

@@ -1,23 +1,12 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { chatsOf, until } from "./helpers/chats";
+import { announceParams, chatsOf, until } from "./helpers/chats";
 import { attachClient, linkedDevice, type Peer } from "./helpers/link";
 
 const announce = (sessionId: string, extra: Record<string, unknown> = {}) => ({
   jsonrpc: "2.0",
   method: "_lembas/session/announce",
-  params: {
-    sessionId,
-    cwd: "/home/me/work/app",
-    title: "Fix the build",
-    model: "deepseek/flash",
-    instance: true,
-    mode: "edit",
-    effort: "off",
-    busy: true,
-    origin: "terminal",
-    ...extra,
-  },
+  params: { ...announceParams(sessionId), ...extra },
 });
 
 /** The device answers the next request it gets with this result; returns that request's params. */

@@ -6,6 +6,7 @@
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { permissionParams } from "./helpers/cards";
 import { until } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
 import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "./helpers/link";
@@ -20,22 +21,9 @@ interface Received {
   body: string;
 }
 
-const permission = (toolCallId: string, sessionId = "ses_1") => ({
-  sessionId,
-  toolCall: {
-    toolCallId,
-    title: "rm -rf build",
-    kind: "execute",
-    status: "pending",
-    rawInput: { command: "rm -rf build" },
-  },
-  options: [
-    { optionId: "once", name: "Allow once", kind: "allow_once" },
-    { optionId: "always", name: "Always", kind: "allow_always" },
-    { optionId: "deny", name: "Deny", kind: "reject_once" },
-  ],
-  _meta: { lembas: { reason: "runs a command" } },
-});
+/** With "Allow for this session", which a notification does not offer as an action. */
+const permission = (toolCallId: string, sessionId = "ses_1") =>
+  permissionParams(toolCallId, { sessionId, session: true });
 
 async function received(endpoint: string): Promise<Received[]> {
   const res = await fetch(`${PUSH_SERVICE}/_received?endpoint=${encodeURIComponent(endpoint)}`);

@@ -9,23 +9,11 @@ import {
   type QuestionRequest,
   type PlanRequest,
 } from "../src/protocol/cards";
+import { permissionParams } from "./helpers/cards";
 
-const permission: PermissionRequest = CARDS["session/request_permission"].params.parse({
-  sessionId: "ses_1",
-  toolCall: {
-    toolCallId: "call_1",
-    title: "rm -rf build",
-    kind: "execute",
-    status: "pending",
-    rawInput: { command: "rm -rf build" },
-  },
-  options: [
-    { optionId: "once", name: "Allow once", kind: "allow_once" },
-    { optionId: "session", name: "Allow for this session", kind: "allow_always" },
-    { optionId: "deny", name: "Deny", kind: "reject_once" },
-  ],
-  _meta: { lembas: { reason: "runs a command", patient: true } },
-});
+const permission: PermissionRequest = CARDS["session/request_permission"].params.parse(
+  permissionParams("call_1", { session: true, lembas: { patient: true } }),
+);
 
 const longLabel = "x".repeat(300);
 const question: QuestionRequest = CARDS["_lembas/question"].params.parse({

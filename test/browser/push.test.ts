@@ -17,6 +17,7 @@ import { chromium, type Browser, type BrowserContext, type CDPSession, type Page
 import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { permissionParams } from "../helpers/cards.js";
 import { decryptPush, makeSubscription, type TestSubscription } from "../helpers/push-receiver.js";
 import { type CspWatch, watchCsp } from "./csp-watch.js";
 
@@ -37,15 +38,8 @@ const received: { path: string; body: Buffer }[] = [];
 let registrationId = "";
 let csp: CspWatch;
 
-const permission = (toolCallId: string) => ({
-  sessionId: "ses_push",
-  toolCall: { toolCallId, title: "npm test", kind: "execute", status: "pending", rawInput: { command: "npm test" } },
-  options: [
-    { optionId: "once", name: "Allow once", kind: "allow_once" },
-    { optionId: "deny", name: "Deny", kind: "reject_once" },
-  ],
-  _meta: { lembas: { reason: "runs the tests" } },
-});
+const permission = (toolCallId: string) =>
+  permissionParams(toolCallId, { sessionId: "ses_push", command: "npm test", reason: "runs the tests" });
 
 async function vapidKeys() {
   const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);

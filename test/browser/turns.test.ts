@@ -18,6 +18,7 @@ import * as z from "zod";
 import { launchChromium, signInWithDevice } from "./browser.js";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
+import { permissionParams } from "../helpers/cards.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
 
@@ -134,22 +135,10 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
   cards: (params) =>
     runTurn(params, async (s) => {
       cardAnswers.push(
-        await device.client.request(acp.methods.client.session.requestPermission, {
-          sessionId: s,
-          toolCall: {
-            toolCallId: "call_rm",
-            title: "Run a command",
-            kind: "execute",
-            status: "pending",
-            rawInput: { command: "rm -rf build" },
-          },
-          options: [
-            { optionId: "once", name: "Allow once", kind: "allow_once" },
-            { optionId: "always", name: "Always allow", kind: "allow_always" },
-            { optionId: "deny", name: "Deny", kind: "reject_once" },
-          ],
-          _meta: { lembas: { reason: "removes files" } },
-        }),
+        await device.client.request(
+          acp.methods.client.session.requestPermission,
+          permissionParams("call_rm", { sessionId: s, reason: "removes files", session: true }),
+        ),
       );
       cardAnswers.push(
         await device.client.request("_lembas/question", {

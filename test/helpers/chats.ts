@@ -1,6 +1,7 @@
 /** Chats and pending deletes as a person and the database see them, for link tests whose D1 writes run after the frames. */
 import { env } from "cloudflare:test";
 import type { ChatInfo } from "../../src/db/chats";
+import type { SessionAnnounce } from "../../src/protocol/lembas";
 import type { TestUser } from "./fixtures";
 import { call, jsonOf } from "./requests";
 import { DEFAULT_QUOTAS } from "../../src/limits/config";
@@ -42,3 +43,17 @@ export async function until<T>(read: () => Promise<T>, ok: (value: T) => boolean
 
 /** A person's quota of chats, as the instance uses it unless QUOTAS changes it. */
 export const CHAT_QUOTA = DEFAULT_QUOTAS.chats;
+
+/** A device's `_lembas/session/announce` params: a busy chat shared from a terminal, with what `extra` changes. */
+export const announceParams = (sessionId: string, extra: Partial<SessionAnnounce> = {}): SessionAnnounce => ({
+  sessionId,
+  cwd: "/home/me/work/app",
+  title: "Fix the build",
+  model: "deepseek/flash",
+  instance: true,
+  mode: "edit",
+  effort: "off",
+  busy: true,
+  origin: "terminal",
+  ...extra,
+});
