@@ -208,8 +208,11 @@ describe("push when a card waits", () => {
 });
 
 describe("the push service's answers", () => {
-  it("410 Gone removes the subscription", async () => {
-    const { user, device, sub } = await subscribed("gone");
+  it.each([
+    ["410 Gone", "gone"],
+    ["404 Not Found", "unknown"],
+  ])("%s removes the subscription", async (_answer, path) => {
+    const { user, device, sub } = await subscribed(path);
     const link = await linkUp(device);
     link.send({ jsonrpc: "2.0", id: 0, method: "session/request_permission", params: permission("call_1") });
     await receivedAtLeast(sub.endpoint, 1);

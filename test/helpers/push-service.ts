@@ -3,6 +3,7 @@
  * in Node), allowed by the tests' PUSH_EXTRA_ORIGINS. It keeps every message it is sent; what it answers depends
  * on the endpoint's path:
  *   /gone/…   410 Gone (the subscription expired)
+ *   /unknown/…   404 Not Found (no such subscription)
  *   /busy/…   503 with Retry-After: 1, the first time each endpoint is tried; 201 afterwards
  *   anything else   201 Created
  * GET http://push.test/_received?endpoint=<url> returns the messages sent to that endpoint: headers and the body
@@ -37,6 +38,7 @@ export async function fakePushService(request: Request): Promise<Response> {
   });
   if (url.pathname.startsWith("/gone/"))
     return new Response("push subscription has unsubscribed or expired", { status: 410 });
+  if (url.pathname.startsWith("/unknown/")) return new Response("no such subscription", { status: 404 });
   if (url.pathname.startsWith("/busy/") && !triedBusy.has(request.url)) {
     triedBusy.add(request.url);
     return new Response("try later", { status: 503, headers: { "retry-after": "1" } });
