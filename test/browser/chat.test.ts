@@ -3,7 +3,7 @@
  * on the ACP SDK's agent side: a long turn streams Markdown, a highlighted code block, a plan and an edit's diff;
  * an older chat shared from a terminal opens with its history; both main screens pass an automated accessibility
  * check (axe-core: no serious or critical violation) and are photographed at a phone's and a laptop's size under
- * test-results/.
+ * test-results/; and Chromium reads its web app manifest without an error.
  */
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -349,5 +349,34 @@ describe("the chat", () => {
     expect(await axeViolations(page)).toEqual([]);
     await shoot("devices");
     expect(csp.violations()).toEqual([]);
+  });
+
+  it("is installable: Chromium reads the page's manifest without an error, as an app window with its icons", async () => {
+    await page.goto(instance.origin);
+    await page.locator(".devices .badge.online").waitFor();
+    const cdp = await page.context().newCDPSession(page);
+    const manifest = (await cdp.send("Page.getAppManifest")) as {
+      url: string;
+      errors: { message: string }[];
+      data?: string;
+    };
+    expect(manifest.url).toBe(`${instance.origin}/manifest.webmanifest`);
+    expect(manifest.errors).toEqual([]);
+    const data = JSON.parse(manifest.data ?? "{}") as {
+      display?: string;
+      start_url?: string;
+      icons?: { src: string; sizes: string; type: string; purpose?: string }[];
+    };
+    expect(data).toMatchObject({ display: "standalone", start_url: "/" });
+    // What "add to home screen" needs: a 192 and a 512 icon (and a maskable one), each served as its type says.
+    const icons = data.icons ?? [];
+    expect(icons.map((i) => i.sizes)).toEqual(expect.arrayContaining(["192x192", "512x512"]));
+    expect(icons.some((i) => i.purpose === "maskable")).toBe(true);
+    for (const icon of icons) {
+      const res = await fetch(new URL(icon.src, instance.origin));
+      expect(res.status, icon.src).toBe(200);
+      expect(res.headers.get("content-type"), icon.src).toContain(icon.type);
+    }
+    await cdp.detach();
   });
 });
