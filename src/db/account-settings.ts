@@ -80,9 +80,27 @@ export async function setPersonalizationAvailable(db: D1Database, userId: string
     .run();
 }
 
-export async function setAdmin(db: D1Database, userId: string, admin: boolean): Promise<void> {
-  await db
-    .prepare("UPDATE users SET admin = ? WHERE id = ?")
-    .bind(admin ? 1 : 0, userId)
-    .run();
+/**
+ * Makes an account an admin or not, as an admin asked — in one conditional statement, so two admins demoting each
+ * other at once cannot leave none: it changes nothing when the one asking is no longer an admin ("not admin") or
+ * when no other admin would be left ("last admin").
+ */
+export async function setAdmin(
+  db: D1Database,
+  byAdmin: string,
+  userId: string,
+  admin: boolean,
+): Promise<"done" | "not admin" | "last admin"> {
+  const [update, asker] = await db.batch<{ admin: number }>([
+    db
+      .prepare(
+        `UPDATE users SET admin = ?3 WHERE id = ?2
+           AND EXISTS (SELECT 1 FROM users WHERE id = ?1 AND admin = 1)
+           AND (?3 = 1 OR EXISTS (SELECT 1 FROM users WHERE admin = 1 AND id != ?2))`,
+      )
+      .bind(byAdmin, userId, admin ? 1 : 0),
+    db.prepare("SELECT admin FROM users WHERE id = ?").bind(byAdmin),
+  ]);
+  if (update!.meta.changes > 0) return "done";
+  return asker!.results[0]?.admin === 1 ? "last admin" : "not admin";
 }

@@ -157,7 +157,9 @@ export const adminSetAdmin: Handler = async (request, env) => {
   // An admin cannot demote themself, so the instance always keeps one who can undo a mistake.
   if (!admin && target.id === me.id)
     throw new HttpError(409, "you cannot remove your own admin rights; ask another admin");
-  await setAdmin(env.DB, target.id, admin);
+  const outcome = await setAdmin(env.DB, me.id, target.id, admin);
+  if (outcome === "not admin") throw new HttpError(403, "you are no longer an admin");
+  if (outcome === "last admin") throw new HttpError(409, "this is the last admin; make another admin first");
   return json(await accountView(env, target.id));
 };
 
