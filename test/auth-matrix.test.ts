@@ -59,6 +59,7 @@ let strangerDevice: TestDevice;
 let device: TestDevice; // the owner's, linked
 let link: Peer;
 let ownerTokenId: string;
+let ownerSessionId: string;
 let userCode: string;
 let revokedApiAuth: string;
 let signedOutCookie: string;
@@ -88,6 +89,19 @@ const ROWS: Row[] = [
   // A person's.
   { route: "POST /api/auth/logout", takes: "person" },
   { route: "GET /api/auth/me", takes: "person", stranger: "own" },
+  { route: "GET /api/auth/sessions", takes: "person", stranger: "own" },
+  {
+    route: "DELETE /api/auth/sessions/:id",
+    takes: "person",
+    path: () => `/api/auth/sessions/${ownerSessionId}`,
+    stranger: 404,
+  },
+  { route: "DELETE /api/auth/sessions", takes: "person" },
+  {
+    route: "PUT /api/auth/password",
+    takes: "person",
+    body: () => ({ current_password: owner.password, new_password: "another long password" }),
+  },
   { route: "POST /api/tokens", takes: "person", body: () => ({ name: "intruder" }) },
   { route: "GET /api/tokens", takes: "person", stranger: "own" },
   { route: "DELETE /api/tokens/:id", takes: "person", path: () => `/api/tokens/${ownerTokenId}`, stranger: 404 },
@@ -295,6 +309,7 @@ beforeAll(async () => {
   strangerTokenId = tokenId(stranger);
   device = await createDevice(owner.userId, "owner's laptop");
   ownerTokenId = tokenId(owner);
+  ownerSessionId = /lbs_(.{12})_/.exec(owner.cookie)![1]!;
   await chatFromAnnounce(
     env.DB,
     device.deviceId,
@@ -388,8 +403,11 @@ describe("another person's credential", () => {
     const res = await send(row, headers());
     expect(res.status).toBe(200);
     const text = await res.text();
-    expect([stranger.userId, strangerTokenId, strangerDevice.deviceId].some((mine) => text.includes(mine))).toBe(true);
-    for (const theirs of [owner.userId, owner.email, device.deviceId, ownerTokenId]) expect(text).not.toContain(theirs);
+    const strangerSessionId = /lbs_(.{12})_/.exec(stranger.cookie)![1]!;
+    const mine = [stranger.userId, strangerTokenId, strangerDevice.deviceId, strangerSessionId];
+    expect(mine.some((id) => text.includes(id))).toBe(true);
+    for (const theirs of [owner.userId, owner.email, device.deviceId, ownerTokenId, ownerSessionId])
+      expect(text).not.toContain(theirs);
   });
 });
 

@@ -20,6 +20,7 @@ describe("credentials", () => {
       via: "session",
       credential: expect.stringMatching(/^lbs_/),
       scopes: ["library"],
+      expiresAt: expect.any(Number),
     });
     expect(await authenticateDevice(req({ authorization: device.auth }), env)).toEqual({
       userId: user.userId,

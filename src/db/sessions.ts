@@ -14,20 +14,30 @@ export function findSession(db: D1Database, id: string): Promise<SessionRow | nu
     .first<SessionRow>();
 }
 
+/** A sign-in as its person sees it (GET /api/auth/sessions). */
+export interface SignInRow {
+  id: string;
+  created_at: number;
+  expires_at: number;
+  user_agent: string | null;
+}
+
 /**
  * A new session. The person's expired ones go in the same batch, and so do their oldest beyond `quota`: the ids of
  * the sign-ins it ended that way, whose sockets must close.
  */
 export async function insertSession(
   db: D1Database,
-  session: { id: string; userId: string; secretHash: string; now: number; expiresAt: number },
+  session: { id: string; userId: string; secretHash: string; now: number; expiresAt: number; userAgent: string | null },
   quota: number,
 ): Promise<string[]> {
   const [, , ended] = await db.batch<{ id: string }>([
     db.prepare("DELETE FROM sessions WHERE user_id = ? AND expires_at <= ?").bind(session.userId, session.now),
     db
-      .prepare("INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at) VALUES (?, ?, ?, ?, ?)")
-      .bind(session.id, session.userId, session.secretHash, session.now, session.expiresAt),
+      .prepare(
+        "INSERT INTO sessions (id, user_id, secret_hash, created_at, expires_at, user_agent) VALUES (?, ?, ?, ?, ?, ?)",
+      )
+      .bind(session.id, session.userId, session.secretHash, session.now, session.expiresAt, session.userAgent),
     db
       .prepare(
         `DELETE FROM sessions WHERE user_id = ?1 AND id NOT IN (
@@ -38,8 +48,30 @@ export async function insertSession(
   return ended!.results.map((row) => row.id);
 }
 
-export async function deleteSession(db: D1Database, id: string, userId: string): Promise<void> {
-  await db.prepare("DELETE FROM sessions WHERE id = ? AND user_id = ?").bind(id, userId).run();
+/** A person's sign-ins that have not expired, newest first. */
+export async function listSessions(db: D1Database, userId: string, now: number): Promise<SignInRow[]> {
+  const { results } = await db
+    .prepare(
+      "SELECT id, created_at, expires_at, user_agent FROM sessions WHERE user_id = ? AND expires_at > ? ORDER BY created_at DESC, id",
+    )
+    .bind(userId, now)
+    .all<SignInRow>();
+  return results;
+}
+
+/** Ends one of a person's sign-ins; false when they have no such sign-in. */
+export async function deleteSession(db: D1Database, id: string, userId: string): Promise<boolean> {
+  const { meta } = await db.prepare("DELETE FROM sessions WHERE id = ? AND user_id = ?").bind(id, userId).run();
+  return meta.changes > 0;
+}
+
+/** Ends every sign-in of a person but `keep` (none: all of them); the ids of those ended. */
+export async function deleteSessionsOf(db: D1Database, userId: string, keep: string | null): Promise<string[]> {
+  const { results } = await db
+    .prepare("DELETE FROM sessions WHERE user_id = ? AND id IS NOT ? RETURNING id")
+    .bind(userId, keep)
+    .all<{ id: string }>();
+  return results.map((row) => row.id);
 }
 
 /** Deletes every sign-in that has expired; how many went. */

@@ -31,6 +31,11 @@ export function findUserCredential(db: D1Database, email: string): Promise<UserC
     .first<UserCredentialRow>();
 }
 
+/** A new password hash for an account. */
+export async function setPasswordHash(db: D1Database, userId: string, passwordHash: string): Promise<void> {
+  await db.prepare("UPDATE users SET password_hash = ? WHERE id = ?").bind(passwordHash, userId).run();
+}
+
 export async function listUsers(db: D1Database): Promise<UserRow[]> {
   const { results } = await db
     .prepare("SELECT id, email, admin, created_at FROM users ORDER BY created_at, email")

@@ -5,13 +5,14 @@ import * as z from "zod";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
-import { authenticatePerson } from "./auth";
+import { authenticatePerson, signInCredential, signInOf } from "./auth";
 import { personWriting } from "./guards";
 import { closeCredentialSockets } from "./devices";
 import { assertSameOrigin } from "./origin";
-import { clearedSessionCookie, readSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
+import { clearedSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
+import { BOUNDS, cutOrNull } from "../db/bounds";
 import { hashPassword, PBKDF2_ITERATIONS, verifyPassword } from "../crypto/password";
-import { issueToken, parseToken } from "../crypto/tokens";
+import { issueToken } from "../crypto/tokens";
 import { clientAddress, countAttempt } from "./rate-limit";
 import { limitsOf, type RateLimitName } from "../limits/config";
 import { findUser, findUserCredential, hasAccounts, insertFirstAdmin, type UserRow } from "../db/users";
@@ -69,21 +70,21 @@ export const login: Handler = async (request, env) => {
   await attempt.succeeded(["login_account"]);
   const session = await issueToken("lbs");
   const now = Date.now();
-  const row = { id: session.id, userId: user.id, secretHash: session.hash, now, expiresAt: now + SESSION_TTL_MS };
+  const userAgent = cutOrNull(request.headers.get("user-agent"), BOUNDS.userAgent);
+  const expiresAt = now + SESSION_TTL_MS;
+  const row = { id: session.id, userId: user.id, secretHash: session.hash, now, expiresAt, userAgent };
   const ended = await insertSession(env.DB, row, limitsOf(env).quotas.sessions);
-  await Promise.all(ended.map((id) => closeCredentialSockets(env, user.id, `lbs_${id}`)));
+  await closeCredentialSockets(env, user.id, ended.map(signInCredential));
   return json(userView(user), 200, { "set-cookie": sessionCookie(request, session.token) });
 };
 
 /** Ends the cookie's session (an API token caller has none to end) and clears the cookie. */
 export const logout: Handler = async (request, env) => {
   const person = await personWriting(request, env);
-  if (person.via === "session") {
-    const sessionId = parseToken(readSessionCookie(request) ?? "")?.id;
-    if (sessionId) {
-      await deleteSession(env.DB, sessionId, person.userId);
-      await closeCredentialSockets(env, person.userId, person.credential);
-    }
+  const sessionId = signInOf(person);
+  if (sessionId) {
+    await deleteSession(env.DB, sessionId, person.userId);
+    await closeCredentialSockets(env, person.userId, [person.credential]);
   }
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSessionCookie(request) } });
 };

@@ -35,6 +35,6 @@ export const deleteToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const id = request.params.id!;
   if (!(await deleteApiToken(env.DB, id, person.userId))) throw new HttpError(404, "no such API token");
-  await closeCredentialSockets(env, person.userId, `lba_${id}`);
+  await closeCredentialSockets(env, person.userId, [`lba_${id}`]);
   return new Response(null, { status: 204 });
 };

@@ -19,7 +19,16 @@ export interface Person {
   credential: string;
   /** The API token's scopes; a sign-in session has them all. */
   scopes: Scope[];
+  /** When the sign-in expires (ms); an API token does not. */
+  expiresAt?: number;
 }
+
+/** The credential a sign-in's sockets were opened with. */
+export const signInCredential = (sessionId: string) => `lbs_${sessionId}`;
+
+/** The sign-in a person's request came with, or null for an API token. */
+export const signInOf = (person: Person): string | null =>
+  person.via === "session" ? person.credential.slice("lbs_".length) : null;
 
 export interface DeviceCaller {
   userId: string;
@@ -59,13 +68,14 @@ async function checkToken(
   env: Env,
   token: string,
   kinds: TokenKind[],
-): Promise<{ kind: TokenKind; id: string; userId: string; scopes: Scope[] } | null> {
+): Promise<{ kind: TokenKind; id: string; userId: string; scopes: Scope[]; expiresAt?: number } | null> {
   const parsed = parseToken(token);
   if (!parsed || !kinds.includes(parsed.kind)) return null;
   const row = await credentialRow(env, parsed.kind, parsed.id);
   if (!row || !(await secretMatches(parsed.secret, row.secret_hash))) return null;
   const scopes = "scopes" in row ? readScopes(row.scopes) : [...SCOPES];
-  return { kind: parsed.kind, id: parsed.id, userId: row.user_id, scopes };
+  const expiresAt = "expires_at" in row ? row.expires_at : undefined;
+  return { kind: parsed.kind, id: parsed.id, userId: row.user_id, scopes, expiresAt };
 }
 
 type Checked = NonNullable<Awaited<ReturnType<typeof checkToken>>>;
@@ -75,6 +85,7 @@ const personOf = (found: Checked, via: Person["via"]): Person => ({
   via,
   credential: `${found.kind}_${found.id}`,
   scopes: found.scopes,
+  expiresAt: found.expiresAt,
 });
 
 /** A signed-in person: the session cookie, or `Authorization: Bearer lba_…`. A device token is refused here. */

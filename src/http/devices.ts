@@ -37,14 +37,18 @@ export function closeDeviceLinks(env: Env, deviceIds: string[]): Promise<void> {
   return tellEach(env, deviceIds, "closing a revoked device's link", (link) => link.revoke());
 }
 
-/** Closes the person's client sockets opened with a credential that just ended (sign-out, deleted API token). */
-export async function closeCredentialSockets(env: Env, userId: string, credential: string): Promise<void> {
+/**
+ * Closes the person's client sockets opened with credentials that just ended (sign-outs, deleted API tokens), on
+ * every device of theirs: one call a device.
+ */
+export async function closeCredentialSockets(env: Env, userId: string, credentials: string[]): Promise<void> {
+  if (credentials.length === 0) return;
   const devices = await listDevices(env.DB, userId);
   await tellEach(
     env,
     devices.map((d) => d.id),
-    "closing an ended credential's sockets",
-    (link) => link.endCredential(credential),
+    "closing ended credentials' sockets",
+    (link) => link.endCredentials(credentials),
   );
 }
 

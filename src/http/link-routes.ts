@@ -33,7 +33,7 @@ export async function ownersDevice(request: Parameters<Handler>[0], env: Env): P
   const person = await authenticatePerson(request, env);
   const deviceId = request.params.deviceId ?? "";
   if ((await deviceOwner(env.DB, deviceId)) !== person.userId) throw new HttpError(404, "no such device");
-  return { userId: person.userId, deviceId, credential: person.credential };
+  return { userId: person.userId, deviceId, credential: person.credential, expiresAt: person.expiresAt };
 }
 
 export const deviceLink: Handler = async (request, env) => {

@@ -26,6 +26,7 @@ import {
   adminSetPersonalization,
 } from "./admin";
 import { login, logout, me, setup } from "./accounts";
+import { changePassword, endAllSignIns, endSignIn, listSignIns } from "./sign-ins";
 import { createAccount, deleteAccount, listAccounts } from "./users";
 import { createToken, deleteToken, listTokens } from "./api-tokens";
 import { approve, authorize, deny, lookup, token } from "./device-login";
@@ -63,6 +64,10 @@ export function buildRouter(): AppRouter {
     .post("/api/auth/login", login)
     .post("/api/auth/logout", logout)
     .get("/api/auth/me", me)
+    .get("/api/auth/sessions", listSignIns)
+    .delete("/api/auth/sessions", endAllSignIns)
+    .delete("/api/auth/sessions/:id", endSignIn)
+    .put("/api/auth/password", changePassword)
     .post("/api/users", createAccount)
     .get("/api/users", listAccounts)
     .delete("/api/users/:id", deleteAccount)

@@ -90,6 +90,7 @@ import {
   type Role,
 } from "./sockets";
 import { terminals } from "./terminals";
+import { signInExpiry, watchSignIn } from "./sign-in-expiry";
 import { turns } from "./turns";
 
 /**
@@ -116,6 +117,7 @@ const FEATURES: readonly LinkFeature[] = [
   chats,
   pendingDeletes,
   terminals,
+  signInExpiry,
 ];
 const registry = buildRegistry(FEATURES);
 
@@ -180,6 +182,7 @@ export class DeviceLink extends DurableObject<Env> {
     try {
       if (role === "device") await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
       else rt.links.setMeta("device_id", identity.deviceId);
+      if (role === "client" && identity.expiresAt !== undefined) watchSignIn(rt, attachment.sid, identity.expiresAt);
       ensureSweep(rt);
       if (role === "client") await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
     } catch (err) {
@@ -254,13 +257,18 @@ export class DeviceLink extends DurableObject<Env> {
     });
   }
 
-  /** A sign-in ended or an API token was deleted: the client sockets opened with it close at once (4403). */
-  endCredential(credential: string): Promise<void> {
-    return this.#guard("endCredential", async () => {
-      for (const ws of this.ctx.getWebSockets(credentialTag(credential))) {
-        const attachment = attachmentOf(ws);
-        closeSocket(ws, CloseCode.CredentialEnded, "signed out, or the API token was deleted");
-        if (attachment) await onSocketGone(this.#rt, attachment, "revoked");
+  /**
+   * Sign-ins ended (signed out, here or everywhere; the password changed) or API tokens deleted: the client sockets
+   * opened with any of them close at once (4403).
+   */
+  endCredentials(credentials: string[]): Promise<void> {
+    return this.#guard("endCredentials", async () => {
+      for (const credential of credentials) {
+        for (const ws of this.ctx.getWebSockets(credentialTag(credential))) {
+          const attachment = attachmentOf(ws);
+          closeSocket(ws, CloseCode.CredentialEnded, "signed out, or the API token was deleted");
+          if (attachment) await onSocketGone(this.#rt, attachment, "revoked");
+        }
       }
     });
   }

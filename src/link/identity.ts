@@ -8,6 +8,7 @@ export const IDENTITY_HEADERS = {
   user: `${PREFIX}user-id`,
   device: `${PREFIX}device-id`,
   credential: `${PREFIX}credential`,
+  expires: `${PREFIX}credential-expires`,
 } as const;
 
 export interface Identity {
@@ -15,6 +16,8 @@ export interface Identity {
   deviceId: string;
   /** A person's session or API token (`<kind>_<id>`), so their sockets close when it ends; absent for a device. */
   credential?: string;
+  /** When that credential expires (ms): a sign-in's sockets close then. Absent when it does not. */
+  expiresAt?: number;
 }
 
 /** The original request, with the Worker's identity headers instead of any the caller sent. */
@@ -24,6 +27,7 @@ export function withIdentity(request: Request, identity: Identity): Request {
   headers.set(IDENTITY_HEADERS.user, identity.userId);
   headers.set(IDENTITY_HEADERS.device, identity.deviceId);
   if (identity.credential) headers.set(IDENTITY_HEADERS.credential, identity.credential);
+  if (identity.expiresAt !== undefined) headers.set(IDENTITY_HEADERS.expires, String(identity.expiresAt));
   return new Request(request, { headers });
 }
 
@@ -31,5 +35,7 @@ export function identityOf(request: Request): Identity | null {
   const userId = request.headers.get(IDENTITY_HEADERS.user);
   const deviceId = request.headers.get(IDENTITY_HEADERS.device);
   const credential = request.headers.get(IDENTITY_HEADERS.credential) ?? undefined;
-  return userId && deviceId ? { userId, deviceId, credential } : null;
+  const expires = Number(request.headers.get(IDENTITY_HEADERS.expires) ?? Number.NaN);
+  const expiresAt = Number.isFinite(expires) ? expires : undefined;
+  return userId && deviceId ? { userId, deviceId, credential, expiresAt } : null;
 }

@@ -11,6 +11,15 @@ export interface UserView {
   admin: boolean;
 }
 
+/** One of a person's sign-ins (GET /api/auth/sessions); `current` is the one the request came with. */
+export interface SignIn {
+  id: string;
+  created_at: number;
+  expires_at: number;
+  user_agent: string | null;
+  current: boolean;
+}
+
 /**
  * A device login waiting for its code (POST /api/devices/lookup): the device as its CLI described itself, when it
  * asked (ms), and the account it will join.
