@@ -360,6 +360,31 @@ describe("cards", () => {
     expect(await drain(b)).toEqual([settled("call_2"), withdrawn("call_2")]);
   });
 
+  it("keeps cards of two sessions with one toolCallId apart when one is cancelled, replayed to a late socket and timed out", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await ask(link, clients, 72, "session/request_permission", permission("call_2"));
+    await ask(link, clients, 73, "session/request_permission", permissionParams("call_2", { sessionId: "ses_2" }));
+    // Cancelling ses_1's turn answers ses_1's card only.
+    a.send({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    const toDevice = await drain(link);
+    expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 72, result: { outcome: { outcome: "cancelled" } } });
+    expect(toDevice.filter((m) => m.id === 73)).toEqual([]);
+    expect(((await statusOf(a)).cards as { id: string }[]).map((c) => c.id)).toEqual(["card:ses_2/call_2"]);
+    // A socket that attaches now is shown ses_2's card, and only it.
+    const late = await attachClient(user, device.deviceId);
+    expect(await late.next()).toMatchObject({ id: "card:ses_2/call_2", params: { sessionId: "ses_2" } });
+    await late.silent();
+    // Its time runs out: ses_2's request is answered, and both sockets are told of ses_2's card.
+    await fireDeadlines(device.deviceId, "card");
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 73, result: { outcome: { outcome: "cancelled" } } });
+    for (const client of [a, late])
+      expect(await drain(client)).toEqual(
+        expect.arrayContaining([settled("call_2", "ses_2"), withdrawn("call_2", "ses_2")]),
+      );
+    expect((await statusOf(a)).cards).toEqual([]);
+  });
+
   it("takes a card down when the device cancels its request ($/cancel_request), answering it cancelled as ACP asks", async () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
