@@ -8,17 +8,23 @@
  * with the DevTools protocol's `ServiceWorker.deliverPushMessage` — the step a real push service and browser do.
  * Chromium's DevTools protocol has no command to click a notification, so a click is the `notificationclick` event
  * dispatched in the service worker with the very notification Chromium shows (from `getNotifications()`).
+ * The instance's VAPID keys are made as an operator makes them (`npm run admin -- vapid-keys`), and the local push
+ * service checks each message's VAPID signature with the public one.
  */
+import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
+import path from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
+import { ROOT } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../helpers/cards.js";
-import { decryptPush, makeSubscription, type TestSubscription } from "../helpers/push-receiver.js";
+import { decryptPush, makeSubscription, verifyVapid, type TestSubscription } from "../helpers/push-receiver.js";
 import { type CspWatch, watchCsp } from "./csp-watch.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -34,18 +40,26 @@ let device: LembasDevice;
 let pushService: http.Server;
 let pushOrigin: string;
 let sub: TestSubscription;
-const received: { path: string; body: Buffer }[] = [];
+const received: { path: string; authorization: string; body: Buffer }[] = [];
+let keys: Awaited<ReturnType<typeof vapidKeys>>;
 let registrationId = "";
 let csp: CspWatch;
 
 const permission = (toolCallId: string) =>
   permissionParams(toolCallId, { sessionId: "ses_push", command: "npm test", reason: "runs the tests" });
 
-async function vapidKeys() {
-  const pair = await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, ["sign", "verify"]);
-  const { d } = await crypto.subtle.exportKey("jwk", pair.privateKey);
-  const raw = Buffer.from(new Uint8Array(await crypto.subtle.exportKey("raw", pair.publicKey)));
-  return { PUSH_VAPID_PUBLIC_KEY: raw.toString("base64url"), PUSH_VAPID_PRIVATE_KEY: d ?? "" };
+/** A key pair as `npm run admin -- vapid-keys` prints it for .dev.vars (NAME=value lines). */
+async function vapidKeys(): Promise<{ PUSH_VAPID_PUBLIC_KEY: string; PUSH_VAPID_PRIVATE_KEY: string }> {
+  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/admin.ts"), "vapid-keys"]);
+  const vars = new Map(
+    stdout.split("\n").flatMap((line) => {
+      const named = /^([A-Z_]+)=(.+)$/.exec(line);
+      return named ? [[named[1]!, named[2]!] as const] : [];
+    }),
+  );
+  const [publicKey, privateKey] = [vars.get("PUSH_VAPID_PUBLIC_KEY"), vars.get("PUSH_VAPID_PRIVATE_KEY")];
+  if (!publicKey || !privateKey) throw new Error(`no key pair in what vapid-keys printed:\n${stdout}`);
+  return { PUSH_VAPID_PUBLIC_KEY: publicKey, PUSH_VAPID_PRIVATE_KEY: privateKey };
 }
 
 /** Waits for the push service's `n`th message (1-based) and returns its payload, decrypted with the browser's keys. */
@@ -117,14 +131,19 @@ beforeAll(async () => {
     const chunks: Buffer[] = [];
     req.on("data", (c: Buffer) => chunks.push(c));
     req.on("end", () => {
-      received.push({ path: req.url ?? "", body: Buffer.concat(chunks) });
+      received.push({
+        path: req.url ?? "",
+        authorization: req.headers.authorization ?? "",
+        body: Buffer.concat(chunks),
+      });
       res.writeHead(201).end();
     });
   });
   await new Promise<void>((resolve) => pushService.listen(0, "127.0.0.1", resolve));
   pushOrigin = `http://127.0.0.1:${(pushService.address() as AddressInfo).port}`;
+  keys = await vapidKeys();
   instance = await startInstance({
-    vars: { ...(await vapidKeys()), PUSH_CONTACT: "mailto:ops@example.org", PUSH_EXTRA_ORIGINS: pushOrigin },
+    vars: { ...keys, PUSH_CONTACT: "mailto:ops@example.org", PUSH_EXTRA_ORIGINS: pushOrigin },
   });
   person = await firstPerson(instance.origin);
   login = await loginDevice(instance.origin, person, "push-laptop");
@@ -201,6 +220,9 @@ describe("push in the browser", () => {
     const answered = device.client.request("session/request_permission", permission("call_1"));
     const payload = await pushNumber(1);
     expect(JSON.parse(payload)).toMatchObject({ kind: "card", toolCallId: "call_1", deviceId: login.deviceId });
+    // Signed with the operator's key pair, for this push service.
+    const claims = await verifyVapid(received[0]!.authorization, keys.PUSH_VAPID_PUBLIC_KEY);
+    expect(claims).toMatchObject({ aud: pushOrigin, sub: "mailto:ops@example.org" });
     await deliver(payload);
     const [shown] = await notificationsUntil((n) => n.length === 1);
     expect(shown).toEqual({
