@@ -3,8 +3,9 @@ import { describe, expect, it } from "vitest";
 import type { DeviceInfo } from "../src/db/devices";
 import { until } from "./helpers/chats";
 import type { TestUser } from "./helpers/fixtures";
-import { attachClient, linkStub, type Peer } from "./helpers/link";
-import { linkedWithClients, statusOf } from "./helpers/linked";
+import { attachClient, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
+import { SEQ_JUMP } from "../src/link/replay";
+import { linkedWithClients, numbered, statusOf } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 
 const question = {
@@ -16,6 +17,8 @@ const question = {
 const onlineOf = async (user: TestUser) =>
   (await jsonOf<DeviceInfo[]>(await call("GET", "/api/devices", { headers: { authorization: user.apiAuth } })))[0]
     ?.online;
+
+const seqOf = (message: Wire) => (message.params?._meta as { instance?: { seq?: number } } | undefined)?.instance?.seq;
 
 /** Resets the device's object as a crash or a full disk does: its storage stays, its sockets go, no close event. */
 async function resetObject(deviceId: string): Promise<void> {
@@ -52,5 +55,37 @@ describe("after the object is reset, nothing it remembered without a socket is l
       code: -32001,
       data: { reason: "offline" },
     });
+  });
+
+  it("a turn kept across the reset numbers its frames on from a jump, so a late joiner sees that frames may be missing", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({
+      jsonrpc: "2.0",
+      id: "p",
+      method: "session/prompt",
+      params: { sessionId: "ses_1", prompt: [{ type: "text", text: "go" }] },
+    });
+    await link.next();
+    const chunk = (text: string) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } },
+    });
+    for (const text of ["one", "two", "three"]) link.send(chunk(text));
+    for (const seq of [1, 2, 3])
+      expect(await client.next()).toEqual(numbered(chunk(["one", "two", "three"][seq - 1]!), seq));
+
+    await resetObject(device.deviceId);
+    const { peer: again } = await linkDevice(device);
+    expect(await again.next()).toMatchObject({ method: "session/prompt" });
+    const late = await attachClient(user, device.deviceId);
+    const replayed = await late.next();
+    expect(replayed).toMatchObject({ method: "_instance/replay", params: { sessionId: "ses_1" } });
+    const { frames, lastSeq } = replayed.params as { frames: number; lastSeq: number };
+    for (let i = 0; i < frames; i++) await late.next();
+    again.send(chunk("four"));
+    const next = await late.next();
+    expect(seqOf(next)).toBeGreaterThanOrEqual(lastSeq + SEQ_JUMP);
   });
 });

@@ -2,8 +2,9 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { REPLAY_LIMITS, REPLAY_ROW_BYTES, REPLAY_WRITE_WITHIN_MS } from "../src/link/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
-import { linkedWithClients } from "./helpers/linked";
+import { linkedWithClients, numbered } from "./helpers/linked";
 
+type Frame = ReturnType<typeof update> | ReturnType<typeof task>;
 const update = (text: string, sessionId = "ses_1") => ({
   jsonrpc: "2.0",
   method: "session/update",
@@ -15,10 +16,14 @@ const task = (state: string, turnId: string, sessionId = "ses_1") => ({
   params: { sessionId, event: { type: "task", state, turnId } },
 });
 
-/** The device sends these; returns once `witness` has seen them all (so the object has handled them). */
-async function deviceSends(link: Peer, witness: Peer, frames: unknown[]): Promise<void> {
+/**
+ * The device sends these; returns once `witness` has seen them all (so the object has handled them), each numbered
+ * from `firstSeq` on (null: frames of no running turn, sent as they came).
+ */
+async function deviceSends(link: Peer, witness: Peer, frames: Frame[], firstSeq: number | null = 1): Promise<void> {
   for (const frame of frames) link.send(frame);
-  for (const frame of frames) expect(await witness.next()).toEqual(frame);
+  for (const [i, frame] of frames.entries())
+    expect(await witness.next()).toEqual(firstSeq === null ? frame : numbered(frame, firstSeq + i));
 }
 
 /** A client's prompt reaches the device: its turn runs. Returns the device's copy. */
@@ -37,29 +42,27 @@ describe("late joiners", () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
     const prompt = await startTurn(link, a, "t-1");
-    const before = [
-      task("start", "t-1"),
-      ...["Rea", "ding", " the"].map((t) => update(t)),
-      update("elsewhere", "ses_idle"),
-    ];
+    const before = [task("start", "t-1"), ...["Rea", "ding", " the"].map((t) => update(t))];
     await deviceSends(link, a, before);
+    // Another session, with no turn running: not numbered, not kept.
+    await deviceSends(link, a, [update("elsewhere", "ses_idle")], null);
 
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toEqual({
       jsonrpc: "2.0",
       method: "_instance/replay",
-      params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0 },
+      params: { sessionId: "ses_1", turnIds: ["t-1"], frames: 4, dropped: 0, lastSeq: 4 },
     });
-    for (const frame of before.slice(0, 4)) expect(await late.next()).toEqual(frame);
+    for (const [i, frame] of before.entries()) expect(await late.next()).toEqual(numbered(frame, i + 1));
     const live = [update(" build"), update(" log")];
     for (const frame of live) link.send(frame);
-    for (const frame of live) expect(await late.next()).toEqual(frame);
+    for (const [i, frame] of live.entries()) expect(await late.next()).toEqual(numbered(frame, 5 + i));
     await late.silent();
 
     // The turn ends: the buffer goes, and the next socket has nothing to catch up on.
     link.send(task("end", "t-1"));
     link.send({ jsonrpc: "2.0", id: prompt.id, result: { stopReason: "end_turn" } });
-    expect(await late.next()).toEqual(task("end", "t-1"));
+    expect(await late.next()).toEqual(numbered(task("end", "t-1"), 7));
     const after = await attachClient(user, device.deviceId);
     await after.silent();
   });
@@ -82,9 +85,9 @@ describe("late joiners", () => {
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
       method: "_instance/replay",
-      params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0 },
+      params: { sessionId: "ses_t", turnIds: ["term-1"], frames: 2, dropped: 0, lastSeq: 2 },
     });
-    for (const frame of frames) expect(await late.next()).toEqual(frame);
+    for (const [i, frame] of frames.entries()) expect(await late.next()).toEqual(numbered(frame, i + 1));
     expect(await late.next()).toMatchObject({ id: "card:ses_t/call_p", method: "_lembas/plan" });
   });
 
@@ -100,9 +103,9 @@ describe("late joiners", () => {
     const late = await attachClient(user, device.deviceId);
     expect(await late.next()).toMatchObject({
       method: "_instance/replay",
-      params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0 },
+      params: { sessionId: "ses_1", turnIds: ["t-quiet"], frames: 2, dropped: 0, lastSeq: 2 },
     });
-    for (const frame of frames) expect(await late.next()).toEqual(frame);
+    for (const [i, frame] of frames.entries()) expect(await late.next()).toEqual(numbered(frame, i + 1));
   });
 
   it("catch up after an eviction on a burst stored as several rows within the size SQLite allows, line breaks and escapes included, in order", async () => {
@@ -114,7 +117,7 @@ describe("late joiners", () => {
     const odd = update("line\nbreak \u001e separator");
     await deviceSends(link, a, frames);
     link.send(JSON.stringify(odd, null, 2)); // the device's own text, line breaks and all
-    expect(await a.next()).toEqual(odd);
+    expect(await a.next()).toEqual(numbered(odd, 11));
     await new Promise((resolve) => setTimeout(resolve, REPLAY_WRITE_WITHIN_MS + 200));
     // Local SQLite takes longer values than the platform's (about 2 MB), so the row size is checked here.
     const stored = await runInDurableObject(linkStub(device.deviceId), (_instance, state) =>
@@ -133,7 +136,8 @@ describe("late joiners", () => {
       method: "_instance/replay",
       params: { sessionId: "ses_1", turnIds: ["t-burst"], frames: 11, dropped: 0 },
     });
-    for (const frame of [...frames, odd]) expect(await late.next(10_000)).toEqual(frame);
+    for (const [i, frame] of [...frames, odd].entries())
+      expect(await late.next(10_000)).toEqual(numbered(frame, i + 1));
     await late.silent();
   }, 30_000);
 
@@ -148,9 +152,15 @@ describe("late joiners", () => {
     expect(await late.next()).toEqual({
       jsonrpc: "2.0",
       method: "_instance/replay",
-      params: { sessionId: "ses_1", turnIds: ["t-long"], frames: REPLAY_LIMITS.frames, dropped: 5 },
+      params: {
+        sessionId: "ses_1",
+        turnIds: ["t-long"],
+        frames: REPLAY_LIMITS.frames,
+        dropped: 5,
+        lastSeq: REPLAY_LIMITS.frames + 5,
+      },
     });
-    for (const frame of frames.slice(5)) expect(await late.next()).toEqual(frame);
+    for (const [i, frame] of frames.slice(5).entries()) expect(await late.next()).toEqual(numbered(frame, i + 6));
     await late.silent();
   }, 30_000);
 
@@ -165,8 +175,14 @@ describe("late joiners", () => {
     await deviceSends(link, a, [...frames, tooBig]);
 
     const late = await attachClient(user, device.deviceId);
-    expect(await late.next()).toMatchObject({ method: "_instance/replay", params: { frames: 4, dropped: 2 } });
-    for (const frame of frames.slice(1)) expect(await late.next(10_000)).toEqual(frame);
+    expect(await late.next()).toMatchObject({
+      method: "_instance/replay",
+      params: { frames: 4, dropped: 2, lastSeq: 5 },
+    });
+    for (const [i, frame] of frames.slice(1).entries()) expect(await late.next(10_000)).toEqual(numbered(frame, i + 2));
     await late.silent();
+    // The frame not kept was number 6: the next live one is 7, so the late joiner sees one is missing.
+    link.send(update("after"));
+    expect(await late.next()).toEqual(numbered(update("after"), 7));
   }, 30_000);
 });

@@ -3,7 +3,7 @@ import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
 import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
 import type { TestDevice } from "./helpers/fixtures";
-import { drain, linkedWithClients, statusOf } from "./helpers/linked";
+import { drain, linkedWithClients, numbered, statusOf } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 
 const prompt = (text: string, turnId?: string) => ({
@@ -230,10 +230,10 @@ describe("turns", () => {
       params: { sessionId: "ses_t", event: { type: "task", state, turnId: "term-1" } },
     });
     link.send(task("start"));
-    expect(await client.next()).toEqual(task("start"));
+    expect(await client.next()).toEqual(numbered(task("start"), 1));
     expect((await statusOf(client)).turns).toMatchObject([{ sessionId: "ses_t", turnId: "term-1" }]);
     link.send(task("end"));
-    expect(await client.next()).toEqual(task("end"));
+    expect(await client.next()).toEqual(numbered(task("end"), 2));
     expect((await statusOf(client)).turns).toEqual([]);
   });
 
@@ -248,7 +248,7 @@ describe("turns", () => {
       params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-7" } },
     };
     link.send(end);
-    expect(await client.next()).toEqual(end);
+    expect(await client.next()).toEqual(numbered(end, 1));
     expect((await statusOf(client)).turns).toEqual([]);
     link.send({ jsonrpc: "2.0", id: sent.id, result: { stopReason: "end_turn" } });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 7, result: { stopReason: "end_turn" } });
@@ -280,7 +280,7 @@ describe("turns", () => {
       params: { sessionId: "ses_1", event: { type: "task", state: "end", turnId: "t-http" } },
     };
     link.send(end);
-    expect(await client.next()).toEqual(end);
+    expect(await client.next()).toEqual(numbered(end, 1));
     expect((await statusOf(client)).turns).toEqual([]);
   });
 });

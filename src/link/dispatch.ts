@@ -51,8 +51,21 @@ async function onDeviceFrame(rt: LinkRuntime, frame: Exclude<Frame, { kind: "ref
       if (refused !== null)
         return console.warn(`device ${rt.deviceId()}: notification dropped, not relayed: ${refused}`);
       const handlers = rt.registry.deviceNotifications.get(method) ?? [];
-      // The device's own text when the envelope dropped nothing from it: no feature rewrites a fanned-out notification.
-      const text = frame.verbatim ?? JSON.stringify(frame.message);
+      // The device's own text when the envelope dropped nothing from it, unless a feature stamps it (replay: a turn's
+      // frames are numbered).
+      let text = frame.verbatim ?? JSON.stringify(frame.message);
+      let paramsAt = frame.verbatim === null ? null : frame.paramsAt;
+      for (const h of handlers) {
+        if (!h.stamp) continue;
+        try {
+          const stamped = h.stamp(rt, frame.message, text, paramsAt);
+          if (stamped !== text) paramsAt = null;
+          text = stamped;
+        } catch (err) {
+          // Passed on unstamped: a frame without its number is still better than none.
+          logFailure(rt, rt.registry.hookName(h, "deviceNotifications", method), err);
+        }
+      }
       const fanOut = (h: (typeof handlers)[number]) =>
         typeof h.fanOut === "function" ? h.fanOut(rt, frame.message) : h.fanOut;
       if (handlers.every(fanOut)) rt.broadcastText(text);

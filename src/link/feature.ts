@@ -65,6 +65,11 @@ export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) =>
 export interface DeviceNotificationHandler {
   /** Or, per message: false when this handler routes that one itself (session-load.ts: a loaded history). */
   fanOut: boolean | ((rt: LinkRuntime, message: NotificationMessage) => boolean);
+  /**
+   * Before it is fanned out: the text to send instead (replay.ts numbers a running turn's frames). `paramsAt`: where
+   * the params object opens in `text`, when known (frames.ts withMeta).
+   */
+  stamp?: (rt: LinkRuntime, message: NotificationMessage, text: string, paramsAt: number | null) => string;
   /** `text`: the message as it is (or would be) fanned out. */
   handle: (rt: LinkRuntime, message: NotificationMessage, text: string) => void | Promise<void>;
 }

@@ -13,6 +13,8 @@ export interface FrameShape {
   method: string | null;
   /** The top-level `id` when it is a string or a number. */
   id: string | number | null;
+  /** Where the top-level `params` object opens (its `{`), when params is an object. */
+  paramsAt: number | null;
 }
 
 const QUOTE = 0x22;
@@ -58,7 +60,7 @@ function scalarAt(text: string, at: number): string | number | null {
 }
 
 export function frameShape(text: string, maxDepth: number): FrameShape {
-  const shape: FrameShape = { tooDeep: false, method: null, id: null };
+  const shape: FrameShape = { tooDeep: false, method: null, id: null, paramsAt: null };
   const topObject = text.charCodeAt(skipSpace(text, 0)) === OPEN_OBJECT;
   let depth = 0;
   for (let at = 0; at < text.length; ) {
@@ -70,10 +72,13 @@ export function frameShape(text: string, maxDepth: number): FrameShape {
         const colon = skipSpace(text, end);
         if (text.charCodeAt(colon) === COLON) {
           const name = text.slice(at + 1, end - 1);
+          const valueAt = skipSpace(text, colon + 1);
           if (name === "method" || name === "id") {
-            const value = scalarAt(text, skipSpace(text, colon + 1));
+            const value = scalarAt(text, valueAt);
             if (name === "method") shape.method = typeof value === "string" ? value : null;
             else shape.id = value;
+          } else if (name === "params") {
+            shape.paramsAt = text.charCodeAt(valueAt) === OPEN_OBJECT ? valueAt : null;
           }
         }
       }

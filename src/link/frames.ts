@@ -9,7 +9,14 @@
  * nested thousands deep parses, but serialising it again throws).
  */
 import { CloseCode } from "../protocol/close-codes";
-import { classify, ErrorCode, rpcError, type Classified, type ErrorMessage } from "../protocol/jsonrpc";
+import {
+  classify,
+  ErrorCode,
+  rpcError,
+  type Classified,
+  type ErrorMessage,
+  type NotificationMessage,
+} from "../protocol/jsonrpc";
 import { frameShape } from "./frame-shape";
 import type { Role } from "./sockets";
 
@@ -28,9 +35,10 @@ const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
 /**
  * A frame read. `verbatim` is its own text when the envelope dropped nothing from it (no member beyond jsonrpc, id,
  * method, params, result, error), so it can be passed on as it came instead of serialised again; else null.
+ * `paramsAt` is where its params object opens in that text (withMeta).
  */
 export type Frame =
-  | (Classified & { verbatim: string | null })
+  | (Classified & { verbatim: string | null; paramsAt: number | null })
   | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
@@ -98,5 +106,27 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   const method = "method" in frame.message ? frame.message.method : null;
   if (tooLarge(method)) return sizeRefusal("id" in frame.message ? frame.message.id : null, method);
   const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
-  return { ...frame, verbatim: kept ? text : null };
+  return { ...frame, verbatim: kept ? text : null, paramsAt: kept ? shape.paramsAt : null };
+}
+
+/**
+ * A notification's text with `_meta` members added to its params (`params._meta[key] = value`). When its own text is
+ * at hand and its params have no `_meta` yet, the member is spliced in where the params open — the rest of the text
+ * is not serialised again; otherwise the message is serialised with the member merged.
+ */
+export function withMeta(
+  text: string,
+  paramsAt: number | null,
+  message: NotificationMessage,
+  meta: Record<string, unknown>,
+): string {
+  const params = message.params;
+  if (Array.isArray(params)) return text;
+  if (paramsAt !== null && params !== undefined && !("_meta" in params)) {
+    const comma = Object.keys(params).length > 0 ? "," : "";
+    return `${text.slice(0, paramsAt + 1)}"_meta":${JSON.stringify(meta)}${comma}${text.slice(paramsAt + 1)}`;
+  }
+  const own = params?._meta;
+  const merged = { ...(typeof own === "object" && own !== null && !Array.isArray(own) ? own : {}), ...meta };
+  return JSON.stringify({ ...message, params: { ...params, _meta: merged } });
 }

@@ -3,9 +3,14 @@
  * notifications are kept as they were sent, in a bounded buffer per session: the last REPLAY_LIMITS.frames frames
  * within REPLAY_LIMITS.bytes, the oldest dropped first; a single frame over REPLAY_LIMITS.frameBytes is not kept
  * (it counts as dropped). A socket that attaches mid-turn gets, for each such session, `_instance/replay`
- * { sessionId, turnIds, frames, dropped } — dropped > 0 says the oldest frames are missing — then those frames, then
+ * { sessionId, turnIds, frames, dropped, lastSeq } — dropped > 0 says frames are missing — then those frames, then
  * the live ones: attaching runs in one event, so no live frame falls between the buffer and the live stream, and
  * none comes twice. The buffer goes when the session's last running turn ends.
+ *
+ * Numbering. Each of those frames is stamped as it is fanned out with `params._meta.instance.seq` (1, 2, 3 … from
+ * the turn's first frame), the same text in the catch-up, so a client sees a gap in what reached it — frames
+ * dropped from the buffer, one not kept, or the last few an object lost when it died with its sockets (the numbering
+ * then jumps by SEQ_JUMP: it cannot know how many went) — and imports the turn from history instead.
  *
  * Writing. Every event that writes must commit before the frames sent after it leave the object, so a row per
  * streamed notification held each next notification back by a commit (about half the fan-out rate during a turn).
@@ -19,9 +24,10 @@
  * REPLAY_ROW_BYTES (SQLite takes a value of at most about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch
  * makes several rows. Dropping the oldest frames deletes the oldest rows, or rewrites the one they end in.
  */
-import { rpcNotification } from "../protocol/jsonrpc";
+import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
+import { rpcNotification, type NotificationMessage } from "../protocol/jsonrpc";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
-import { frameBytes } from "./frames";
+import { frameBytes, withMeta } from "./frames";
 import type { LinkRuntime } from "./runtime";
 import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
@@ -45,7 +51,21 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
       `DROP TABLE IF EXISTS replay_sessions`,
     ],
   },
+  {
+    step: 2,
+    run: [
+      // The number of a row's last frame (frames carry their numbers: see numbering below).
+      `ALTER TABLE replay_batches ADD COLUMN last_seq INTEGER`,
+      // Where a session's numbering goes on when its rows cannot say: after a reset, or a last frame not kept.
+      `CREATE TABLE replay_seq (session_id TEXT PRIMARY KEY, next INTEGER NOT NULL)`,
+    ],
+  },
 ];
+
+/** The `_meta` member a numbered frame carries: `_meta.instance.seq`. */
+export const SEQ_META = "instance";
+/** How far a session's numbering jumps after the object lost its sockets, so a client sees frames may be missing. */
+export const SEQ_JUMP = 1000;
 
 /** How long a kept frame may wait in memory for others to be written with it. */
 export const REPLAY_WRITE_WITHIN_MS = 25;
@@ -62,24 +82,52 @@ interface Held {
   sessionId: string;
   bytes: number;
   frame: string;
+  seq: number;
 }
 
 /** One object instance's buffers: their sizes (rows and held frames; read from the rows once), what is not written yet. */
 class Buffers {
   readonly #sizes = new Map<string, Size>();
+  /** Each numbered session's next frame number (read from storage once). */
+  readonly #next = new Map<string, number>();
+  /** Sessions whose last numbered frame was not kept: their next number is written with the next write. */
+  readonly #unkeptTail = new Set<string>();
   #held: Held[] = [];
   readonly #dropped = new Map<string, number>();
   #timer: ReturnType<typeof setTimeout> | null = null;
 
   constructor(private readonly sql: SqlStorage) {}
 
-  /** Keeps one frame of a session (written soon; see the top of this file). */
-  keep(rt: LinkRuntime, sessionId: string, frame: string): void {
+  /** The next frame number of a session, taken. */
+  number(sessionId: string): number {
+    const seq = this.#nextOf(sessionId);
+    this.#next.set(sessionId, seq + 1);
+    return seq;
+  }
+
+  /** The number the session's last frame got (0: none yet). */
+  lastNumber(sessionId: string): number {
+    return this.#nextOf(sessionId) - 1;
+  }
+
+  /** After the object lost its sockets: the numbering of each session with a running turn jumps (written now). */
+  jump(): void {
+    for (const sessionId of new Set(new TurnStore(this.sql).running().map((t) => t.sessionId))) {
+      const next = this.#nextOf(sessionId) + SEQ_JUMP;
+      this.#next.set(sessionId, next);
+      this.#writeNext(sessionId, next);
+    }
+  }
+
+  /** Keeps one frame of a session, numbered `seq` (written soon; see the top of this file). */
+  keep(rt: LinkRuntime, sessionId: string, frame: string, seq: number): void {
     const bytes = frameBytes(frame);
     if (bytes > REPLAY_LIMITS.frameBytes) {
       this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + 1);
+      this.#unkeptTail.add(sessionId);
     } else {
-      this.#held.push({ sessionId, bytes, frame });
+      this.#unkeptTail.delete(sessionId);
+      this.#held.push({ sessionId, bytes, frame, seq });
       const size = this.#size(sessionId);
       size.frames += 1;
       size.bytes += bytes;
@@ -98,11 +146,12 @@ class Buffers {
     for (const sessionId of new Set(held.map((h) => h.sessionId))) {
       for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
         this.sql.exec(
-          "INSERT INTO replay_batches (session_id, frames, bytes, texts) VALUES (?, ?, ?, ?)",
+          "INSERT INTO replay_batches (session_id, frames, bytes, texts, last_seq) VALUES (?, ?, ?, ?, ?)",
           sessionId,
           row.length,
           row.reduce((sum, h) => sum + h.bytes, 0),
           row.map((h) => h.frame).join(SEPARATOR),
+          row.at(-1)?.seq ?? null,
         );
       }
       this.#trim(sessionId);
@@ -115,6 +164,8 @@ class Buffers {
       );
     }
     this.#dropped.clear();
+    for (const sessionId of this.#unkeptTail) this.#writeNext(sessionId, this.#nextOf(sessionId));
+    this.#unkeptTail.clear();
   }
 
   /** Forgets a session's buffer (its turn ended), written or not. */
@@ -122,8 +173,34 @@ class Buffers {
     this.#held = this.#held.filter((h) => h.sessionId !== sessionId);
     this.#dropped.delete(sessionId);
     this.#sizes.delete(sessionId);
+    this.#next.delete(sessionId);
+    this.#unkeptTail.delete(sessionId);
     this.sql.exec("DELETE FROM replay_batches WHERE session_id = ?", sessionId);
     this.sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
+    this.sql.exec("DELETE FROM replay_seq WHERE session_id = ?", sessionId);
+  }
+
+  #nextOf(sessionId: string): number {
+    let next = this.#next.get(sessionId);
+    if (next === undefined) {
+      next = this.sql
+        .exec<{ next: number }>(
+          `SELECT MAX(1, COALESCE((SELECT MAX(last_seq) + 1 FROM replay_batches WHERE session_id = ?1), 1),
+                  COALESCE((SELECT next FROM replay_seq WHERE session_id = ?1), 1)) AS next`,
+          sessionId,
+        )
+        .one().next;
+      this.#next.set(sessionId, next);
+    }
+    return next;
+  }
+
+  #writeNext(sessionId: string, next: number): void {
+    this.sql.exec(
+      "INSERT INTO replay_seq (session_id, next) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET next = excluded.next",
+      sessionId,
+      next,
+    );
   }
 
   #size(sessionId: string): Size {
@@ -208,45 +285,58 @@ export function clearReplay(sql: SqlStorage, sessionId: string): void {
   buffersOf(sql).forget(sessionId);
 }
 
-/** Keeps a session's notification while one of its turns runs. */
+const sessionOf = (message: NotificationMessage) => {
+  const sessionId = (message.params as { sessionId?: unknown } | undefined)?.sessionId;
+  return typeof sessionId === "string" ? sessionId : null;
+};
+
+/** A device task start event: the turn it starts opens only once the frame is out (turns.ts), yet it is numbered. */
+const startsTask = (message: NotificationMessage) => {
+  const event = (message.params as { event?: { type?: unknown; state?: unknown } } | undefined)?.event;
+  return message.method === "_lembas/event" && event?.type === "task" && event.state === "start";
+};
+
+/** Numbers a session's frames while one of its turns runs, and keeps them for late joiners. */
 const buffered: DeviceNotificationHandler = {
   fanOut: true,
+  stamp: (rt, message, text, paramsAt) => {
+    const sessionId = sessionOf(message);
+    if (sessionId === null || !(startsTask(message) || new TurnStore(rt.sql).isRunning(sessionId))) return text;
+    const meta: InstanceFrameMeta = { seq: buffersOf(rt.sql).number(sessionId) };
+    return withMeta(text, paramsAt, message, { [SEQ_META]: meta });
+  },
   handle: (rt, message, text) => {
-    const sessionId = (message.params as { sessionId?: unknown } | undefined)?.sessionId;
-    if (typeof sessionId !== "string" || !new TurnStore(rt.sql).isRunning(sessionId)) return;
-    buffersOf(rt.sql).keep(rt, sessionId, text);
+    const sessionId = sessionOf(message);
+    if (sessionId === null || !new TurnStore(rt.sql).isRunning(sessionId)) return;
+    const buffers = buffersOf(rt.sql);
+    buffers.keep(rt, sessionId, text, buffers.lastNumber(sessionId));
   },
 };
 
-/** Sends a socket that just attached what it missed of the running turns. */
+/**
+ * Sends a socket that just attached what it missed of the running turns: for each session with one, _instance/replay
+ * (lastSeq: the number of the last frame kept, 0 when none is), then the frames kept.
+ */
 function catchUp(rt: LinkRuntime, sid: string): void {
   const ws = socketById(rt.ctx, sid);
   if (!ws) return;
   buffersOf(rt.sql).write();
   const turns = new TurnStore(rt.sql).running();
-  const buffers = rt.sql.exec<{ session_id: string; frames: number; dropped: number }>(
-    `SELECT session_id, SUM(frames) AS frames, SUM(dropped) AS dropped FROM (
-       SELECT session_id, SUM(frames) AS frames, 0 AS dropped FROM replay_batches GROUP BY session_id
-       UNION ALL SELECT session_id, 0, dropped FROM replay_dropped)
-     GROUP BY session_id ORDER BY session_id`,
-  );
-  for (const buffer of buffers.toArray()) {
-    const turnIds = turns.filter((t) => t.sessionId === buffer.session_id).map((t) => t.turnId);
-    if (turnIds.length === 0) continue;
-    rt.deliver(
-      ws,
-      JSON.stringify(
-        rpcNotification(INSTANCE_REPLAY, {
-          sessionId: buffer.session_id,
-          turnIds,
-          frames: buffer.frames,
-          dropped: buffer.dropped,
-        }),
-      ),
-    );
+  for (const sessionId of [...new Set(turns.map((t) => t.sessionId))].sort()) {
+    const kept = rt.sql
+      .exec<{ frames: number; lastSeq: number; dropped: number }>(
+        `SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(MAX(last_seq), 0) AS lastSeq,
+                COALESCE((SELECT dropped FROM replay_dropped WHERE session_id = ?1), 0) AS dropped
+         FROM replay_batches WHERE session_id = ?1`,
+        sessionId,
+      )
+      .one();
+    const turnIds = turns.filter((t) => t.sessionId === sessionId).map((t) => t.turnId);
+    const notice: InstanceReplay = { sessionId, turnIds, ...kept };
+    rt.deliver(ws, JSON.stringify(rpcNotification(INSTANCE_REPLAY, notice)));
     for (const { texts } of rt.sql.exec<{ texts: string }>(
       "SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq",
-      buffer.session_id,
+      sessionId,
     )) {
       for (const frame of texts.split(SEPARATOR)) rt.deliver(ws, frame);
     }
@@ -260,4 +350,9 @@ export const replay: LinkFeature = {
   migrations: REPLAY_STEPS,
   deviceNotifications: { "session/update": buffered, "_lembas/event": buffered },
   onClientAttached: (rt, peer) => catchUp(rt, peer.sid),
+  // A link that vanished with the object's sockets (a crash, a reset): frames sent just before may not have been
+  // kept, so each running turn's numbering jumps and a client sees that some may be missing.
+  onLinkDown: (rt, _link, reason) => {
+    if (reason === "lost") buffersOf(rt.sql).jump();
+  },
 };

@@ -45,11 +45,23 @@ export type InstanceLink = ({ link: "up" } & LinkFacts) | { link: "down"; reason
 /** `_instance/replay`: the frames of a running turn kept for a socket that attaches late follow this notice. */
 export interface InstanceReplay {
   sessionId: string;
-  turnIds: string[];
+  /** The session's running turns (null: one a device without `turns` runs). */
+  turnIds: (string | null)[];
   /** How many frames follow. */
   frames: number;
-  /** How many were dropped from the start (the buffer is bounded). */
+  /** How many were dropped from the start (the buffer is bounded), or not kept (a frame over 1 MiB). */
   dropped: number;
+  /** The number of the last frame that follows (0: none); the next live frame of the turn is one more. */
+  lastSeq: number;
+}
+
+/**
+ * What the instance adds to each `session/update` and `_lembas/event` of a session while it has a running turn:
+ * `params._meta.instance` (an ACP `_meta` member, which a plain ACP client ignores). `seq` is 1, 2, 3 … per turn, the
+ * same in a catch-up; a number that is not one more than the last seen means frames did not reach this socket.
+ */
+export interface InstanceFrameMeta {
+  seq: number;
 }
 
 /** `_instance/watch`: what a client shows — the chat open on that socket (null: none) and whether it is visible. */

@@ -7,7 +7,9 @@
  *   device never got sent again under its turn id;
  * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box;
  * - an image pasted into the composer reaches the device, and a file over the limit is refused with a sentence;
- * - approval (a corrected command), question and plan cards answered, counted in the page title.
+ * - approval (a corrected command), question and plan cards answered, counted in the page title;
+ * - a page that joins a turn whose first frames the instance could not keep sees the gap in their numbers and shows
+ *   the turn from history once it ends, with no hole.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -92,6 +94,9 @@ async function runTurn(params: acp.PromptRequest, body: (sessionId: string) => P
   return { stopReason: "end_turn" as const, _meta: { lembas: { turnId } } };
 }
 
+/** More of a turn's frames than the instance keeps for a late joiner (1,000: README "Catching up"). */
+const GAP_WORDS = Array.from({ length: 1010 }, (_, i) => `w${i} `);
+
 const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptResponse>> = {
   reload: (params) =>
     runTurn(params, async (s) => {
@@ -132,6 +137,12 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
     })),
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  gap: (params) =>
+    runTurn(params, async (s) => {
+      for (const word of GAP_WORDS) await chunk(s, word);
+      stateOf(s).history.push({ role: "assistant", text: GAP_WORDS.join(""), tools: [] });
+      await gateOf("gap").wait;
+    }),
   cards: (params) =>
     runTurn(params, async (s) => {
       cardAnswers.push(
@@ -391,5 +402,25 @@ describe("turns", () => {
       { outcome: "revise", feedback: "use SQL files, not code" },
       { outcome: "approve", mode: "manual" },
     ]);
+  });
+
+  it("a page joining a turn whose first frames were not kept sees the gap and shows the turn from history, no hole", async () => {
+    await startChat(page, "gap", "tell a long story");
+    // The page that sent it saw every frame live; the instance keeps only the last 1,000 for a late joiner.
+    await page.getByText("w1009").waitFor();
+    const lateContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    const late = await lateContext.newPage();
+    await signInWithDevice(late, instance.origin);
+    await late.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+    await openChat(late, "gap");
+    await late.getByText("w1009").waitFor();
+    await late.getByText("Some updates of this turn did not reach this page").waitFor();
+    gateOf("gap").open();
+    await late.locator(".turn-end").waitFor();
+    const whole = GAP_WORDS.join("").trim();
+    await expect.poll(async () => (await agentText(late)).join(" ").replace(/\s+/g, " ").trim()).toBe(whole);
+    expect(await late.locator(".msg.user").allTextContents()).toEqual(["tell a long story"]);
+    expect(await late.getByText("did not reach this page").count()).toBe(0);
+    await lateContext.close();
   });
 });

@@ -53,3 +53,9 @@ export async function drain(peer: Peer, ms = 300): Promise<Wire[]> {
     }
   }
 }
+
+/** A device notification as clients get it while its session has a running turn: numbered (README, catching up). */
+export function numbered<F extends { params: Record<string, unknown> }>(frame: F, seq: number): F {
+  const meta = frame.params._meta as Record<string, unknown> | undefined;
+  return { ...frame, params: { ...frame.params, _meta: { ...meta, instance: { seq } } } };
+}

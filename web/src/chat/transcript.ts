@@ -147,9 +147,17 @@ class TurnView {
   private end: HTMLElement | null = null;
   /** Its answer never came to this page (a reload, a dropped socket): history may fill it in. */
   lost = false;
+  /** Frames of it did not reach this page (their numbers skipped): history fills it in once it ends. */
+  missing = false;
 
-  constructor(readonly turnId: string | null) {
+  constructor(public turnId: string | null) {
     this.el = h("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
+  }
+
+  /** A turn shown before its id was known (its first frames missed): history names it. */
+  name(turnId: string): void {
+    this.turnId = turnId;
+    this.el.dataset.turnId = turnId;
   }
 
   get ended(): boolean {
@@ -262,8 +270,9 @@ class TurnView {
     this.thought = null;
   }
 
-  /** Fills a turn from history: the answer this page missed. */
+  /** Fills a turn from history: the answer this page missed (how it ended, if shown, stays). */
   fill(assistant: readonly Extract<HistoryTurn, { role: "assistant" }>[]): void {
+    const end = this.end;
     this.items.replaceChildren();
     this.end = null;
     this.plan = null;
@@ -282,7 +291,10 @@ class TurnView {
         this.add(el);
       }
     }
+    if (end) this.items.append(end);
+    this.end = end;
     this.lost = false;
+    this.missing = false;
   }
 }
 
@@ -354,6 +366,27 @@ export class Transcript {
       "sent again": "The device had not got it: sent again.",
     }[how];
     this.turn(turnId).note(sentence, "note reattach");
+    this.onChange();
+  }
+
+  /**
+   * Frames of the running turns (`turnIds`, and the one frames land in now) did not reach this page: marked, with a
+   * note, so that history can replace what is shown once they end (importHistory).
+   */
+  missed(turnIds: readonly string[]): void {
+    // Frames that came without their turn's start landed in a turn shown without an id: it is the running one.
+    const unseen = turnIds.filter((id) => id !== "" && !this.turns.has(id));
+    if (this.current?.turnId === null && unseen.length === 1) {
+      this.current.name(unseen[0]!);
+      this.turns.set(unseen[0]!, this.current);
+    }
+    const views = new Set(turnIds.map((id) => this.turns.get(id)).filter((v) => v !== undefined));
+    if (views.size === 0) views.add(this.target());
+    for (const view of views) {
+      if (view.missing) continue;
+      view.missing = true;
+      view.note("Some updates of this turn did not reach this page.", "note missed");
+    }
     this.onChange();
   }
 
@@ -479,7 +512,8 @@ export class Transcript {
       if (id && running.has(id)) continue;
       const known = id ? this.turns.get(id) : undefined;
       if (known) {
-        if (known.lost) known.fill(g.answers);
+        if (g.user) known.setUser(g.user.text, g.user.attachments);
+        if (known.lost || known.missing) known.fill(g.answers);
         continue;
       }
       const view = new TurnView(id);

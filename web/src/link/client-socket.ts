@@ -2,7 +2,10 @@
  * The browser's end of /api/devices/:id/client: JSON-RPC 2.0, one message per frame. Requests get promises and can
  * be withdrawn with ACP's `$/cancel_request { requestId }`; notifications and the instance's own requests (cards)
  * go to listeners; a dropped socket is dialled again with backoff, and a keep-alive ping goes out every 30 s.
+ * A running turn's frames carry their number (`_meta.instance.seq`, README "Catching up"): one that is not the next
+ * tells the listener frames of that session's turn did not reach this socket.
  */
+import type { InstanceFrameMeta, InstanceReplay } from "../../../src/protocol/instance";
 
 export interface RpcErrorObject {
   code: number;
@@ -40,11 +43,43 @@ export interface SocketListener {
   closed(code: number, reason: string): void;
   notification(method: string, params: unknown): void;
   request(request: IncomingRequest): void;
+  /** Frames of the session's running turn are missing before the one just passed to `notification`. */
+  gap(sessionId: string): void;
 }
 
 const PING_EVERY_MS = 30_000;
 /** Codes after which dialling again cannot help: signed out, the device revoked or unknown. */
 const FINAL_CLOSE_CODES = new Set([4403, 4404]);
+
+/**
+ * The last frame number seen per session on one socket. A catch-up starts its session from 0 (its frames are the
+ * turn's from the first kept); a number one more than the last is in order, and 1 starts a new turn.
+ */
+export class FrameNumbers {
+  private readonly last = new Map<string, number>();
+
+  /** An `_instance/replay`: the session's frames that follow are numbered from its turn's start. */
+  catchUp(sessionId: string): void {
+    this.last.set(sessionId, 0);
+  }
+
+  /** A frame numbered `seq` of the session: false when frames before it are missing. */
+  inOrder(sessionId: string, seq: number): boolean {
+    const last = this.last.get(sessionId) ?? 0;
+    this.last.set(sessionId, seq);
+    return seq === 1 || seq === last + 1;
+  }
+
+  clear(): void {
+    this.last.clear();
+  }
+}
+
+const seqOf = (params: unknown): number | null => {
+  const meta = (params as { _meta?: { instance?: Partial<InstanceFrameMeta> } } | null)?._meta;
+  const seq = meta?.instance?.seq;
+  return typeof seq === "number" ? seq : null;
+};
 
 interface Waiter {
   resolve(value: unknown): void;
@@ -59,6 +94,8 @@ export class ClientSocket {
   private retry = 0;
   private keepAlive: ReturnType<typeof setInterval> | undefined;
   private redial: ReturnType<typeof setTimeout> | undefined;
+  /** Numbers seen on the socket open now (a new socket gets its own catch-up). */
+  private readonly numbers = new FrameNumbers();
 
   constructor(
     private readonly deviceId: string,
@@ -76,6 +113,7 @@ export class ClientSocket {
     this.ws = ws;
     ws.onopen = () => {
       this.retry = 0;
+      this.numbers.clear();
       // The instance sweeps sockets silent for ten minutes; "ping" is answered without waking the device's object.
       this.keepAlive = setInterval(() => ws.readyState === WebSocket.OPEN && ws.send("ping"), PING_EVERY_MS);
       this.listener.open();
@@ -174,7 +212,7 @@ export class ClientSocket {
     const id = typeof msg.id === "string" || typeof msg.id === "number" ? msg.id : undefined;
     if (typeof msg.method === "string") {
       if (id !== undefined) this.listener.request({ id, method: msg.method, params: msg.params ?? {} });
-      else this.listener.notification(msg.method, msg.params ?? {});
+      else this.notification(msg.method, msg.params ?? {});
       return;
     }
     if (typeof id !== "number") return;
@@ -183,5 +221,14 @@ export class ClientSocket {
     this.pending.delete(id);
     if (msg.error) waiter.reject(new RpcFailure(msg.error));
     else waiter.resolve(msg.result ?? null);
+  }
+
+  private notification(method: string, params: unknown): void {
+    if (method === "_instance/replay") this.numbers.catchUp((params as InstanceReplay).sessionId);
+    this.listener.notification(method, params);
+    const seq = seqOf(params);
+    const sessionId = (params as { sessionId?: unknown }).sessionId;
+    if (seq !== null && typeof sessionId === "string" && !this.numbers.inOrder(sessionId, seq))
+      this.listener.gap(sessionId);
   }
 }

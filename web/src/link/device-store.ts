@@ -108,6 +108,8 @@ export class DeviceStore {
   /** This page's prompts whose answers it is waiting for, by turnId. */
   private readonly inFlight = new Map<string, { sessionId: string }>();
   private agentCanLoad: boolean | null = null;
+  /** Sessions whose running turn missed frames on this page: shown from history once it ends. */
+  private readonly holed = new Map<string, string[]>();
   /** Chats this page knows of that no list from D1 had yet. */
   private readonly unlisted = new Set<string>();
   private readonly onVisibility = () => {
@@ -122,6 +124,7 @@ export class DeviceStore {
       closed: (code) => this.closed(code),
       notification: (method, params) => this.notification(method, params),
       request: (request) => this.request(request),
+      gap: (sessionId) => this.missed(sessionId),
     });
   }
 
@@ -216,6 +219,7 @@ export class DeviceStore {
       running.set(prompt.sessionId, set);
     }
     this.running.value = running;
+    this.refillEnded();
   }
 
   private setRunning(sessionId: string, turnId: string, on: boolean): void {
@@ -229,6 +233,39 @@ export class DeviceStore {
     }
     next.set(sessionId, set);
     this.running.value = next;
+    if (!on && set.size === 0) this.refillEnded();
+  }
+
+  /**
+   * Frames of a session's running turn did not reach this page (a catch-up that could not keep them all, an instance
+   * that restarted): the turn is marked, and once it ends it is shown from the device's history instead.
+   */
+  private missed(sessionId: string): void {
+    const turnIds = [...(this.running.value.get(sessionId) ?? [])];
+    this.holed.set(sessionId, [...new Set([...(this.holed.get(sessionId) ?? []), ...turnIds])]);
+    this.transcript(sessionId).missed(turnIds);
+  }
+
+  /** Sessions whose turns that missed frames have all ended: their answers come from history. */
+  private refillEnded(): void {
+    for (const [sessionId, turnIds] of this.holed) {
+      if ((this.running.value.get(sessionId)?.size ?? 0) > 0) continue;
+      this.holed.delete(sessionId);
+      background(this.refill(sessionId, turnIds));
+    }
+  }
+
+  private async refill(sessionId: string, turnIds: readonly string[]): Promise<void> {
+    // A device without history: the turn's note says what is missing.
+    if (!this.has("sessions")) return;
+    const transcript = this.transcript(sessionId);
+    try {
+      const history = await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId });
+      transcript.importHistory(history.turns, this.running.value.get(sessionId));
+      for (const turnId of turnIds) if (turnId) transcript.finish(turnId, null);
+    } catch (err) {
+      transcript.note(`Could not load this turn from the device's history: ${errorText(err)}`, "error");
+    }
   }
 
   /** Tells the instance what this page shows: the open chat, and whether the page is visible. */
@@ -321,12 +358,9 @@ export class DeviceStore {
     }
   }
 
+  /** A catch-up: the turns it is of run (frames it could not keep show as a gap in their numbers: `missed`). */
   private replay(notice: InstanceReplay): void {
-    for (const turnId of notice.turnIds) this.setRunning(notice.sessionId, turnId, true);
-    if (notice.dropped > 0)
-      this.transcript(notice.sessionId).note(
-        `${notice.dropped} earlier update${notice.dropped === 1 ? " of this turn was" : "s of this turn were"} not kept.`,
-      );
+    for (const turnId of notice.turnIds) this.setRunning(notice.sessionId, turnId ?? "", true);
   }
 
   private event({ sessionId, event }: EventParams): void {
