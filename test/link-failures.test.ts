@@ -49,7 +49,7 @@ describe("a thrown error answers its request and goes no further", () => {
     expect(await link.next()).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
   });
 
-  it("a failing statement in the relay answers the socket's request and the HTTP /rpc call -32603, and the device sees nothing", async () => {
+  it("a failing statement in the relay answers the socket's request and the HTTP /rpc call -32603, and the device is told to cancel what it was sent", async () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [client] = clients as [Peer];
     await failOn(device.deviceId, "INSERT", "outbound");
@@ -63,6 +63,17 @@ describe("a thrown error answers its request and goes no further", () => {
     });
     expect(res.status).toBe(200);
     expect(await jsonOf(res)).toMatchObject({ id: "h1", error: { code: -32603, data: { reason: "storage" } } });
+    // A request goes out before its row is written (docs/performance.md): one whose row cannot be written is
+    // withdrawn at once, so the device does not work on what nobody will get.
+    for (const cwd of ["/home/a", "/home/b"]) {
+      const sent = await link.next();
+      expect(sent).toMatchObject({ method: "session/new", params: { cwd } });
+      expect(await link.next()).toEqual({
+        jsonrpc: "2.0",
+        method: "$/cancel_request",
+        params: { requestId: (sent as { id: number }).id },
+      });
+    }
     await link.silent();
     expect(failuresLogged()).toEqual([
       `device ${device.deviceId}: the relay failed:`,

@@ -1,17 +1,20 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { STALE_AFTER_MS } from "../src/link/heartbeat";
-import type { Attachment } from "../src/link/sockets";
+import { type Attachment, storeAttachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub } from "./helpers/link";
 import { fireDeadlines } from "./helpers/linked";
 
-/** Makes every socket of the object look silent since `ago` ms. */
+/**
+ * Makes every socket of the object look silent since `ago` ms. Written as the object writes attachments (it keeps
+ * each socket's in memory too), so the next frame it reads counts as heard again.
+ */
 async function makeSilent(deviceId: string, ago: number): Promise<void> {
   await runInDurableObject(linkStub(deviceId), (_instance, state) => {
     for (const ws of state.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment;
-      ws.serializeAttachment({ ...attachment, seen: Date.now() - ago });
+      storeAttachment(ws, { ...attachment, seen: Date.now() - ago });
     }
   });
 }
@@ -29,7 +32,7 @@ async function ageProbes(deviceId: string, ago: number): Promise<void> {
   await runInDurableObject(linkStub(deviceId), (_instance, state) => {
     for (const ws of state.getWebSockets()) {
       const attachment = ws.deserializeAttachment() as Attachment;
-      if (attachment.probed !== undefined) ws.serializeAttachment({ ...attachment, probed: Date.now() - ago });
+      if (attachment.probed !== undefined) storeAttachment(ws, { ...attachment, probed: Date.now() - ago });
     }
   });
 }

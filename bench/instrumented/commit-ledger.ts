@@ -118,7 +118,12 @@ function around(
 const short = (sql: string) => sql.replace(/\s+/g, " ").trim().slice(0, 70);
 /** What sqlite3_stmt_readonly() calls a write, for the statements this code base runs. */
 const WRITE_SQL = /^\s*(INSERT|UPDATE|DELETE|REPLACE|CREATE|DROP|ALTER)\b/i;
-const STORAGE_WRITES = ["put", "delete", "deleteAll", "setAlarm", "deleteAlarm"] as const;
+/**
+ * transactionSync is one too, whatever its callback does: it tells the storage of a write before its first
+ * statement (workerd `DurableObjectStorage::transactionSync`: "SAVEPOINT is a readonly statement, but we need to
+ * trigger an outer TRANSACTION" → `notifyWrite()`), so even an empty or rolled-back one locks the gate.
+ */
+const STORAGE_WRITES = ["put", "delete", "deleteAll", "setAlarm", "deleteAlarm", "transactionSync"] as const;
 
 let patched = false;
 function patchRuntime(ctx: DurableObjectState): void {

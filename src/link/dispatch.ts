@@ -105,8 +105,10 @@ export async function onDeviceMessage(
   }
   if (link.state === "hello") return onHello(rt, link, frame);
   try {
+    // The held writes go with this frame's commit, after what it sends before its first await (an answer's send).
+    const handling = onDeviceFrame(rt, frame);
     if (frame.kind !== "notification") rt.writeHeld();
-    await onDeviceFrame(rt, frame);
+    await handling;
   } catch (err) {
     // What no hook's own guard caught (the object's storage, the relay itself): the device's request still ends.
     if (frame.kind === "request") rt.sendToDevice(failureAnswer(rt, frame.message.id, "a device request", err));
@@ -158,8 +160,10 @@ export function onClientMessage(rt: LinkRuntime, peer: ClientPeer, data: string 
  */
 async function onClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocket | null, frame: Frame): Promise<Frame> {
   try {
+    // The held writes go with this frame's commit, after what it sends before its first await (a relayed call).
+    const handling = handleClientFrame(rt, peer, ws, frame);
     rt.writeHeld();
-    await handleClientFrame(rt, peer, ws, frame);
+    await handling;
   } catch (err) {
     const what = frame.kind === "refused" ? "a refused client frame" : `a client ${frame.kind}`;
     if (frame.kind === "request") rt.sendToClient(peer.sid, failureAnswer(rt, frame.message.id, what, err));

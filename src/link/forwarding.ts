@@ -52,8 +52,8 @@ export function clientMethod(method: string): ClientMethod | undefined {
 }
 
 /**
- * Delivers the end of an outstanding request (taken from the table) to whoever is waiting for it. A feature's
- * handler that throws is logged; the feature answers whoever waits on its request (its memo says who) itself.
+ * Delivers the end of an outstanding request to whoever is waiting for it. A feature's handler that throws is
+ * logged; the feature answers whoever waits on its request (its memo says who) itself.
  */
 export async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
   if (request.origin === INSTANCE_ORIGIN) {
@@ -82,11 +82,30 @@ async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: Res
   }
 }
 
+/**
+ * Ends an outstanding request read from its row (still in the table): what settle sends before its first await —
+ * the client's answer, the link-up broadcast of the handshake's handler — goes out first, then the row is removed,
+ * all in one synchronous run. So the removal's commit holds none of those sends (docs/performance.md, "What holds
+ * output back"), and nothing else can end the request in between: it still ends exactly once.
+ *
+ * A request kept across links (a prompt with capability turns) is removed first, its answer held until that commit:
+ * a row that outlived a crash would be sent again on the next link, and the agent would run the prompt twice.
+ */
+async function end(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
+  if (request.keep) {
+    rt.outbound.remove(request.id);
+    return settle(rt, request, answer);
+  }
+  const settling = settle(rt, request, answer);
+  rt.outbound.remove(request.id);
+  await settling;
+}
+
 /** An answer from the device: to the request's origin, or quietly dropped when nobody waits for it any more. */
 export async function routeDeviceAnswer(rt: LinkRuntime, answer: ResponseMessage): Promise<void> {
   if (typeof answer.id !== "number") return;
-  const request = rt.outbound.take(answer.id);
-  if (request) await settle(rt, request, answer);
+  const request = rt.outbound.find(answer.id);
+  if (request) await end(rt, request, answer);
 }
 
 /** A client's call of a relayed method: checked, gated, and sent to the device. */
@@ -129,30 +148,34 @@ export async function forward(
     memo: {},
   };
   const sessionId = (params.value as { sessionId?: unknown }).sessionId;
-  // The hooks, the rows they and the relay write, and the send are one transaction: a refusal or a failure (a hook,
-  // a statement, params that cannot be serialised) leaves no row behind, and the device has seen nothing.
+  const hooks = rt.registry.beforeForward.get(message.method) ?? [];
   let step = "the relay";
+  const relay = () => {
+    for (const hook of hooks) {
+      step = rt.registry.hookName(hook, "beforeForward", message.method);
+      hook(rt, call);
+    }
+    step = "the relay";
+    if (id === null) return rt.sendToDevice(rpcNotification(call.method, call.params));
+    const deviceId = rt.sendRequest({
+      method: call.method,
+      params: call.params,
+      origin: peer.sid,
+      originId: id,
+      sessionId: typeof sessionId === "string" ? sessionId : null,
+      keep: call.keepAcrossLinks,
+      answerWithinMs: answerWithin(message.method),
+      memo: Object.keys(call.memo).length > 0 ? call.memo : null,
+    });
+    return deviceId !== null;
+  };
+  // A method features hook (a prompt's turn, a terminal's owner): the hooks, the rows they and the relay write, and
+  // the send are one transaction, so a refusal or a failure leaves no row behind and the device has seen nothing.
+  // transactionSync is itself a write that holds every output after it until its commit, so a method nobody hooks
+  // goes without: sendRequest sends first and writes its row after (and tells the device to cancel if it cannot).
   let sent: boolean;
   try {
-    sent = rt.ctx.storage.transactionSync(() => {
-      for (const hook of rt.registry.beforeForward.get(message.method) ?? []) {
-        step = rt.registry.hookName(hook, "beforeForward", message.method);
-        hook(rt, call);
-      }
-      step = "the relay";
-      if (id === null) return rt.sendToDevice(rpcNotification(call.method, call.params));
-      const deviceId = rt.sendRequest({
-        method: call.method,
-        params: call.params,
-        origin: peer.sid,
-        originId: id,
-        sessionId: typeof sessionId === "string" ? sessionId : null,
-        keep: call.keepAcrossLinks,
-        answerWithinMs: answerWithin(message.method),
-        memo: Object.keys(call.memo).length > 0 ? call.memo : null,
-      });
-      return deviceId !== null;
-    });
+    sent = hooks.length > 0 ? rt.ctx.storage.transactionSync(relay) : relay();
   } catch (err) {
     // A notification's refusal goes under id null, so the client still learns why.
     rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
@@ -188,10 +211,10 @@ export const forwarding: LinkFeature = {
   },
   deadlines: {
     [REQUEST_DEADLINE]: async (rt, key) => {
-      const request = rt.outbound.take(Number(key));
+      const request = rt.outbound.find(Number(key));
       if (!request) return;
       rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
-      await settle(
+      await end(
         rt,
         request,
         rpcError(

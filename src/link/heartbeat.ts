@@ -20,7 +20,7 @@ import { onSocketGone } from "./dispatch";
 import type { LinkFeature } from "./feature";
 import { reconcile } from "./reconcile";
 import type { LinkRuntime } from "./runtime";
-import { type Attachment, attachmentOf, closeSocket } from "./sockets";
+import { type Attachment, attachmentOf, closeSocket, storeAttachment } from "./sockets";
 
 export const PING_EVERY_MS = 30_000;
 export const STALE_AFTER_MS = 10 * 60_000;
@@ -74,7 +74,7 @@ export const heartbeat: LinkFeature = {
         const { probed } = attachment;
         if (probed === undefined || probed <= heard) {
           ws.send(probe);
-          ws.serializeAttachment({ ...attachment, probed: now });
+          storeAttachment(ws, { ...attachment, probed: now });
           asked = true;
           continue;
         }

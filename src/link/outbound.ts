@@ -81,6 +81,16 @@ export class Outbound {
     );
   }
 
+  /** The request with this device-side id, left in place (routeDeviceAnswer: read, answer, then remove). */
+  find(id: number): OutboundRequest | null {
+    const row = this.sql.exec<Row>("SELECT * FROM outbound WHERE id = ?", id).toArray()[0];
+    return row ? toRequest(row) : null;
+  }
+
+  remove(id: number): void {
+    this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
+  }
+
   /** Removes and returns the request with this device-side id. */
   take(id: number): OutboundRequest | null {
     const row = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray()[0];

@@ -15,7 +15,7 @@
  * Writing. Every event that writes must commit before the frames sent after it leave the object, so a row per
  * streamed notification held each next notification back by a commit (about half the fan-out rate during a turn).
  * Kept frames are therefore written together: at most REPLAY_WRITE_WITHIN_MS after the first of them, or sooner,
- * before the next frame that is not a streamed notification (a card, an answer, a client's call: dispatch.ts) or a
+ * with the next frame that is not a streamed notification (a card, an answer, a client's call: dispatch.ts) or a
  * socket's catch-up. They were already sent to every attached client; what waits in memory is only the late
  * joiners' copy of the last few milliseconds, which an object loses only if it dies within them.
  *
@@ -95,6 +95,8 @@ class Buffers {
   #held: Held[] = [];
   readonly #dropped = new Map<string, number>();
   #timer: ReturnType<typeof setTimeout> | null = null;
+  /** Whether the next frame that is not a streamed notification will write the held frames (rt.holdWrites). */
+  #withFrame = false;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -132,9 +134,14 @@ class Buffers {
       size.frames += 1;
       size.bytes += bytes;
     }
-    if (this.#timer !== null) return;
-    this.#timer = setTimeout(() => this.write(), REPLAY_WRITE_WITHIN_MS);
-    rt.holdWrites(() => this.write());
+    if (!this.#withFrame) {
+      this.#withFrame = true;
+      rt.holdWrites(() => {
+        this.#withFrame = false;
+        this.write();
+      });
+    }
+    if (this.#timer === null) this.#timer = setTimeout(() => this.write(), REPLAY_WRITE_WITHIN_MS);
   }
 
   /** Writes the held frames, drops the oldest of every buffer over its bounds, and counts what was dropped. */

@@ -5,7 +5,16 @@
  * the HTTP request that waits, and the sockets' flood buckets, which a hibernated (idle) socket may lose.
  */
 import type { Env } from "../env";
-import { ErrorCode, rpcError, rpcRequest, rpcResult, type JsonRpcId, type Message } from "../protocol/jsonrpc";
+import { CANCEL_REQUEST } from "../protocol/acp";
+import {
+  ErrorCode,
+  rpcError,
+  rpcNotification,
+  rpcRequest,
+  rpcResult,
+  type JsonRpcId,
+  type Message,
+} from "../protocol/jsonrpc";
 import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
 import { deliver } from "./drain";
@@ -13,7 +22,7 @@ import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps } from "./schema-steps";
-import { closeSocket, sendJson, socketById } from "./sockets";
+import { closeSocket, sendJson, sendText, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
 
 /** The deadline kind of a request's answer time (its outbound row's `due`); its key is the device-side id. */
@@ -105,25 +114,39 @@ export class LinkRuntime implements Failing {
   /**
    * Sends the device a request under a fresh id, recording where its answer goes. Null when no device socket is
    * open (nothing is recorded then).
+   *
+   * Sent first, recorded right after, in the same synchronous run: an output waits only for the writes made before
+   * it (docs/performance.md, "What holds output back"), so the row's commit does not hold the request back. The
+   * request is serialised before anything goes out (a value that cannot be is the caller's failure, and the device
+   * sees nothing); if the row then cannot be written, the device is told to cancel what it was sent — nobody would
+   * get its answer — and the failure goes on to the caller. The id's block, when it is a new one, is saved with
+   * the row.
    */
   sendRequest(request: SendRequest): number | null {
     const link = this.links.current();
     const ws = this.deviceSocket();
     if (!link || !ws) return null;
     const id = this.links.nextRequestId();
-    this.track({
-      id,
-      linkId: link.linkId,
-      origin: request.origin,
-      originId: request.originId,
-      method: request.method,
-      sessionId: request.sessionId ?? null,
-      purpose: request.purpose ?? null,
-      keep: request.keep ?? false,
-      memo: request.memo ?? null,
-      due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
-    });
-    sendJson(ws, rpcRequest(id, request.method, request.params));
+    const text = JSON.stringify(rpcRequest(id, request.method, request.params));
+    sendText(ws, text);
+    try {
+      this.links.saveRequestIds();
+      this.track({
+        id,
+        linkId: link.linkId,
+        origin: request.origin,
+        originId: request.originId,
+        method: request.method,
+        sessionId: request.sessionId ?? null,
+        purpose: request.purpose ?? null,
+        keep: request.keep ?? false,
+        memo: request.memo ?? null,
+        due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
+      });
+    } catch (err) {
+      sendText(ws, JSON.stringify(rpcNotification(CANCEL_REQUEST, { requestId: id })));
+      throw err;
+    }
     return id;
   }
 
@@ -173,9 +196,19 @@ export class LinkRuntime implements Failing {
     this.#heldWrites.push(write);
   }
 
-  /** Does the held writes now: before any frame that is not a streamed notification, so its own commit carries them. */
+  /**
+   * Does the held writes now: with any frame that is not a streamed notification, so its own commit carries them
+   * (dispatch.ts calls it after the frame's first synchronous run, so they hold none of that run's sends). A held
+   * write that fails is logged: the frame it rides with was already handled.
+   */
   writeHeld(): void {
-    for (const write of this.#heldWrites.splice(0)) write();
+    for (const write of this.#heldWrites.splice(0)) {
+      try {
+        write();
+      } catch (err) {
+        logFailure(this, "a held write", err);
+      }
+    }
   }
 
   /** Answers a client's request with an error. */

@@ -40,20 +40,37 @@ export function acceptSocket(
   const now = Date.now();
   const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
   ctx.acceptWebSocket(server, [role, sidTag(attachment.sid), ...(credential ? [credentialTag(credential)] : [])]);
-  server.serializeAttachment(attachment);
+  storeAttachment(server, attachment);
   return { peer: pair[0], server, attachment };
 }
 
+/**
+ * Each socket's attachment as this object instance knows it, so a frame does not deserialise it again (a
+ * structured-clone read per frame). Written through by storeAttachment, which every change goes by; a woken object
+ * has new socket objects, and reads their attachments once.
+ */
+const attachments = new WeakMap<WebSocket, Attachment>();
+
 export function attachmentOf(ws: WebSocket): Attachment | null {
-  return (ws.deserializeAttachment() as Attachment | null) ?? null;
+  let attachment = attachments.get(ws);
+  if (!attachment) {
+    attachment = (ws.deserializeAttachment() as Attachment | null) ?? undefined;
+    if (attachment) attachments.set(ws, attachment);
+  }
+  return attachment ?? null;
+}
+
+/** Stores a socket's changed attachment (it outlives hibernation), and keeps it for attachmentOf. */
+export function storeAttachment(ws: WebSocket, attachment: Attachment): void {
+  ws.serializeAttachment(attachment);
+  attachments.set(ws, attachment);
 }
 
 /** Records that the socket spoke, cheaply: the attachment is rewritten only when the stored time is stale. */
 export function markSeen(ws: WebSocket, attachment: Attachment): void {
   const now = Date.now();
   if (now - attachment.seen < SEEN_EVERY_MS) return;
-  attachment.seen = now;
-  ws.serializeAttachment(attachment);
+  storeAttachment(ws, { ...attachment, seen: now });
 }
 
 export function socketById(ctx: DurableObjectState, sid: string): WebSocket | null {
@@ -65,7 +82,11 @@ export function socketById(ctx: DurableObjectState, sid: string): WebSocket | nu
  * send is caught: a message that cannot be serialised is the caller's failure, and its guard answers for it.
  */
 export function sendJson(ws: WebSocket, message: unknown): boolean {
-  const text = JSON.stringify(message);
+  return sendText(ws, JSON.stringify(message));
+}
+
+/** Sends a message's text; false when the socket is already closing. */
+export function sendText(ws: WebSocket, text: string): boolean {
   try {
     ws.send(text);
     return true;

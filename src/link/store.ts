@@ -44,6 +44,7 @@ export class LinkStore {
   /** The last request id handed out, and the highest one reserved in storage. */
   #nextId = 0;
   #reservedTo = 0;
+  #blockSaved = true;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -105,20 +106,22 @@ export class LinkStore {
   /**
    * The next id for a request the instance sends the device. Ids are reserved in blocks of ID_BLOCK, persisted, and
    * handed out from memory, so a request costs no counter write; after an eviction the rest of the block is skipped
-   * — ids never repeat, they only leave gaps.
+   * — ids never repeat, they only leave gaps. A new block is read here and saved by saveRequestIds, which the sender
+   * calls after the request went out (runtime.ts sendRequest), so the block's write holds no send back.
    */
   nextRequestId(): number {
     if (this.#nextId >= this.#reservedTo) {
-      const row = this.sql
-        .exec<{ v: string }>(
-          "INSERT INTO meta (k, v) VALUES ('next_request_id', ?) ON CONFLICT (k) DO UPDATE SET v = CAST(v AS INTEGER) + ? RETURNING v",
-          String(ID_BLOCK),
-          ID_BLOCK,
-        )
-        .one();
-      this.#reservedTo = Number(row.v);
-      this.#nextId = this.#reservedTo - ID_BLOCK;
+      this.#nextId = Number(this.meta("next_request_id") ?? 0);
+      this.#reservedTo = this.#nextId + ID_BLOCK;
+      this.#blockSaved = false;
     }
     return ++this.#nextId;
+  }
+
+  /** Saves the block nextRequestId took, if it is new: in the same synchronous run as that id's first use. */
+  saveRequestIds(): void {
+    if (this.#blockSaved) return;
+    this.setMeta("next_request_id", String(this.#reservedTo));
+    this.#blockSaved = true;
   }
 }

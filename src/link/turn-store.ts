@@ -68,6 +68,14 @@ const toTurn = (row: TurnRow): Turn => ({
   linkId: row.link_id,
 });
 
+/**
+ * The sessions with a running turn, per object instance (by its storage): read once, then asked on every streamed
+ * notification (replay.ts) without a query. Every write of a turn's running state here drops it, so it is read again
+ * at the next question (no turn write rolled back in a transaction is read through it in between: the prompt's
+ * beforeForward hook only starts a turn).
+ */
+const runningSessions = new WeakMap<SqlStorage, Set<string>>();
+
 export class TurnStore {
   readonly prompts: Chunks;
 
@@ -91,6 +99,7 @@ export class TurnStore {
     linkId: string | null;
     prompt?: string;
   }): number {
+    runningSessions.delete(this.sql);
     const { id } = this.sql
       .exec<{ id: number }>(
         "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
@@ -138,13 +147,18 @@ export class TurnStore {
   }
 
   isRunning(sessionId: string): boolean {
-    return (
-      this.sql.exec("SELECT 1 FROM turns WHERE session_id = ? AND running = 1 LIMIT 1", sessionId).toArray().length > 0
-    );
+    let sessions = runningSessions.get(this.sql);
+    if (!sessions) {
+      const rows = this.sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1");
+      sessions = new Set(rows.toArray().map((row) => row.session_id));
+      runningSessions.set(this.sql, sessions);
+    }
+    return sessions.has(sessionId);
   }
 
   setRunning(id: number, running: boolean): void {
     this.sql.exec("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
+    runningSessions.delete(this.sql);
   }
 
   /** Nobody waits for the prompt's answer any more (its client went away). */
@@ -163,11 +177,13 @@ export class TurnStore {
       "UPDATE turns SET running = 0, origin = NULL, origin_id = NULL, device_request_id = NULL WHERE id = ?",
       id,
     );
+    runningSessions.delete(this.sql);
     this.prompts.delete(String(id));
   }
 
   remove(id: number): void {
     this.sql.exec("DELETE FROM turns WHERE id = ?", id);
+    runningSessions.delete(this.sql);
     this.prompts.delete(String(id));
   }
 }

@@ -11,7 +11,7 @@ import type { InstanceWatch } from "../protocol/instance";
 import { check } from "../protocol/issues";
 import type { ClientMethodHandler } from "./feature";
 import type { LinkRuntime } from "./runtime";
-import { attachmentOf, socketById } from "./sockets";
+import { attachmentOf, socketById, storeAttachment } from "./sockets";
 
 export const WATCH = "_instance/watch";
 
@@ -26,8 +26,7 @@ export const watch: ClientMethodHandler = (rt, peer, params) => {
   const ws = socketById(rt.ctx, peer.sid);
   const attachment = ws && attachmentOf(ws);
   if (!ws || !attachment) throw new RpcError(ErrorCode.InvalidRequest, `${WATCH} is for a client socket, not HTTP`);
-  attachment.watch = { s: checked.value.sessionId, v: checked.value.visible };
-  ws.serializeAttachment(attachment);
+  storeAttachment(ws, { ...attachment, watch: { s: checked.value.sessionId, v: checked.value.visible } });
   return {};
 };
 
