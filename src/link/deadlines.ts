@@ -50,12 +50,9 @@ export class Deadlines {
 
   /** Sets a deadline unless one of that kind and key is already set. */
   ensure(kind: string, key: string, due: number): void {
-    const armed = this.#armedFor();
-    const added =
-      this.sql
-        .exec("INSERT OR IGNORE INTO deadlines (kind, key, due) VALUES (?, ?, ?) RETURNING due", kind, key, due)
-        .toArray().length > 0;
-    if (added) this.#ringBy(armed, due);
+    // Read first: an INSERT OR IGNORE that is ignored is still a write, and would hold the object's next output.
+    if (this.sql.exec("SELECT 1 FROM deadlines WHERE kind = ? AND key = ?", kind, key).toArray().length > 0) return;
+    this.set(kind, key, due);
   }
 
   /** A row of a DueColumn table is about to get a deadline at `due`: call before writing it. */

@@ -13,6 +13,7 @@ import { check } from "../protocol/issues";
 import type { Classified } from "../protocol/jsonrpc";
 import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../version";
 import type { LinkDownReason, LinkFeature } from "./feature";
+import { announceLinkUp } from "./instance-methods";
 import { oweLinked, oweUnlinked } from "./presence";
 import type { LinkRuntime } from "./runtime";
 import { closeSocket, socketById } from "./sockets";
@@ -79,9 +80,10 @@ export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Cla
   }
   const { protocol } = hello.value;
   if (!speaks(protocol)) return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
+  // Asked first, recorded after (in the same synchronous run): the writes' commit does not hold the request back.
+  rt.requestDevice("initialize", initializeParams(protocol, VERSION), INITIALIZE_PURPOSE);
   rt.links.update(link.linkId, { state: "initialize", protocol, hello: hello.value });
   rt.deadlines.set(HANDSHAKE_DEADLINE, link.linkId, Date.now() + INITIALIZE_WITHIN_MS);
-  rt.requestDevice("initialize", initializeParams(protocol, VERSION), INITIALIZE_PURPOSE);
 }
 
 /** Ends a link's state: outstanding requests fail, features are told, D1 says offline (not when replaced). */
@@ -136,6 +138,9 @@ export const handshake: LinkFeature = {
         return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
       }
       const at = Date.now();
+      // The clients are told before the link is written up (its row, its deadline, the answered request's row, the
+      // owed presence), so that commit holds nothing of theirs; the features' onLinkUp read the stored link after.
+      announceLinkUp(rt, { ...link, state: "up", initialize: result.value, protocol, upAt: at });
       rt.links.update(link.linkId, { state: "up", initialize: result.value, protocol, upAt: at });
       rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
       const up = rt.link()!;

@@ -43,6 +43,14 @@ export function instanceStatus(rt: LinkRuntime): Record<string, unknown> {
   return status;
 }
 
+/**
+ * Tells every client the link is up. The handshake calls it before it writes the link up (and before any feature's
+ * onLinkUp), so the writes' commit does not hold it back.
+ */
+export function announceLinkUp(rt: LinkRuntime, link: LinkRecord): void {
+  rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "up", ...linkFacts(link) }));
+}
+
 export const instanceMethods: LinkFeature = {
   name: "instance-methods",
   clientMethods: {
@@ -61,7 +69,6 @@ export const instanceMethods: LinkFeature = {
       return clientInitialize(init);
     },
   },
-  onLinkUp: (rt, link) => rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "up", ...linkFacts(link) })),
   onLinkDown: (rt, _link, reason, wasUp) => {
     if (wasUp) rt.broadcast(rpcNotification(INSTANCE_LINK, { link: "down", reason }));
   },

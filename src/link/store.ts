@@ -99,7 +99,9 @@ export class LinkStore {
     return this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v ?? null;
   }
 
+  /** Writes a meta value, only when it changes (a write, even of the same value, holds the object's output). */
   setMeta(key: string, value: string): void {
+    if (this.meta(key) === value) return;
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, value);
   }
 
