@@ -41,7 +41,7 @@ export default defineConfig(async () => {
     ],
     test: {
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**", "test/bridge/**", "test/browser/**"],
+      exclude: ["test/e2e/**", "test/bridge/**", "test/browser/**", "test/web/**"],
       setupFiles: ["./test/apply-migrations.ts"],
     },
   };

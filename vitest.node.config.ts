@@ -5,7 +5,12 @@ import { defineConfig } from "vitest/config";
 export default defineConfig({
   test: {
     environment: "node",
-    include: ["test/bridge/**/*.test.ts", "test/e2e/**/*.test.ts", "test/browser/**/*.test.ts"],
+    include: [
+      "test/bridge/**/*.test.ts",
+      "test/e2e/**/*.test.ts",
+      "test/browser/**/*.test.ts",
+      "test/web/**/*.test.ts",
+    ],
     globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,

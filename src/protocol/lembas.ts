@@ -84,6 +84,8 @@ export const Hello = z
 export type Hello = z.infer<typeof Hello>;
 
 const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size: z.number() });
+/** An attachment as prompt events and history name it (its bytes are not sent again). */
+export type AttachmentInfo = z.infer<typeof Attachment>;
 
 /** The engine events this protocol relies on; any other type is relayed as it comes. */
 export const KNOWN_EVENTS = [
@@ -189,7 +191,7 @@ export type HistoryTurn =
       role: "user";
       text: string;
       turnId?: string;
-      attachments?: { name: string; mimeType: string; size: number }[];
+      attachments?: AttachmentInfo[];
     }
   | {
       role: "assistant";

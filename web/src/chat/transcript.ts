@@ -9,12 +9,10 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import type { PromptResult } from "../../../src/protocol/acp";
-import type { HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
+import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
 import { h } from "../dom";
 import { renderDiff } from "./diff";
 import { setMarkdown } from "./markdown";
-
-type Attachment = { name: string; mimeType: string; size: number };
 
 const STOP_TEXT: Record<string, string> = {
   end_turn: "Done",
@@ -164,7 +162,7 @@ class TurnView {
     return this.end !== null;
   }
 
-  setUser(text: string, attachments: readonly Attachment[] = []): void {
+  setUser(text: string, attachments: readonly AttachmentInfo[] = []): void {
     if (this.user) return;
     this.user = h(
       "div",
@@ -333,7 +331,7 @@ export class Transcript {
   }
 
   /** A message the person sent (or the device says was sent): shown once per turn. */
-  prompt(turnId: string | null, text: string, attachments?: readonly Attachment[]): void {
+  prompt(turnId: string | null, text: string, attachments?: readonly AttachmentInfo[]): void {
     const view = this.turn(turnId);
     view.setUser(text, attachments);
     this.current = view;

@@ -4,13 +4,12 @@
  * against the instance's own limits (10 MB a block, 25 MB a prompt, decoded) before anything is sent.
  */
 import type * as acp from "@agentclientprotocol/sdk";
+import type { AttachmentInfo } from "../../../src/protocol/lembas";
 import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "../../../src/protocol/prompt-limits";
 import { bytes } from "../app/format";
 
-export interface Attachment {
-  name: string;
-  mimeType: string;
-  size: number;
+/** What a prompt event and history will name it by, and the block that carries it. */
+export interface Attachment extends AttachmentInfo {
   block: acp.ContentBlock;
 }
 

@@ -6,12 +6,9 @@
  * tells the listener frames of that session's turn did not reach this socket.
  */
 import type { InstanceFrameMeta, InstanceReplay } from "../../../src/protocol/instance";
+import type { RequestMessage, RpcErrorObject } from "../../../src/protocol/jsonrpc";
 
-export interface RpcErrorObject {
-  code: number;
-  message: string;
-  data?: unknown;
-}
+export type { RpcErrorObject };
 
 export class RpcFailure extends Error {
   constructor(readonly error: RpcErrorObject) {
@@ -32,11 +29,8 @@ export class SocketClosed extends Error {
 export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 
-export interface IncomingRequest {
-  id: string | number;
-  method: string;
-  params: unknown;
-}
+/** A request the instance makes of this page (a card). */
+export type IncomingRequest = Omit<RequestMessage, "jsonrpc">;
 
 export interface SocketListener {
   open(): void;
@@ -211,7 +205,8 @@ export class ClientSocket {
     if (typeof msg !== "object" || msg === null) return;
     const id = typeof msg.id === "string" || typeof msg.id === "number" ? msg.id : undefined;
     if (typeof msg.method === "string") {
-      if (id !== undefined) this.listener.request({ id, method: msg.method, params: msg.params ?? {} });
+      if (id !== undefined)
+        this.listener.request({ id, method: msg.method, params: (msg.params ?? {}) as RequestMessage["params"] });
       else this.notification(msg.method, msg.params ?? {});
       return;
     }

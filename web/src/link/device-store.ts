@@ -6,7 +6,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import { computed, signal } from "@preact/signals";
-import type { PromptResult } from "../../../src/protocol/acp";
+import type { PromptResult, SessionNewResult } from "../../../src/protocol/acp";
 import type { PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
 import type { ChatInfo } from "../../../src/protocol/http-api";
 import type { InstanceLink, InstanceReplay, InstanceStatus, InstanceWatch } from "../../../src/protocol/instance";
@@ -41,13 +41,9 @@ const CARD_METHODS: ReadonlySet<string> = new Set<CardMethod>([
 export const toolCallIdOf = (card: Card): string =>
   card.method === "session/request_permission" ? card.params.toolCall.toolCallId : card.params.toolCallId;
 
-/** What a session runs with, as far as this page knows. */
-export interface SessionSettings {
-  modes?: { currentModeId: string; availableModes: { id: string; name: string; description?: string | null }[] };
-  mode?: string | null;
-  model?: string | null;
-  effort?: string | null;
-}
+/** What a session runs with, as far as this page knows: session/new's modes and `_meta.lembas`, kept up to date. */
+export type SessionSettings = Pick<SessionNewResult, "modes"> &
+  NonNullable<NonNullable<SessionNewResult["_meta"]>["lembas"]>;
 
 export interface NewSessionOptions {
   cwd: string;

@@ -5,6 +5,7 @@
  * small; a larger prompt is kept as its text.
  */
 import type * as acp from "@agentclientprotocol/sdk";
+import type { AttachmentInfo } from "../../../src/protocol/lembas";
 
 export interface KeptPrompt {
   sessionId: string;
@@ -12,7 +13,7 @@ export interface KeptPrompt {
   blocks: acp.ContentBlock[];
   /** As the transcript shows it. */
   text: string;
-  attachments: { name: string; mimeType: string; size: number }[];
+  attachments: AttachmentInfo[];
 }
 
 const KEEP_WHOLE_BELOW = 512 * 1024;
