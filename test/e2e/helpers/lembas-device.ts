@@ -113,6 +113,21 @@ export class LembasDevice {
     }
   }
 
+  /** Sends a frame as it is, beside the ACP connection: for frames no SDK would send. */
+  sendRaw(text: string): void {
+    if (!this.socket) throw new Error("the device is not linked");
+    this.socket.send(text);
+  }
+
+  /** The current link's close code and reason, once it closes. */
+  closing(): Promise<{ code: number; reason: string }> {
+    const socket = this.socket;
+    if (!socket) throw new Error("the device is not linked");
+    return new Promise((resolve) =>
+      socket.once("close", (code, reason) => resolve({ code, reason: reason.toString() })),
+    );
+  }
+
   /** Kills the socket at once, with no close frame: to the instance the link is simply gone. */
   drop(): void {
     this.socket?.terminate();
