@@ -38,7 +38,7 @@ async function startTurn(link: Peer, client: Peer, turnId: string): Promise<Wire
 }
 
 describe("late joiners", () => {
-  it("get the running turn's updates so far, then the live ones, in order and without duplicates", async () => {
+  it("get the running turn's updates so far, then the live ones, in order, without duplicates, numbered 1, 2, 3 … as every client saw them", async () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
     const prompt = await startTurn(link, a, "t-1");
@@ -164,7 +164,7 @@ describe("late joiners", () => {
     await late.silent();
   }, 30_000);
 
-  it(`keep at most ${REPLAY_LIMITS.bytes / 1024 / 1024} MiB of a session, oldest dropped first; a frame over ${REPLAY_LIMITS.frameBytes / 1024 / 1024} MiB is not kept`, async () => {
+  it(`keep at most ${REPLAY_LIMITS.bytes / 1024 / 1024} MiB of a session, oldest dropped first; a frame over ${REPLAY_LIMITS.frameBytes / 1024 / 1024} MiB is not kept, and its number is missing`, async () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
     await startTurn(link, a, "t-big");
