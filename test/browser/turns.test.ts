@@ -9,12 +9,13 @@
  * - an image pasted into the composer reaches the device, and a file over the limit is refused with a sentence;
  * - approval (a corrected command), question and plan cards answered, counted in the page title;
  * - a page that joins a turn whose first frames the instance could not keep sees the gap in their numbers and shows
- *   the turn from history once it ends, with no hole.
+ *   the turn from history once it ends, with no hole;
+ * - a socket dropped mid-turn and dialled again shows the turn once: the catch-up rebuilds it, nothing twice.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { launchChromium, signInWithDevice } from "./browser.js";
@@ -137,6 +138,12 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
     })),
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  redial: (params) =>
+    runTurn(params, async (s) => {
+      await chunk(s, "before the drop. ");
+      await gateOf("redial").wait;
+      await chunk(s, "after the drop.");
+    }),
   gap: (params) =>
     runTurn(params, async (s) => {
       for (const word of GAP_WORDS) await chunk(s, word);
@@ -422,5 +429,27 @@ describe("turns", () => {
     expect(await late.locator(".msg.user").allTextContents()).toEqual(["tell a long story"]);
     expect(await late.getByText("did not reach this page").count()).toBe(0);
     await lateContext.close();
+  });
+
+  it("a socket dropped mid-turn and dialled again shows the turn once: the catch-up rebuilds it, nothing twice", async () => {
+    const on = await context.newPage();
+    // The page's client sockets pass through the test, which can drop one as a network would.
+    const sockets: WebSocketRoute[] = [];
+    await on.routeWebSocket(/\/api\/devices\/[^/]+\/client$/, (ws) => {
+      ws.connectToServer();
+      sockets.push(ws);
+    });
+    await startChat(on, "redial", "a task that outlives a socket");
+    await on.getByText("before the drop.").waitFor();
+    await sockets.at(-1)!.close({ code: 4000, reason: "the network went away" });
+    await expect.poll(() => sockets.length, { timeout: 20_000 }).toBe(2);
+    // Attached again: the page asked what became of its prompt, so the catch-up before it has been read.
+    await on.getByText("Still running: following it.").waitFor();
+    gateOf("redial").open();
+    await on.getByText("after the drop.").waitFor();
+    await on.locator(".turn-end").waitFor();
+    expect((await agentText(on)).join(" ").replace(/\s+/g, " ").trim()).toBe("before the drop. after the drop.");
+    expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task that outlives a socket"]);
+    await on.close();
   });
 });

@@ -268,14 +268,19 @@ class TurnView {
     this.thought = null;
   }
 
-  /** Fills a turn from history: the answer this page missed (how it ended, if shown, stays). */
-  fill(assistant: readonly Extract<HistoryTurn, { role: "assistant" }>[]): void {
-    const end = this.end;
+  /** Empties what the turn shows but its message, for what follows to rebuild it. */
+  clear(): void {
     this.items.replaceChildren();
     this.end = null;
     this.plan = null;
     this.text = null;
     this.thought = null;
+  }
+
+  /** Fills a turn from history: the answer this page missed (how it ended, if shown, stays). */
+  fill(assistant: readonly Extract<HistoryTurn, { role: "assistant" }>[]): void {
+    const end = this.end;
+    this.clear();
     for (const a of assistant) {
       if (a.reasoning) this.newThought().set(a.reasoning);
       for (const tool of a.tools) {
@@ -384,6 +389,21 @@ export class Transcript {
       if (view.missing) continue;
       view.missing = true;
       view.note("Some updates of this turn did not reach this page.", "note missed");
+    }
+    this.onChange();
+  }
+
+  /**
+   * A catch-up on a socket dialled again sends these turns' frames from their start (as far as they were kept): a
+   * turn shown already is emptied first, its message kept, and rebuilt from them rather than shown twice.
+   */
+  restart(turnIds: readonly string[]): void {
+    for (const turnId of turnIds) {
+      const view = this.turns.get(turnId);
+      if (!view) continue;
+      for (const [toolCallId, tool] of this.tools) if (view.el.contains(tool.el)) this.tools.delete(toolCallId);
+      view.clear();
+      this.current = view;
     }
     this.onChange();
   }

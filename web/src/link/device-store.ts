@@ -354,9 +354,13 @@ export class DeviceStore {
     }
   }
 
-  /** A catch-up: the turns it is of run (frames it could not keep show as a gap in their numbers: `missed`). */
+  /**
+   * A catch-up: the turns it is of run, and are rebuilt from its frames (a socket dialled again gets them from the
+   * start); frames it could not keep show as a gap in their numbers (`missed`).
+   */
   private replay(notice: InstanceReplay): void {
     for (const turnId of notice.turnIds) this.setRunning(notice.sessionId, turnId ?? "", true);
+    this.transcript(notice.sessionId).restart(notice.turnIds.filter((t) => t !== null));
   }
 
   private event({ sessionId, event }: EventParams): void {
