@@ -6,7 +6,8 @@
  *   a turn still running is followed, a queued one waited for, a finished one imported from history, and one the
  *   device never got sent again under its turn id;
  * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box;
- * - an image pasted into the composer reaches the device, and a file over the limit is refused with a sentence;
+ * - an image pasted into the composer, a file from the picker and one dropped on it reach the device, and a file over
+ *   the limit is refused with a sentence;
  * - approval (a corrected command), question and plan cards answered, counted in the page title;
  * - a page that joins a turn whose first frames the instance could not keep sees the gap in their numbers and shows
  *   the turn from history once it ends, with no hole;
@@ -339,7 +340,7 @@ describe("turns", () => {
     expect(await page.getByText(/the turn ended before taking in/).count()).toBe(1);
   });
 
-  it("sends a pasted image to the device, and refuses a file over the limit with a sentence", async () => {
+  it("sends a pasted image, a picked file and a dropped one to the device, and refuses a file over the limit with a sentence", async () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
     await page.getByLabel("Folder on the device").fill(path.join(root, "image"));
     await page.getByRole("button", { name: "Start" }).click();
@@ -359,13 +360,31 @@ describe("turns", () => {
     await paste(Buffer.alloc(1024 * 1024).toString("base64"), "huge.bin", "application/octet-stream", 11);
     await page.getByText(/huge\.bin is 11\.0 MiB; one attachment may be at most 10\.0 MiB/).waitFor();
     await paste(PNG.toString("base64"), "dot.png", "image/png");
-    await page.getByRole("list", { name: "Attachments" }).getByText("dot.png").waitFor();
+    const listed = page.getByRole("list", { name: "Attachments" });
+    await listed.getByText("dot.png").waitFor();
+    // The Attach button's file picker.
+    const chooser = page.waitForEvent("filechooser");
+    await page.getByRole("button", { name: "Attach" }).click();
+    await (await chooser).setFiles({ name: "notes.md", mimeType: "text/markdown", buffer: Buffer.from("# Notes\n") });
+    await listed.getByText("notes.md").waitFor();
+    // A file dropped on the composer.
+    await page.locator(".composer").evaluate((el) => {
+      const data = new DataTransfer();
+      data.items.add(new File([new Uint8Array([0, 1, 2])], "blob.bin", { type: "application/octet-stream" }));
+      el.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+    });
+    await listed.getByText("blob.bin").waitFor();
     await box.fill("what is in this picture?");
     await box.press("Enter");
     await page.getByText("a fine pixel.").waitFor();
     const blocks = prompts.get("ses_image")![0]!.prompt;
     expect(blocks[0]).toEqual({ type: "text", text: "what is in this picture?" });
     expect(blocks[1]).toMatchObject({ type: "image", mimeType: "image/png", data: PNG.toString("base64") });
+    expect(blocks[2]).toMatchObject({ type: "resource", resource: { mimeType: "text/markdown", text: "# Notes\n" } });
+    expect(blocks[3]).toMatchObject({
+      type: "resource",
+      resource: { mimeType: "application/octet-stream", blob: "AAEC" },
+    });
   });
 
   it("answers an approval with a corrected command, a question, and plans — counted in the title meanwhile", async () => {
