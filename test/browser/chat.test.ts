@@ -3,7 +3,8 @@
  * on the ACP SDK's agent side: a long turn streams Markdown, a highlighted code block, a plan and an edit's diff;
  * an older chat shared from a terminal opens with its history; both main screens pass an automated accessibility
  * check (axe-core: no serious or critical violation) and are photographed at a phone's and a laptop's size under
- * test-results/; and Chromium reads its web app manifest without an error.
+ * test-results/; Chromium reads its web app manifest without an error; a chat written to while another is open is
+ * marked unread until opened.
  */
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -23,6 +24,7 @@ const SHOTS = path.join(ROOT, "test-results");
 const SIZES = { phone: { width: 390, height: 844 }, laptop: { width: 1280, height: 800 } } as const;
 const NEW_SESSION = "ses_chat_new";
 const OLD_SESSION = "ses_chat_old";
+const UNREAD_SESSION = "ses_chat_unread";
 
 const MARKDOWN = [
   "## What I changed\n\n",
@@ -378,5 +380,33 @@ describe("the chat", () => {
       expect(res.headers.get("content-type"), icon.src).toContain(icon.type);
     }
     await cdp.detach();
+  });
+
+  it("marks a chat unread when its agent writes while another is open, until it is opened", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/${NEW_SESSION}`);
+    await page.locator("#link-state.online").waitFor();
+    await page.getByLabel("Message").waitFor();
+    await device.client.notify("_lembas/session/announce", {
+      sessionId: UNREAD_SESSION,
+      cwd: root,
+      title: "Watch the deploy",
+      model: "e2e/model",
+      mode: "edit",
+      busy: true,
+      origin: "terminal",
+    });
+    const item = page.locator(`.chat-list li[data-session-id="${UNREAD_SESSION}"]`);
+    await item.waitFor();
+    expect(await item.locator(".unread-dot").count()).toBe(0);
+    await device.client.notify("session/update", {
+      sessionId: UNREAD_SESSION,
+      update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "The deploy is green." } },
+    });
+    await item.getByText("(unread)").waitFor({ state: "attached" });
+    expect(await page.locator(`.chat-list li[data-session-id="${NEW_SESSION}"] .unread-dot`).count()).toBe(0);
+    await item.locator("a").click();
+    await page.waitForURL(`**/chats/${UNREAD_SESSION}`);
+    await expect.poll(() => item.locator(".unread-dot").count()).toBe(0);
+    expect(await item.getByText("(unread)").count()).toBe(0);
   });
 });
