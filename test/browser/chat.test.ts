@@ -223,6 +223,15 @@ afterAll(async () => {
   await instance?.stop();
 });
 
+/** The device shares a chat from its terminal (an announce); returns the chat's row in the list, once shown. */
+async function sharedFromTerminal(sessionId: string, title: string, busy: boolean) {
+  const announce = { sessionId, cwd: root, title, model: "e2e/model", mode: "edit", busy, origin: "terminal" };
+  await device.client.notify("_lembas/session/announce", announce);
+  const item = page.locator(`.chat-list li[data-session-id="${sessionId}"]`);
+  await item.waitFor();
+  return item;
+}
+
 describe("the chat", () => {
   it("streams a long turn: Markdown with a highlighted code block, thoughts folded, the plan, and an edit's diff", async () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
@@ -275,17 +284,7 @@ describe("the chat", () => {
   });
 
   it("opens an older chat shared from a terminal with its history", async () => {
-    await device.client.notify("_lembas/session/announce", {
-      sessionId: OLD_SESSION,
-      cwd: root,
-      title: "Fix the flaky test",
-      model: "e2e/model",
-      mode: "edit",
-      busy: false,
-      origin: "terminal",
-    });
-    const item = page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"]`);
-    await item.waitFor();
+    const item = await sharedFromTerminal(OLD_SESSION, "Fix the flaky test", false);
     expect(await item.locator(".chat-title").textContent()).toBe("Fix the flaky test");
     await item.locator("a").click();
     await page.getByText("Why does the login test fail on CI?").waitFor();
@@ -386,17 +385,7 @@ describe("the chat", () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/${NEW_SESSION}`);
     await page.locator("#link-state.online").waitFor();
     await page.getByLabel("Message").waitFor();
-    await device.client.notify("_lembas/session/announce", {
-      sessionId: UNREAD_SESSION,
-      cwd: root,
-      title: "Watch the deploy",
-      model: "e2e/model",
-      mode: "edit",
-      busy: true,
-      origin: "terminal",
-    });
-    const item = page.locator(`.chat-list li[data-session-id="${UNREAD_SESSION}"]`);
-    await item.waitFor();
+    const item = await sharedFromTerminal(UNREAD_SESSION, "Watch the deploy", true);
     expect(await item.locator(".unread-dot").count()).toBe(0);
     await device.client.notify("session/update", {
       sessionId: UNREAD_SESSION,
