@@ -5,6 +5,7 @@
  * - a page that lost its answers (closed mid-turn, opened again) follows the spec's reattach rules for each case —
  *   a turn still running is followed, a queued one waited for, a finished one imported from history, and one the
  *   device never got sent again under its turn id;
+ * - Stop ends a running turn (the device gets session/cancel and answers cancelled);
  * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box;
  * - an image pasted into the composer, a file from the picker and one dropped on it reach the device, and a file over
  *   the limit is refused with a sentence;
@@ -61,6 +62,7 @@ const prompts = new Map<string, acp.PromptRequest[]>();
 const gates = new Map<string, Gate>();
 const finished = new Map<string, Gate>();
 const steers: { text: string; messageId?: string }[] = [];
+const cancels: string[] = [];
 const cardAnswers: unknown[] = [];
 
 const gateOf = (name: string) => gates.get(name) ?? gates.set(name, gate()).get(name)!;
@@ -139,6 +141,14 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
     })),
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  // Runs until the device is told session/cancel, then ends cancelled, as an ACP agent does.
+  stop: async (params) => ({
+    ...(await runTurn(params, async (s) => {
+      await chunk(s, "a long job. ");
+      await gateOf("stop").wait;
+    })),
+    stopReason: "cancelled" as const,
+  }),
   redial: (params) =>
     runTurn(params, async (s) => {
       await chunk(s, "before the drop. ");
@@ -232,6 +242,10 @@ beforeAll(async () => {
       root,
       turns: stateOf(params.sessionId).history,
     }))
+    .onNotification(acp.methods.agent.session.cancel, ({ params }) => {
+      cancels.push(params.sessionId);
+      gateOf(params.sessionId.slice(4)).open();
+    })
     .onRequest("_lembas/steer", z.looseObject({ sessionId: z.string(), text: z.string() }), async ({ params }) => {
       const steer = params as { sessionId: string; text: string; messageId?: string };
       steers.push(steer);
@@ -321,6 +335,15 @@ describe("turns", () => {
     gateOf("queue").open();
     await page.getByText("the queued one ran.").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for queue"]);
+  });
+
+  it("stops the running turn: the device is told session/cancel, and the turn ends cancelled", async () => {
+    await startChat(page, "stop", "rebuild everything");
+    await page.getByText("a long job.").waitFor();
+    await page.getByRole("button", { name: "Stop" }).click();
+    await page.locator('.turn-end[data-stop-reason="cancelled"]').waitFor();
+    expect(cancels).toEqual(["ses_stop"]);
+    expect(await page.locator(".turn-end").textContent()).toContain("Cancelled");
   });
 
   it("steers the running turn, and offers back what the turn ended before taking in", async () => {
