@@ -11,6 +11,8 @@ export interface Env {
   RATE_LIMITS?: unknown;
   /** Changes to the per-account quotas (src/limits/config.ts): an object, or its JSON text. */
   QUOTAS?: unknown;
+  /** Changes to the per-link caps on open cards and running turns (src/limits/config.ts): an object, or its JSON text. */
+  LINK_CAPS?: unknown;
   /** The instance's display name (discovery, /api/v1/instance). */
   INSTANCE_NAME: string;
   /**

@@ -1,6 +1,7 @@
 /**
- * The instance's rate limits and per-account quotas, with the numbers the operator may change: `[vars.RATE_LIMITS]`
- * and `[vars.QUOTAS]` in wrangler.toml (objects, or their JSON text), each naming only what it changes. Validated
+ * The instance's rate limits, per-account quotas and per-link caps, with the numbers the operator may change:
+ * `[vars.RATE_LIMITS]`, `[vars.QUOTAS]` and `[vars.LINK_CAPS]` in wrangler.toml (objects, or their JSON text), each
+ * naming only what it changes. Validated
  * once per isolate at first use; a malformed one is a 500 whose detail names the mistake, never a silent default.
  *
  * Two kinds of rate limit:
@@ -12,6 +13,7 @@
 import * as z from "zod";
 import type { Env } from "../env";
 import { HttpError } from "../http/respond";
+import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { describeIssues } from "../protocol/issues";
 
 const Seconds = z
@@ -77,6 +79,21 @@ export const DEFAULT_QUOTAS = {
 
 export type QuotaName = keyof typeof DEFAULT_QUOTAS;
 
+/**
+ * Per-link caps: how much a linked device may keep open in its object at once. Everything open is listed by
+ * _instance/status and sent to every socket that attaches, so these bound both.
+ */
+export const DEFAULT_LINK_CAPS = {
+  /** Cards (approvals, questions, plans) waiting for an answer. */
+  open_cards: 64,
+  /** Their params, together, as JSON bytes. */
+  open_card_bytes: 4 * 1024 * 1024,
+  /** Turns running (prompts forwarded, and turns the device started at a terminal). */
+  running_turns: 16,
+};
+
+export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;
+
 const BackoffChange = Backoff.omit({ kind: true }).partial().strict().optional();
 const BucketChange = Bucket.omit({ kind: true }).partial().strict().optional();
 const RateLimitsConfig = z.strictObject(
@@ -87,15 +104,17 @@ const RateLimitsConfig = z.strictObject(
     ]),
   ),
 );
-const QuotasConfig = z.strictObject(
-  Object.fromEntries(
-    Object.keys(DEFAULT_QUOTAS).map((name) => [name, z.number().int().min(0).max(1_000_000_000).optional()]),
-  ),
-);
+const countsConfig = (names: Record<string, number>) =>
+  z.strictObject(
+    Object.fromEntries(Object.keys(names).map((name) => [name, z.number().int().min(0).max(1_000_000_000).optional()])),
+  );
+const QuotasConfig = countsConfig(DEFAULT_QUOTAS);
+const LinkCapsConfig = countsConfig(DEFAULT_LINK_CAPS);
 
 export interface Limits {
   rates: Record<RateLimitName, RateRule>;
   quotas: Record<QuotaName, number>;
+  caps: Record<LinkCapName, number>;
 }
 
 function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name: string): Record<string, unknown> {
@@ -115,19 +134,21 @@ function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name
 function build(env: Env): Limits {
   const rates = parse(env.RATE_LIMITS, RateLimitsConfig, "RATE_LIMITS") as Partial<Record<RateLimitName, object>>;
   const quotas = parse(env.QUOTAS, QuotasConfig, "QUOTAS") as Partial<Record<QuotaName, number>>;
+  const caps = parse(env.LINK_CAPS, LinkCapsConfig, "LINK_CAPS") as Partial<Record<LinkCapName, number>>;
   const merged = Object.fromEntries(
     Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [name, { ...rule, ...rates[name as RateLimitName] }]),
   ) as Record<RateLimitName, RateRule>;
-  return { rates: merged, quotas: { ...DEFAULT_QUOTAS, ...quotas } };
+  return { rates: merged, quotas: { ...DEFAULT_QUOTAS, ...quotas }, caps: { ...DEFAULT_LINK_CAPS, ...caps } };
 }
 
-let cached: { rates: unknown; quotas: unknown; limits: Limits } | undefined;
+let cached: { rates: unknown; quotas: unknown; caps: unknown; limits: Limits } | undefined;
 
 /** The limits in force: the defaults with the operator's changes. */
 export function limitsOf(env: Env): Limits {
-  if (cached && cached.rates === env.RATE_LIMITS && cached.quotas === env.QUOTAS) return cached.limits;
+  if (cached && cached.rates === env.RATE_LIMITS && cached.quotas === env.QUOTAS && cached.caps === env.LINK_CAPS)
+    return cached.limits;
   try {
-    cached = { rates: env.RATE_LIMITS, quotas: env.QUOTAS, limits: build(env) };
+    cached = { rates: env.RATE_LIMITS, quotas: env.QUOTAS, caps: env.LINK_CAPS, limits: build(env) };
     return cached.limits;
   } catch (err) {
     const why = err instanceof Error ? err.message : String(err);
@@ -139,3 +160,7 @@ export function limitsOf(env: Env): Limits {
 /** 409 for an account at one of its quotas: what it has, the most it may have, and what to do. */
 export const quotaReached = (quota: QuotaName, limit: number, what: string, instead: string) =>
   new HttpError(409, `this account has ${limit} ${what}, the most it may have; ${instead}`, { quota, limit });
+
+/** -32006 for what a link may not open past one of its caps: what it has open, the most it may have, and why. */
+export const capReached = (cap: LinkCapName, limit: number, sentence: string) =>
+  new RpcError(ErrorCode.LimitReached, sentence, { cap, limit });

@@ -125,6 +125,14 @@ export class CardStore {
       .map(toCard);
   }
 
+  /** How many cards are open, and their params' UTF-8 bytes together (an ended card's params are gone). */
+  openSize(): { count: number; bytes: number } {
+    const { count } = this.sql
+      .exec<{ count: number }>("SELECT COUNT(*) AS count FROM cards WHERE ended_at IS NULL")
+      .one();
+    return { count, bytes: this.#params.totalBytes() };
+  }
+
   /** The open card the device asked with this request id, if any. */
   openByDeviceRequest(id: JsonRpcId): Card | null {
     const row = this.sql

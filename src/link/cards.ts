@@ -17,7 +17,8 @@
  * answer learns why it was refused.
  */
 import { secondsVar, type Env } from "../env";
-import { CancelRequestParams, CANCEL_REQUEST } from "../protocol/acp";
+import { capReached, limitsOf } from "../limits/config";
+import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../protocol/acp";
 import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../protocol/cards";
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
@@ -117,6 +118,30 @@ function endIfNobodyCan(rt: LinkRuntime, card: Card): void {
   }
 }
 
+/**
+ * A card past the link's caps — too many open, or too many bytes open together — is refused to the device (-32006
+ * { cap, limit }): every open card is listed by _instance/status and sent to each socket that attaches.
+ */
+function checkCaps(rt: LinkRuntime, store: CardStore, params: string): void {
+  const { open_cards, open_card_bytes } = limitsOf(rt.env).caps;
+  const open = store.openSize();
+  if (open.count >= open_cards) {
+    throw capReached(
+      "open_cards",
+      open_cards,
+      `this device has ${open.count} cards open, the most it may have (${open_cards}); answer or settle one first`,
+    );
+  }
+  const bytes = utf8Bytes(params);
+  if (open.bytes + bytes > open_card_bytes) {
+    throw capReached(
+      "open_card_bytes",
+      open_card_bytes,
+      `this card's ${bytes} bytes of params would take the device's open cards past ${open_card_bytes} bytes together (${open.bytes} open now)`,
+    );
+  }
+}
+
 /** Why an answer to a card was not used, as the client that gave it is told. */
 export interface CardRefusal {
   code: number;
@@ -178,6 +203,8 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
   if (!link) return;
   const now = Date.now();
   store.forgetEndedBefore(now - REMEMBER_ENDED_MS);
+  const params = JSON.stringify(message.params);
+  checkCaps(rt, store, params);
   const dueAt = patient ? null : now + cardTimeoutMs(rt.env);
   const opened = {
     key,
@@ -188,7 +215,7 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
     openedAt: now,
     dueAt,
   };
-  store.add(opened, JSON.stringify(message.params));
+  store.add(opened, params);
   if (dueAt !== null) rt.deadlines.set(CARD_DEADLINE, keyText(key), dueAt);
   rt.broadcast(rpcRequest(cardId(key), message.method, message.params));
   rt.tell("onCardOpened", { method: card.value.method, ...key, params: card.value.params, dueAt });

@@ -41,6 +41,16 @@ export class Chunks {
     return rows.length === 0 ? null : rows.map((row) => row.data).join("");
   }
 
+  /** The UTF-8 bytes of every text this owner has stored. */
+  totalBytes(): number {
+    return this.sql
+      .exec<{ bytes: number }>(
+        "SELECT COALESCE(SUM(length(CAST(data AS BLOB))), 0) AS bytes FROM chunks WHERE owner = ?",
+        this.owner,
+      )
+      .one().bytes;
+  }
+
   delete(key: string): void {
     this.sql.exec("DELETE FROM chunks WHERE owner = ? AND key = ?", this.owner, key);
   }

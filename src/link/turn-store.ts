@@ -132,6 +132,11 @@ export class TurnStore {
     return this.#rows("running = 1");
   }
 
+  /** How many turns are running. */
+  runningCount(): number {
+    return this.sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM turns WHERE running = 1").one().count;
+  }
+
   /** Prompts kept for the next link: those last sent on another link than this one. */
   keptFor(linkId: string): Turn[] {
     return this.#rows("kept = 1 AND (link_id IS NULL OR link_id != ?)", linkId);

@@ -14,6 +14,7 @@
  * its client is answered `{ stopReason: "cancelled" }` at once and it is never sent again. Cancelled, the next link
  * is told session/cancel for its session right after initialize, as the device may have been running it.
  */
+import { capReached, limitsOf } from "../limits/config";
 import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../protocol/jsonrpc";
 import type { PromptParams } from "../protocol/acp";
 import { EventParams, KnownEvent } from "../protocol/lembas";
@@ -36,6 +37,16 @@ export const turnOf = (memo: unknown) => {
   const turn = (memo as { turn?: unknown } | null)?.turn;
   return typeof turn === "number" ? turn : null;
 };
+
+/**
+ * Whether one more turn may run on this link: running turns are listed by _instance/status, and each keeps a replay
+ * buffer that every socket attaching mid-turn is sent, so they are capped.
+ */
+function roomForTurn(rt: LinkRuntime, store: TurnStore): { ok: true } | { ok: false; limit: number; running: number } {
+  const limit = limitsOf(rt.env).caps.running_turns;
+  const running = store.runningCount();
+  return running < limit ? { ok: true } : { ok: false, limit, running };
+}
 
 /** A turn is over: it goes, and so does its session's replay buffer once nothing runs there. */
 function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
@@ -142,6 +153,15 @@ export const turns: LinkFeature = {
   beforeForward: {
     "session/prompt": (rt, call) => {
       if (call.id === null) return;
+      const store = new TurnStore(rt.sql);
+      const room = roomForTurn(rt, store);
+      if (!room.ok) {
+        throw capReached(
+          "running_turns",
+          room.limit,
+          `this device has ${room.running} turns running, the most it may have (${room.limit}); wait for one to end or cancel one`,
+        );
+      }
       const params = call.params as PromptParams;
       let turnId: string | null = null;
       if (hasTurns(rt)) {
@@ -149,7 +169,7 @@ export const turns: LinkFeature = {
         call.params = { ...params, _meta: { ...params._meta, lembas: { ...params._meta?.lembas, turnId } } };
         call.keepAcrossLinks = true;
       }
-      call.memo.turn = new TurnStore(rt.sql).start({
+      call.memo.turn = store.start({
         sessionId: params.sessionId,
         turnId,
         origin: call.from.sid,
@@ -193,6 +213,11 @@ export const turns: LinkFeature = {
           for (const turn of known) stopRunning(rt, store, turn);
         } else if (known.length > 0) {
           for (const turn of known) store.setRunning(turn.id, true);
+        } else if (!roomForTurn(rt, store).ok) {
+          // A notification cannot be refused: the turn is shown live but not tracked (no status entry, no replay).
+          console.warn(
+            `device ${rt.deviceId()}: turn ${event.data.turnId} started past the running-turn cap, not tracked`,
+          );
         } else {
           store.start({
             sessionId: params.data.sessionId,

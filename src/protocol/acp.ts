@@ -59,7 +59,7 @@ function base64Bytes(data: string): number {
 }
 
 /** Bytes of a string in UTF-8, without encoding it (a prompt may be megabytes). */
-function utf8Bytes(text: string): number {
+export function utf8Bytes(text: string): number {
   let bytes = 0;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
