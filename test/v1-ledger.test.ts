@@ -153,9 +153,45 @@ describe("what reaches the provider", () => {
     expect(res.status).toBe(400);
     expect((await res.json<{ detail: string }>()).detail).toMatch(/n above 1 .* not enabled for fake\/chat/);
   });
+
+  it("forwards n above 1 and service_tier for a model whose operator names them, and still drops store", async () => {
+    const user = await createUser();
+    const t = crypto.randomUUID();
+    const res = await call("/v1/chat/completions", user.apiAuth, {
+      body: {
+        model: "fake/lavish",
+        n: 3,
+        service_tier: "priority",
+        store: true,
+        messages: [{ role: "user", content: t }],
+      },
+    });
+    expect(res.status).toBe(200);
+    const sent = JSON.parse((await upstreamReceived(t))[0]!.body);
+    expect(sent).toEqual({ model: "lavish", n: 3, service_tier: "priority", messages: [{ role: "user", content: t }] });
+  });
 });
 
 describe("bounded credits", () => {
+  it("charges at most a billion credits for a request whatever usage the provider reports: the balance stays a number", async () => {
+    const user = await createUser();
+    await assignPlan(admin.apiAuth, user.userId, "five");
+    const res = await call("/v1/chat/completions", user.apiAuth, {
+      body: {
+        model: "fake/chat",
+        max_tokens: 5,
+        messages: [{ role: "user", content: `boast ${crypto.randomUUID()}` }],
+      },
+    });
+    expect(res.status).toBe(200);
+    await res.text();
+    await settled(user.userId, 1);
+    const [row] = await usageRows(user.userId);
+    expect(row!.cost_micro).toBe(1e15);
+    const standing = await (await call("/v1/usage", user.apiAuth)).json<Standing>();
+    expect(standing.balance).toBe(5 - 1e9);
+  });
+
   it("refuses amounts past a billion credits, or not finite, and a grant that takes the balance past it", async () => {
     const user = await createUser();
     const cases: [string, string, string, number][] = [

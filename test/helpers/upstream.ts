@@ -6,6 +6,7 @@
  *   "cut-quiet …"   (stream) three content chunks, then nothing until released; then it ends, reporting no usage
  *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing until released; then it
  *                   ends without a final usage chunk
+ *   "boast …"       (not streamed) reports usage of 9e15 tokens in and out (near the largest safe integer): a provider's bug, or a hostile one
  *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out — at most max_tokens) when asked for it
  * Embeddings are bags of words (bag-of-words.ts), one per input, and report a token a word. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
  * those whose body contains <text>, with their Authorization. GET https://upstream.test/_release?tag=<text> releases
@@ -64,13 +65,16 @@ function chat(body: ChatBody): Response {
     return Response.json({ error: { message: "the model fell over", type: "server_error" } }, { status: 500 });
   }
   if (!body.stream) {
+    const boast = text.startsWith("boast");
     return Response.json({
       id: "chatcmpl-1",
       object: "chat.completion",
       model: body.model,
       choices: [{ index: 0, message: { role: "assistant", content: "Hello!" }, finish_reason: "stop" }],
       // A provider writes no more than max_tokens.
-      usage: { ...USAGE, completion_tokens: Math.min(USAGE.completion_tokens, body.max_tokens ?? Infinity) },
+      usage: boast
+        ? { prompt_tokens: 9e15, completion_tokens: 9e15, total_tokens: 1.8e16 }
+        : { ...USAGE, completion_tokens: Math.min(USAGE.completion_tokens, body.max_tokens ?? Infinity) },
     });
   }
   const parts = ["Hel", "lo", "!"];
@@ -178,6 +182,8 @@ export const TEST_PROVIDERS = {
       chat: { kind: "chat", upstream: "real-chat-2", price_in: 1000, price_out: 2000 },
       // One credit an output token: a few requests spend a small balance.
       dear: { kind: "chat", price_in: 1000, price_out: 1_000_000 },
+      // The operator forwards fields that change the price for this one.
+      lavish: { kind: "chat", price_in: 1000, price_out: 2000, forward: ["n", "service_tier"] },
       embed: { kind: "embedding", price_in: 100 },
       ears: { kind: "stt", price_minute: 6 },
       "ears-tokens": { kind: "stt", upstream: "tokens-stt", price_in: 2500, price_out: 10_000 },
