@@ -6,7 +6,8 @@
  *   a turn still running is followed, a queued one waited for, a finished one imported from history, and one the
  *   device never got sent again under its turn id;
  * - Stop ends a running turn (the device gets session/cancel and answers cancelled);
- * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box;
+ * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box; a steer the
+ *   device refuses because no turn runs (-32602) sent as a prompt;
  * - an image pasted into the composer, a file from the picker and one dropped on it reach the device, and a file over
  *   the limit is refused with a sentence;
  * - approval (a corrected command), question and plan cards answered, counted in the page title;
@@ -141,6 +142,13 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
     })),
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  // The first prompt runs until a steer comes; the follow-up prompt is a turn of its own.
+  late: (params) =>
+    runTurn(params, async (s) => {
+      if (prompts.get(s)!.length > 1) return chunk(s, "took the follow-up.");
+      await chunk(s, "almost done. ");
+      await gateOf("late").wait;
+    }),
   // Runs until the device is told session/cancel, then ends cancelled, as an ACP agent does.
   stop: async (params) => ({
     ...(await runTurn(params, async (s) => {
@@ -248,6 +256,12 @@ beforeAll(async () => {
     })
     .onRequest("_lembas/steer", z.looseObject({ sessionId: z.string(), text: z.string() }), async ({ params }) => {
       const steer = params as { sessionId: string; text: string; messageId?: string };
+      if (steer.sessionId === "ses_late") {
+        // The turn ends as the message arrives: nothing runs to take it in, which the spec answers with -32602.
+        gateOf("late").open();
+        await finishedOf("late").wait;
+        throw acp.RequestError.invalidParams(undefined, "no turn is running");
+      }
       steers.push(steer);
       // The first is taken in at the next step; the turn ends before the second.
       if (steers.length === 1)
@@ -361,6 +375,21 @@ describe("turns", () => {
     await page.getByText("steered and done.").waitFor();
     await expect.poll(() => box.inputValue()).toBe("and add tests");
     expect(await page.getByText(/the turn ended before taking in/).count()).toBe(1);
+  });
+
+  it("sends a message meant to steer as a prompt of its own when the device says no turn runs (-32602)", async () => {
+    await startChat(page, "late", "tidy the imports");
+    await page.getByText("almost done.").waitFor();
+    const box = page.getByLabel("Message");
+    await page.getByRole("button", { name: "Steer" }).waitFor();
+    await box.fill("and sort them");
+    await box.press("Enter");
+    await page.getByText("took the follow-up.").waitFor();
+    const sent = prompts.get("ses_late")!;
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.prompt).toEqual([{ type: "text", text: "and sort them" }]);
+    expect(turnIdOf(sent[1]!)).not.toBe(turnIdOf(sent[0]!));
+    expect(await page.locator(".msg.user").allTextContents()).toEqual(["tidy the imports", "and sort them"]);
   });
 
   it("sends a pasted image, a picked file and a dropped one to the device, and refuses a file over the limit with a sentence", async () => {
