@@ -79,7 +79,7 @@ describe("framing", () => {
     const frame = attacker.frames().find((f) => f !== attacker.mainFrame());
     expect(frame).toBeDefined();
     expect(frame!.url()).not.toContain("/device");
-    expect(await frame!.locator("#app").count()).toBe(0);
+    expect(await frame!.locator("#root").count()).toBe(0);
     await attacker.context().close();
     site.close();
   });
