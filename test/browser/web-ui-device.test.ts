@@ -192,10 +192,12 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await prompt.press("Tab");
     expect(await prompt.inputValue()).toBe("/review ");
 
-    // A skill made during a turn: the device announces the new set, and the picker offers it.
-    await device.client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT, RELEASE_NOTES]));
+    // A skill made during a turn: the device announces the new set while the person is typing a command, and the
+    // list on screen offers it without another keystroke.
     await prompt.fill("");
     await prompt.pressSequentially("/re");
+    await expect.poll(names).toEqual(["/review"]);
+    await device.client.notify(acp.methods.client.session.update, commandsUpdate([REVIEW, COMPACT, RELEASE_NOTES]));
     await expect.poll(names).toEqual(["/review", "/release-notes"]);
     await page.locator(".suggestions li", { hasText: "/release-notes" }).click();
     expect(await prompt.inputValue()).toBe("/release-notes ");

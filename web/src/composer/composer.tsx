@@ -4,6 +4,7 @@
  * session's mode, model and effort (session/set_mode; `_lembas/configure`). Messages a turn ended before taking in
  * (`unsent`) come back into the box. Enter sends, Shift+Enter is a new line, Escape stops the turn.
  */
+import { effect } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { bytes } from "../app/format";
@@ -71,7 +72,15 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
         if (latest.current.busy) store.cancel(sessionId);
       },
     });
-    return () => pickers.close();
+    // Runs once at once (nothing typed yet), then on every announcement of any session's commands.
+    const stopWatching = effect(() => {
+      store.commands.value;
+      pickers.commandsChanged();
+    });
+    return () => {
+      stopWatching();
+      pickers.close();
+    };
   }, [store, sessionId]);
 
   useEffect(() => {

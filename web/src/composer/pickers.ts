@@ -72,6 +72,17 @@ export class Pickers {
     this.close();
   }
 
+  /**
+   * The session's commands changed (a skill made during a turn): while the person is typing a command, the list
+   * shows the new set at once rather than at their next keystroke.
+   */
+  commandsChanged(): void {
+    const session = this.host.session();
+    if (!session || document.activeElement !== this.text) return;
+    const command = COMMAND.exec(this.text.value.slice(0, this.text.selectionStart));
+    if (command) this.show(this.commandsMatching(session, command[1]!));
+  }
+
   private commandsMatching(sessionId: string, typed: string): Suggestion[] {
     const prefix = typed.toLowerCase();
     return this.host
