@@ -14,6 +14,9 @@ export default defineConfig({
     globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    // expect.poll waits for what a person would wait for (a list, a message) however slow a loaded machine is; its
+    // default of 1 s is a timing assertion. A state that never comes still fails, at this bound.
+    expect: { poll: { timeout: 30_000 } },
     // The machine is shared and the e2e suite runs a whole Worker: one file at a time keeps timings honest.
     fileParallelism: false,
   },
