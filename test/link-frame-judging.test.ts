@@ -1,8 +1,8 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { BUDGETS } from "../src/link/flood";
 import { MAX_DEPTH } from "../src/link/frames";
-import { drain, linkedWithClients, statusOf } from "./helpers/linked";
-import type { Peer } from "./helpers/link";
+import { linkedWithClients, statusOf } from "./helpers/linked";
+import type { Peer, Wire } from "./helpers/link";
 import { call, jsonOf } from "./helpers/requests";
 
 const MiB = 1024 * 1024;
@@ -13,7 +13,10 @@ const nested = (levels: number) => `${'{"a":'.repeat(levels - 1)}{}${"}".repeat(
 const deepPrompt = (id: string, levels: number) =>
   `{"jsonrpc":"2.0","id":"${id}","method":"session/prompt","params":{"sessionId":"ses_1","prompt":[{"type":"text","text":"hi"}],"_meta":{"deep":${nested(levels)}}}}`;
 
-afterEach(() => vi.restoreAllMocks());
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
 
 describe("frames are judged before they are parsed or stored", () => {
   it("refuses a frame nested deeper than 64 levels with -32600 under its id, from a socket and over /rpc; nothing is stored", async () => {
@@ -66,17 +69,21 @@ describe("frames are judged before they are parsed or stored", () => {
     expect(await client.next()).toMatchObject({ id: "t", error: { code: -32600 } });
     expect(parsedLarge()).toEqual([]);
 
-    // Past the budget: a flood of small frames, then large ones. A large one that meets an empty bucket is refused
-    // -32005 under id null (it is too long to be looked at even for its id); one that meets a token refilled
-    // meanwhile is refused by its size (-32600). None of them is parsed.
+    // Past the budget: the clock stands still (the object shares this isolate's Date), so the bucket cannot refill
+    // mid-flood whatever the machine's speed. The title took one token; the small frames take the rest and are then
+    // refused; every large frame after them meets an empty bucket and is refused -32005 under id null (it is too long
+    // to be looked at even for its id). None of them is parsed.
+    vi.useFakeTimers({ toFake: ["Date"] });
     for (let i = 0; i < 3 * BUDGETS.client.burst; i++)
       client.send({ jsonrpc: "2.0", id: `s${i}`, method: "$/cancel_request", params: { requestId: "none" } });
     for (let i = 0; i < 5; i++) client.send(title.replace('"id":"t"', `"id":"over-${i}"`));
-    const seen = await drain(client, 1_000);
-    const byBudget = seen.filter((m) => m.id === null && m.error?.code === -32005);
-    const bySize = seen.filter((m) => String(m.id).startsWith("over-") && m.error?.code === -32600);
-    expect(byBudget.length + bySize.length).toBe(5);
-    expect(byBudget.length).toBeGreaterThan(0);
+    const byBudget: Wire[] = [];
+    while (byBudget.length < 5) {
+      const message = await client.next();
+      expect(String(message.id).startsWith("over-")).toBe(false);
+      if (message.id === null) byBudget.push(message);
+    }
+    expect(byBudget.map((m) => m.error?.code)).toEqual(Array(5).fill(-32005));
     expect(parsedLarge()).toEqual([]);
     await link.silent();
   }, 30_000);
