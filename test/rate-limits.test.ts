@@ -19,6 +19,12 @@ afterEach(() => {
   vi.useRealTimers();
 });
 
+/**
+ * Every window here is passed by moving the clock, so no test waits on real time; but a test makes up to 20 sign-ins
+ * (each a PBKDF2 hash) or 20 accounts, which on a loaded machine can take longer than vitest's 5 s default.
+ */
+const MANY_CALLS = { timeout: 30_000 };
+
 const later = (seconds: number) => vi.setSystemTime(Date.now() + seconds * 1000);
 
 let addressCounter = 0;
@@ -42,7 +48,7 @@ const sessionsOf = async (user: TestUser) =>
     .bind(user.userId)
     .first<{ n: number }>())!.n;
 
-describe("sign-in, per account", () => {
+describe("sign-in, per account", MANY_CALLS, () => {
   it("backs off after 5 failures — even the right password waits — doubling, and forgets on success", async () => {
     const user = await createUser();
     const address = freshAddress();
@@ -77,7 +83,7 @@ describe("sign-in, per account", () => {
   });
 });
 
-describe("sign-in, per client address", () => {
+describe("sign-in, per client address", MANY_CALLS, () => {
   it("backs off after 20 failures from one address, whatever accounts they name; other addresses go on", async () => {
     const address = freshAddress();
     for (let i = 0; i < 20; i++) expect((await signIn(`nobody${i}@example.com`, "guess", address)).status).toBe(401);
@@ -97,7 +103,7 @@ describe("sign-in, per client address", () => {
   });
 });
 
-describe("device approvals", () => {
+describe("device approvals", MANY_CALLS, () => {
   const approve = (user: TestUser, userCode: string, address: string) =>
     call("POST", "/api/devices/approve", {
       body: { user_code: userCode },
@@ -138,7 +144,7 @@ describe("device approvals", () => {
   });
 });
 
-describe("device logins started", () => {
+describe("device logins started", MANY_CALLS, () => {
   it("20 from one address at once, then one every 3 minutes", async () => {
     const address = freshAddress();
     const start = () => call("POST", "/api/devices/authorize", { body: {}, headers: { "cf-connecting-ip": address } });
