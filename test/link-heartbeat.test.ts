@@ -1,6 +1,6 @@
 import { env, runInDurableObject } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
-import { STALE_AFTER_MS } from "../src/link/heartbeat";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { pings, STALE_AFTER_MS } from "../src/link/heartbeat";
 import { type Attachment, storeAttachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkedDevice, linkStub } from "./helpers/link";
@@ -35,6 +35,36 @@ async function ageProbes(deviceId: string, ago: number): Promise<void> {
       if (attachment.probed !== undefined) storeAttachment(ws, { ...attachment, probed: Date.now() - ago });
     }
   });
+}
+
+afterEach(() => {
+  vi.restoreAllMocks();
+  vi.useRealTimers();
+});
+
+/**
+ * A clock the test moves, for the object's Date (it shares this isolate's) and the runtime's ping stamps together.
+ * Date stands still between moves; a ping the runtime stamped is seen shifted by every move made before it, so a
+ * ping sent after a move is recent and one sent before it is as old as the moves since. The short real waits keep
+ * every stamp strictly before or after a move.
+ */
+function movableClock() {
+  vi.useFakeTimers({ toFake: ["Date"] });
+  const moves: { at: number; by: number }[] = [];
+  const stamp = pings.at;
+  vi.spyOn(pings, "at").mockImplementation((ctx, ws) => {
+    const at = stamp(ctx, ws);
+    return at === 0 ? 0 : moves.reduce((shifted, move) => (move.at < at ? shifted + move.by : shifted), at);
+  });
+  const pause = () => new Promise((resolve) => setTimeout(resolve, 5));
+  return {
+    async forward(ms: number): Promise<void> {
+      await pause();
+      moves.push({ at: vi.getRealSystemTime(), by: ms });
+      vi.setSystemTime(Date.now() + ms);
+      await pause();
+    },
+  };
 }
 
 /** Silent for longer than the sweep tolerates. */
@@ -124,6 +154,39 @@ describe("keep-alive and the sweep", () => {
       await client.ping();
       await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
       await ageProbes(device.deviceId, 60_000);
+      await sweep(device.deviceId);
+    }
+    await link.silent();
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
+  });
+  it("closes a device that listed nothing to ask with 4410 once it stops pinging, and reports its link down", async () => {
+    const { device, link, client } = await linkedDevice([], { _meta: null });
+    const clock = movableClock();
+    await link.ping();
+    await clock.forward(LONG_SILENT_MS);
+    // The client pings after the move, so only the device has been silent for longer than the sweep tolerates.
+    await client.ping();
+    await sweep(device.deviceId);
+    const closed = await link.closed;
+    expect(closed.code).toBe(4410);
+    expect(closed.reason).toContain("no ping");
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down", reason: "stale" } });
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "down" });
+    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
+      .bind(device.deviceId)
+      .first<{ online: number }>();
+    expect(row!.online).toBe(0);
+  });
+
+  it("keeps a device that listed nothing to ask while it keeps pinging, long past the silence the sweep tolerates", async () => {
+    const { device, link, client } = await linkedDevice([], { _meta: null });
+    const clock = movableClock();
+    await link.ping();
+    // Four sweeps, STALE_AFTER_MS / 2 apart: by the last, its first ping is twice as old as the sweep tolerates.
+    for (let round = 0; round < 4; round++) {
+      await clock.forward(STALE_AFTER_MS / 2);
+      await link.ping();
+      await client.ping();
       await sweep(device.deviceId);
     }
     await link.silent();

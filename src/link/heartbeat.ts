@@ -42,6 +42,14 @@ const probeFor = (rt: LinkRuntime, attachment: Attachment) => {
   return rt.capabilities().includes("status") ? DEVICE_PROBE : null;
 };
 
+/**
+ * When the runtime last answered a socket's "ping" (0: never). The runtime stamps it with its own clock, which a
+ * test cannot move; read through here, a test that moves the object's Date can move this clock with it.
+ */
+export const pings = {
+  at: (ctx: DurableObjectState, ws: WebSocket): number => ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0,
+};
+
 /** The keep-alive pair, set when the object starts. */
 export const keepAlive = () => new WebSocketRequestResponsePair("ping", "pong");
 
@@ -60,7 +68,7 @@ export const heartbeat: LinkFeature = {
       for (const ws of rt.ctx.getWebSockets()) {
         const attachment = attachmentOf(ws);
         if (!attachment) continue;
-        const pinged = rt.ctx.getWebSocketAutoResponseTimestamp(ws)?.getTime() ?? 0;
+        const pinged = pings.at(rt.ctx, ws);
         const heard = Math.max(attachment.seen, pinged);
         if (now - heard <= STALE_AFTER_MS) continue;
         const probe = probeFor(rt, attachment);
