@@ -1,5 +1,5 @@
 import { SELF } from "cloudflare:test";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, linkDevice, ORIGIN, upgrade, waitUntilUp } from "./helpers/link";
 
@@ -59,9 +59,15 @@ describe("GET /api/devices/link", () => {
       }),
     );
     const client = await attachClient(user, mine.deviceId);
-    await new Promise((r) => setTimeout(r, 100));
-    // The hello reached this user's own device's object, not the other one.
-    expect((await client.call(1, "_instance/status")).result).toMatchObject({ hello: { device: { host: "h" } } });
+    // The hello reached this user's own device's object, not the other one: asked until the object has handled it.
+    let asked = 0;
+    await vi.waitFor(
+      async () =>
+        expect((await client.call(++asked, "_instance/status")).result).toMatchObject({
+          hello: { device: { host: "h" } },
+        }),
+      { timeout: 10_000, interval: 50 },
+    );
   });
 });
 
