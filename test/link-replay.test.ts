@@ -1,5 +1,6 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
+import type { Env } from "../src/env";
 import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../src/link/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
 import { linkedWithClients, numbered } from "./helpers/linked";
@@ -27,12 +28,12 @@ async function deviceSends(link: Peer, witness: Peer, frames: Frame[], firstSeq:
 }
 
 /** A client's prompt reaches the device: its turn runs. Returns the device's copy. */
-async function startTurn(link: Peer, client: Peer, turnId: string): Promise<Wire> {
+async function startTurn(link: Peer, client: Peer, turnId: string, sessionId = "ses_1"): Promise<Wire> {
   client.send({
     jsonrpc: "2.0",
     id: `prompt-${turnId}`,
     method: "session/prompt",
-    params: { sessionId: "ses_1", prompt: [{ type: "text", text: "go" }], _meta: { lembas: { turnId } } },
+    params: { sessionId, prompt: [{ type: "text", text: "go" }], _meta: { lembas: { turnId } } },
   });
   return link.next();
 }
@@ -196,5 +197,50 @@ describe("late joiners", () => {
     // The frame not kept was number 6: the next live one is 7, so the late joiner sees one is missing.
     link.send(update("after"));
     expect(await late.next()).toEqual(numbered(update("after"), 7));
+  }, 30_000);
+
+  it("keep all running turns' buffers together within the link cap replay_bytes: the largest buffer's oldest frames go first, and the catch-up says so", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    const cap = 3 * 1024 * 1024;
+    await runInDurableObject(linkStub(device.deviceId), (instance) => {
+      (instance as unknown as { env: Env }).env.LINK_CAPS = JSON.stringify({ replay_bytes: cap });
+    });
+    // Three turns, each buffer well within a session's own bound, together just past the link's: six, three and two
+    // frames of 300 KiB (3.2 MiB). Dropping one frame of the largest brings them under it.
+    const sent = { ses_a: 6, ses_b: 3, ses_c: 2 };
+    const frames = Object.fromEntries(
+      Object.entries(sent).map(([sessionId, count]) => [
+        sessionId,
+        Array.from({ length: count }, (_, i) => update(`${sessionId} ${i}:${"x".repeat(300 * 1024)}`, sessionId)),
+      ]),
+    );
+    for (const sessionId of Object.keys(sent)) {
+      await startTurn(link, a, `t-${sessionId}`, sessionId);
+      await deviceSends(link, a, frames[sessionId]!);
+    }
+
+    const late = await attachClient(user, device.deviceId);
+    let caughtUp = 0;
+    for (const [sessionId, dropped] of [
+      ["ses_a", 1],
+      ["ses_b", 0],
+      ["ses_c", 0],
+    ] as const) {
+      const count = sent[sessionId];
+      expect(await late.next()).toEqual({
+        jsonrpc: "2.0",
+        method: "_instance/replay",
+        params: { sessionId, turnIds: [`t-${sessionId}`], frames: count - dropped, dropped, lastSeq: count },
+      });
+      for (let i = dropped; i < count; i++) {
+        const frame = await late.next(10_000);
+        expect(frame).toEqual(numbered(frames[sessionId]![i]!, i + 1));
+        caughtUp += new TextEncoder().encode(JSON.stringify(frame)).length;
+      }
+    }
+    await late.silent();
+    expect(caughtUp).toBeLessThanOrEqual(cap);
+    expect(caughtUp).toBeGreaterThan(cap - 300 * 1024);
   }, 30_000);
 });

@@ -90,6 +90,11 @@ export const DEFAULT_LINK_CAPS = {
   open_card_bytes: 4 * 1024 * 1024,
   /** Turns running (prompts forwarded, and turns the device started at a terminal). */
   running_turns: 16,
+  /**
+   * The running turns' replay buffers together, as bytes (replay.ts): what a late joiner's catch-up may hold. With
+   * open_card_bytes it stays under the 64 MiB behind after which a socket is closed (drain.ts LAG_HARD_LIMIT).
+   */
+  replay_bytes: 32 * 1024 * 1024,
 };
 
 export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;

@@ -2,7 +2,9 @@
  * Late joiners. While a session has a running turn (turn-store.ts), its session/update and _lembas/event
  * notifications are kept as they were sent, in a bounded buffer per session: the last REPLAY_LIMITS.frames frames
  * within REPLAY_LIMITS.bytes, the oldest dropped first; a single frame over REPLAY_LIMITS.frameBytes is not kept
- * (it counts as dropped). A socket that attaches mid-turn gets, for each such session, `_instance/replay`
+ * (it counts as dropped). All buffers together stay within the link cap replay_bytes (limits/config.ts): past it,
+ * the oldest frames of the largest buffer go first, so a catch-up never nears the lag after which drain.ts closes
+ * the socket, and the busiest turns — the ones a client can least follow frame by frame anyway — pay for it. A socket that attaches mid-turn gets, for each such session, `_instance/replay`
  * { sessionId, turnIds, frames, dropped, lastSeq } — dropped > 0 says frames are missing — then those frames, then
  * the live ones: attaching runs in one event, so no live frame falls between the buffer and the live stream, and
  * none comes twice. The buffer goes when the session's last running turn ends.
@@ -24,6 +26,7 @@
  * REPLAY_ROW_BYTES (SQLite takes a value of at most about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch
  * makes several rows. Dropping the oldest frames deletes the oldest rows, or rewrites the one they end in.
  */
+import { DEFAULT_LINK_CAPS, limitsOf } from "../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
 import { rpcNotification, type NotificationMessage } from "../protocol/jsonrpc";
 import type { DeviceNotificationHandler, LinkFeature } from "./feature";
@@ -97,6 +100,10 @@ class Buffers {
   #timer: ReturnType<typeof setTimeout> | null = null;
   /** Whether the next frame that is not a streamed notification will write the held frames (rt.holdWrites). */
   #withFrame = false;
+  /** The link cap replay_bytes (read from the environment as frames are kept). */
+  #linkBytes: number = DEFAULT_LINK_CAPS.replay_bytes;
+  /** Whether #sizes holds every buffer, not only those this instance has kept frames in. */
+  #allSized = false;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -123,6 +130,7 @@ class Buffers {
 
   /** Keeps one frame of a session, numbered `seq` (written soon; see the top of this file). */
   keep(rt: LinkRuntime, sessionId: string, frame: string, seq: number): void {
+    this.#linkBytes = limitsOf(rt.env).caps.replay_bytes;
     const bytes = frameBytes(frame);
     if (bytes > REPLAY_LIMITS.frameBytes) {
       this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + 1);
@@ -161,8 +169,9 @@ class Buffers {
           row.at(-1)?.seq ?? null,
         );
       }
-      this.#trim(sessionId);
+      this.#trim(sessionId, (size) => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes);
     }
+    if (held.length > 0) this.#trimLink();
     for (const [sessionId, dropped] of this.#dropped) {
       this.sql.exec(
         "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
@@ -224,11 +233,35 @@ class Buffers {
     return size;
   }
 
-  /** Drops the oldest frames of a session while it is over a bound: whole rows, then the first frames of one. */
-  #trim(sessionId: string): void {
+  /** Every buffer's size: those not yet in memory are read from their rows once (nothing of theirs is held). */
+  #allSizes(): Map<string, Size> {
+    if (!this.#allSized) {
+      for (const row of this.sql.exec<{ sessionId: string; frames: number; bytes: number }>(
+        "SELECT session_id AS sessionId, SUM(frames) AS frames, SUM(bytes) AS bytes FROM replay_batches GROUP BY session_id",
+      )) {
+        if (!this.#sizes.has(row.sessionId)) this.#sizes.set(row.sessionId, { frames: row.frames, bytes: row.bytes });
+      }
+      this.#allSized = true;
+    }
+    return this.#sizes;
+  }
+
+  /** While all buffers together are over the link's bound, drops the oldest frames of the largest (written) one. */
+  #trimLink(): void {
+    const sizes = this.#allSizes();
+    const total = () => [...sizes.values()].reduce((sum, size) => sum + size.bytes, 0);
+    while (total() > this.#linkBytes) {
+      const [largest, next] = [...sizes].sort(([, a], [, b]) => b.bytes - a.bytes);
+      const floor = next?.[1].bytes ?? 0;
+      // Down to the next largest at most, which is then the one to cut: the largest buffers shrink together.
+      this.#trim(largest![0], (size) => total() > this.#linkBytes && size.bytes >= floor);
+    }
+  }
+
+  /** Drops the oldest frames of a session while it is `over` a bound: whole rows, then the first frames of one. */
+  #trim(sessionId: string, over: (size: Size) => boolean): void {
     const size = this.#size(sessionId);
-    const over = () => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes;
-    while (over()) {
+    while (over(size)) {
       const oldest = this.sql
         .exec<{ seq: number; texts: string }>(
           "SELECT seq, texts FROM replay_batches WHERE session_id = ? ORDER BY seq LIMIT 1",
@@ -237,7 +270,7 @@ class Buffers {
         .one();
       const texts = oldest.texts.split(SEPARATOR);
       let gone = 0;
-      while (gone < texts.length && over()) {
+      while (gone < texts.length && over(size)) {
         size.frames -= 1;
         size.bytes -= frameBytes(texts[gone] as string);
         gone += 1;
