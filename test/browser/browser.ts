@@ -23,3 +23,17 @@ export async function signInWithDevice(page: Page, origin: string): Promise<void
   await page.getByRole("button", { name: "Sign in" }).click();
   await page.locator(".devices .badge.online").waitFor();
 }
+
+/** The params of every `method` the page sends on its WebSockets from now on (frames that are not JSON skipped). */
+export function sentByPage(page: Page, method: string): unknown[] {
+  const sent: unknown[] = [];
+  page.on("websocket", (ws) =>
+    ws.on("framesent", ({ payload }) => {
+      const text = String(payload);
+      if (!text.startsWith("{")) return;
+      const frame = JSON.parse(text) as { method?: string; params?: unknown };
+      if (frame.method === method) sent.push(frame.params);
+    }),
+  );
+  return sent;
+}

@@ -7,7 +7,7 @@
 import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { launchChromium, signInWithDevice } from "./browser.js";
+import { launchChromium, sentByPage, signInWithDevice } from "./browser.js";
 import { ROOT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
@@ -81,13 +81,7 @@ describe("a plain ACP agent", () => {
 
     // A page that never saw the older chat: what it shows can only come from the agent's replay.
     const fresh = await context.newPage();
-    const loads: unknown[] = [];
-    fresh.on("websocket", (ws) =>
-      ws.on("framesent", (frame) => {
-        const sent = JSON.parse(String(frame.payload)) as { method?: string; params?: unknown };
-        if (sent.method === "session/load") loads.push(sent.params);
-      }),
-    );
+    const loads = sentByPage(fresh, "session/load");
     await fresh.goto(devicePage());
     await fresh.locator("#link-state.online").waitFor();
     await fresh.locator(`.chat-list li[data-session-id="${older}"] a`).click();

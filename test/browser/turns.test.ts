@@ -13,7 +13,10 @@
  * - approval (a corrected command), question and plan cards answered, counted in the page title;
  * - a page that joins a turn whose first frames the instance could not keep sees the gap in their numbers and shows
  *   the turn from history once it ends, with no hole;
- * - a socket dropped mid-turn and dialled again shows the turn once: the catch-up rebuilds it, nothing twice.
+ * - a socket dropped mid-turn and dialled again shows the turn once: the catch-up rebuilds it, nothing twice;
+ * - the device's own link dropped mid-turn: the page shows it offline, then online when it relinks, asks the
+ *   session's status for its prompt still open and follows the turn (the instance sent the prompt again under its
+ *   turn id), nothing twice.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -21,7 +24,7 @@ import * as acp from "@agentclientprotocol/sdk";
 import type { Browser, BrowserContext, Page, WebSocketRoute } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
-import { launchChromium, signInWithDevice } from "./browser.js";
+import { launchChromium, sentByPage, signInWithDevice } from "./browser.js";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { permissionParams } from "../helpers/cards.js";
@@ -65,6 +68,8 @@ const finished = new Map<string, Gate>();
 const steers: { text: string; messageId?: string }[] = [];
 const cancels: string[] = [];
 const cardAnswers: unknown[] = [];
+/** The relink case's one turn: the prompt the instance sends again under its turn id is that turn (deduplicated). */
+let relinkTurn: Promise<acp.PromptResponse> | undefined;
 
 const gateOf = (name: string) => gates.get(name) ?? gates.set(name, gate()).get(name)!;
 const finishedOf = (name: string) => finished.get(name) ?? finished.set(name, gate()).get(name)!;
@@ -163,6 +168,13 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       await gateOf("redial").wait;
       await chunk(s, "after the drop.");
     }),
+  // Runs on while the device's link is down; the prompt the instance sends again after the relink is the same turn.
+  relink: (params) =>
+    (relinkTurn ??= runTurn(params, async (s) => {
+      await chunk(s, "before the link dropped. ");
+      await gateOf("relink").wait;
+      await chunk(s, "after it came back.");
+    })),
   gap: (params) =>
     runTurn(params, async (s) => {
       for (const word of GAP_WORDS) await chunk(s, word);
@@ -521,6 +533,35 @@ describe("turns", () => {
     await on.locator(".turn-end").waitFor();
     expect((await agentText(on)).join(" ").replace(/\s+/g, " ").trim()).toBe("before the drop. after the drop.");
     expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task that outlives a socket"]);
+    await on.close();
+  });
+
+  it("follows a turn across the device's dropped link: shown down, then up, the turn asked after and followed, nothing twice", async () => {
+    const on = await context.newPage();
+    const statusAsked = sentByPage(on, "_lembas/session/status");
+    await startChat(on, "relink", "a task that outlives the device's link");
+    await on.getByText("before the link dropped.").waitFor();
+    const turnId = turnIdOf(prompts.get("ses_relink")![0]!);
+
+    // The device's network goes away (no close frame); the page's own socket stays.
+    device.drop();
+    await on.locator("#link-state:not(.online)", { hasText: "offline" }).waitFor();
+    await device.link();
+    await on.locator("#link-state.online").waitFor();
+    // The instance kept the prompt and sent it again under its turn id; the device knew it.
+    await expect.poll(() => prompts.get("ses_relink")!.map(turnIdOf)).toEqual([turnId, turnId]);
+    // The page asked what became of its turn, and follows it as it still runs.
+    await on.getByText("Still running: following it.").waitFor();
+    expect(statusAsked).toEqual([{ sessionId: "ses_relink" }]);
+    gateOf("relink").open();
+    await on.getByText("after it came back.").waitFor();
+    await on.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    expect((await agentText(on)).join(" ").replace(/\s+/g, " ").trim()).toBe(
+      "before the link dropped. after it came back.",
+    );
+    expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task that outlives the device's link"]);
+    expect(await on.locator(".turn-end").count()).toBe(1);
+    expect(await on.getByText("Still running: following it.").count()).toBe(1);
     await on.close();
   });
 });

@@ -644,26 +644,39 @@ export class DeviceStore {
   /**
    * The spec's reattach rules, for each prompt this page sent whose answer it lost (a reload, a dropped socket):
    * ask the session's status, then follow a running turn, wait for a queued one, import a finished one from
-   * history, or send an unknown one again under its turn id (the device deduplicates).
+   * history, or send an unknown one again under its turn id (the device deduplicates). After the device's own link
+   * dropped, the prompts still open are asked after too (followOpen).
    */
   private async reattach(): Promise<void> {
     for (const kept of this.ledger.all()) {
-      if (this.inFlight.has(kept.turnId)) continue;
+      const open = this.inFlight.has(kept.turnId);
       const transcript = this.transcript(kept.sessionId);
-      if (!transcript.knows(kept.turnId)) transcript.prompt(kept.turnId, kept.text, kept.attachments);
+      if (!open && !transcript.knows(kept.turnId)) transcript.prompt(kept.turnId, kept.text, kept.attachments);
       if (!this.has("status") || !this.has("turns")) {
+        // Without turns the instance fails an open prompt when the link drops; its answer says so.
+        if (open) continue;
         this.ledger.remove(kept.turnId);
         transcript.markLost(kept.turnId);
         transcript.note("The answer to this message was lost; the device cannot say whether it ran.", "error");
         continue;
       }
       try {
-        await this.reattachOne(kept, transcript);
+        await (open ? this.followOpen(kept, transcript) : this.reattachOne(kept, transcript));
       } catch (err) {
         if (err instanceof SocketClosed) return;
         transcript.note(`Could not find out what became of this message: ${errorText(err)}`, "error");
       }
     }
+  }
+
+  /**
+   * A prompt whose request stayed open while the device's link was down: the instance sends it again itself under
+   * its turn id and its answer still comes here, so the page only says what the device is doing with it.
+   */
+  private async followOpen({ sessionId, turnId }: KeptPrompt, transcript: Transcript): Promise<void> {
+    const status = await this.socket.request<SessionStatusResult>("_lembas/session/status", { sessionId });
+    if (status.turnId === turnId) transcript.followed(turnId, "running");
+    else if (status.queued?.includes(turnId)) transcript.followed(turnId, "queued");
   }
 
   private async reattachOne(kept: KeptPrompt, transcript: Transcript): Promise<void> {
