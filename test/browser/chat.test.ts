@@ -4,7 +4,8 @@
  * an older chat shared from a terminal opens with its history; both main screens pass an automated accessibility
  * check (axe-core: no serious or critical violation) and are photographed at a phone's and a laptop's size under
  * test-results/; Chromium reads its web app manifest without an error; a chat written to while another is open is
- * marked unread until opened.
+ * marked unread until opened; an open session's model changed between turns (`_lembas/configure`); a chat shared
+ * from a terminal shown idle as soon as the terminal lets it go (`_lembas/session/left`).
  */
 import { mkdir, readFile } from "node:fs/promises";
 import { createRequire } from "node:module";
@@ -25,6 +26,7 @@ const SIZES = { phone: { width: 390, height: 844 }, laptop: { width: 1280, heigh
 const NEW_SESSION = "ses_chat_new";
 const OLD_SESSION = "ses_chat_old";
 const UNREAD_SESSION = "ses_chat_unread";
+const LEFT_SESSION = "ses_chat_left";
 
 const MARKDOWN = [
   "## What I changed\n\n",
@@ -139,10 +141,15 @@ beforeAll(async () => {
       seen.modes.push(params.modeId);
       return {};
     })
-    .onRequest("_lembas/configure", z.looseObject({ effort: z.string().optional() }), ({ params }) => {
-      seen.configures.push(params);
-      return { model: "e2e/own-model", effort: params.effort ?? "high" };
-    })
+    .onRequest(
+      "_lembas/configure",
+      z.looseObject({ model: z.string().optional(), effort: z.string().optional() }),
+      ({ params }) => {
+        seen.configures.push(params);
+        // An instance's model is named by its served id (protocol 2), which is the device's ref for it.
+        return { model: params.model ?? "e2e/own-model", effort: params.effort ?? "high" };
+      },
+    )
     .onRequest("_lembas/session/title", z.looseObject({ title: z.string() }), ({ params }) => ({ title: params.title }))
     .onRequest("_lembas/session/delete", z.looseObject({ sessionId: z.string() }), () => {
       throw new acp.RequestError(-32602, "it is open in a terminal");
@@ -397,5 +404,29 @@ describe("the chat", () => {
     await page.waitForURL(`**/chats/${UNREAD_SESSION}`);
     await expect.poll(() => item.locator(".unread-dot").count()).toBe(0);
     expect(await item.getByText("(unread)").count()).toBe(0);
+  });
+
+  it("changes the model of an open session between turns through _lembas/configure, and shows the device's ref", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/${NEW_SESSION}`);
+    await page.locator("#link-state.online").waitFor();
+    const model = page.locator(".session-controls").getByRole("combobox", { name: /^Model\b/ });
+    // The instance's chat models are offered (GET /api/models).
+    await model.locator("option", { hasText: "openai/gpt-4o-mini" }).waitFor({ state: "attached" });
+    const asked = seen.configures.length;
+    await model.selectOption("openai/gpt-4o-mini");
+    await expect
+      .poll(() => seen.configures.slice(asked))
+      .toEqual([{ sessionId: NEW_SESSION, model: "openai/gpt-4o-mini" }]);
+    // What the device answered is what the chat says it talks to now.
+    await expect.poll(() => model.locator("option").first().textContent()).toBe("openai/gpt-4o-mini");
+    expect(await model.inputValue()).toBe("");
+  });
+
+  it("shows a chat shared from a terminal idle once the terminal lets it go (left), without a reload", async () => {
+    const item = await sharedFromTerminal(LEFT_SESSION, "Watch the build", true);
+    await item.locator(".badge.busy", { hasText: "working" }).waitFor();
+    await device.client.notify("_lembas/session/left", { sessionId: LEFT_SESSION, available: true });
+    await expect.poll(() => item.locator(".badge").textContent()).toBe("idle");
+    expect(await item.locator(".chat-title").textContent()).toBe("Watch the build");
   });
 });
