@@ -4,7 +4,8 @@
  * picker shows the device's file matches and inserts the chosen path escaped, `/` lists the commands the device
  * announced, and a terminal (xterm.js) opens at its panel's size, draws the device's output escape sequences and
  * all (under the page's Content-Security-Policy, with no violation), sends what is typed and closes — by the person,
- * or when the device's shell ends. A device without those capabilities gets neither
+ * or when the device's shell ends; on a 390×844 phone a line input under it sends what is typed there (and ^C), and
+ * is not shown at a laptop's size. A device without those capabilities gets neither
  * picker's questions nor a Terminal button.
  */
 import { existsSync } from "node:fs";
@@ -262,6 +263,32 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     expect(await page.locator(".terminal-panel[data-terminal-id]").count()).toBe(0);
     expect(seen.terminalCloses).toHaveLength(1); // the device's own exit needs no close
     await page.getByRole("button", { name: "Close" }).click();
+  });
+
+  it("on a 390×844 phone shows a line input under the terminal, and what is typed there reaches the device", async () => {
+    await page.setViewportSize({ width: 390, height: 844 });
+    const typed = seen.terminalInput.length;
+    await page.getByRole("button", { name: /^Chats/ }).click();
+    await page.getByRole("button", { name: "Terminal" }).click();
+    const panel = page.locator('.terminal-panel[data-terminal-id="term_3"]');
+    await panel.waitFor();
+    const line = panel.getByPlaceholder("A command, Enter to send");
+    await line.fill("git status");
+    await line.press("Enter");
+    await panel.getByRole("button", { name: "Send Ctrl-C" }).click();
+    const sent = () =>
+      seen.terminalInput
+        .slice(typed)
+        .map((i) => Buffer.from(i.data, "base64").toString())
+        .join("");
+    await expect.poll(sent).toBe("git status\r\x03");
+    expect(new Set(seen.terminalInput.slice(typed).map((i) => i.terminalId))).toEqual(new Set(["term_3"]));
+    expect(await line.inputValue()).toBe("");
+    // At a laptop's size, with a mouse, the terminal takes keystrokes itself and the line input is not shown.
+    await page.setViewportSize({ width: 1280, height: 720 });
+    await expect.poll(() => line.isVisible()).toBe(false);
+    await panel.getByRole("button", { name: "Close" }).click();
+    await expect.poll(() => panel.count()).toBe(0);
   });
 
   it("offers no file search and no terminal for a device that did not list them", async () => {
