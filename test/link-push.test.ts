@@ -279,13 +279,18 @@ async function endTurn(link: Peer, client: Peer, prompt: { id?: unknown }, clien
   expect(await client.answer(clientId)).toMatchObject({ result: { stopReason: "end_turn" } });
 }
 
-/** Makes the prompts the device is working on look as if they went out long ago. */
-const agePrompts = (deviceId: string) =>
-  runInDurableObject(linkStub(deviceId), (_i, state) => {
+/**
+ * Makes the prompts the device is working on look as if they went out long ago: their rows are aged, then the object
+ * is evicted (its sockets stay) so it reads them again — it keeps its outstanding requests in memory.
+ */
+const agePrompts = async (deviceId: string) => {
+  await runInDurableObject(linkStub(deviceId), (_i, state) => {
     state.storage.sql.exec(
       "UPDATE outbound SET memo = json_set(memo, '$.pushSince', 0) WHERE method = 'session/prompt'",
     );
   });
+  await evictDurableObject(linkStub(deviceId));
+};
 
 describe("turns", () => {
   it("a long turn's end is pushed when nobody watches its chat; a short one, or one watched, is not", async () => {

@@ -177,6 +177,7 @@ export async function forward(
   try {
     sent = hooks.length > 0 ? rt.ctx.storage.transactionSync(relay) : relay();
   } catch (err) {
+    rt.outbound.forget(); // the transaction rolled back what it wrote
     // A notification's refusal goes under id null, so the client still learns why.
     rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
     return;

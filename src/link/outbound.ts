@@ -4,7 +4,9 @@
  * saying where the answer goes: back to a client socket (or an HTTP /rpc call) under that client's own id, or to the
  * feature that sent it (origin "instance", by purpose). The row also holds the answer's deadline (`due`), which the
  * deadline alarm reads from here (deadlines.ts) — one row written per request, removed with its answer. The table
- * is core's (core.ts).
+ * is core's (core.ts). The rows are also kept in memory, read once after each wake, so the relay's look-ups (an
+ * answer's request, a client's id in flight) make no query; every write here keeps both, and `forget` drops the
+ * memory when a transaction that wrote may have rolled back.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
 
@@ -60,74 +62,128 @@ const toRequest = (row: Row): OutboundRequest => ({
 /** The outbound rows' deadlines, for the one alarm (deadlines.ts). */
 export const OUTBOUND_DEADLINES = { table: "outbound", key: "id" } as const;
 
+const originKey = (origin: string, originId: string) => `${origin}\n${originId}`;
+
 export class Outbound {
+  /** The table's rows by id, and the ids by client and client id; null until read (after a wake or `forget`). */
+  #rows: Map<number, Row> | null = null;
+  #byOrigin = new Map<string, number>();
+
   constructor(private readonly sql: SqlStorage) {}
+
+  #memory(): Map<number, Row> {
+    if (this.#rows) return this.#rows;
+    this.#rows = new Map();
+    this.#byOrigin.clear();
+    for (const row of this.sql.exec<Row>("SELECT * FROM outbound")) this.#remember(row);
+    return this.#rows;
+  }
+
+  #remember(row: Row): void {
+    this.#memory().set(row.id, row);
+    if (row.origin_id !== null) this.#byOrigin.set(originKey(row.origin, row.origin_id), row.id);
+  }
+
+  /** Takes rows removed from the table out of memory too. */
+  #removed(rows: Row[]): OutboundRequest[] {
+    const memory = this.#memory();
+    for (const row of rows) {
+      memory.delete(row.id);
+      if (row.origin_id === null) continue;
+      const key = originKey(row.origin, row.origin_id);
+      if (this.#byOrigin.get(key) === row.id) this.#byOrigin.delete(key);
+    }
+    return rows.map(toRequest);
+  }
+
+  /** Drops what is in memory; the next look-up reads the table (a transaction that wrote here rolled back). */
+  forget(): void {
+    this.#rows = null;
+  }
 
   /** Records a request; its deadline (due) must already be known to the alarm (LinkRuntime.track). */
   add(request: OutboundRequest): void {
+    const row: Row = {
+      id: request.id,
+      link_id: request.linkId,
+      origin: request.origin,
+      origin_id: request.originId === null ? null : JSON.stringify(request.originId),
+      method: request.method,
+      session_id: request.sessionId,
+      purpose: request.purpose,
+      keep: request.keep ? 1 : 0,
+      memo: request.memo == null ? null : JSON.stringify(request.memo),
+      due: request.due,
+    };
+    this.#memory();
     this.sql.exec(
       "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at, due) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-      request.id,
-      request.linkId,
-      request.origin,
-      request.originId === null ? null : JSON.stringify(request.originId),
-      request.method,
-      request.sessionId,
-      request.purpose,
-      request.keep ? 1 : 0,
-      request.memo == null ? null : JSON.stringify(request.memo),
+      row.id,
+      row.link_id,
+      row.origin,
+      row.origin_id,
+      row.method,
+      row.session_id,
+      row.purpose,
+      row.keep,
+      row.memo,
       Date.now(),
-      request.due,
+      row.due,
     );
+    this.#remember(row);
   }
 
   /** The request with this device-side id, left in place (routeDeviceAnswer: read, answer, then remove). */
   find(id: number): OutboundRequest | null {
-    const row = this.sql.exec<Row>("SELECT * FROM outbound WHERE id = ?", id).toArray()[0];
+    const row = this.#memory().get(id);
     return row ? toRequest(row) : null;
   }
 
   remove(id: number): void {
+    const row = this.#memory().get(id);
     this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
+    if (row) this.#removed([row]);
   }
 
   /** Removes and returns the request with this device-side id. */
   take(id: number): OutboundRequest | null {
-    const row = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray()[0];
-    return row ? toRequest(row) : null;
+    this.#memory();
+    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray();
+    return this.#removed(rows)[0] ?? null;
   }
 
   /** Removes and returns a client's request by that client's own id. */
   takeByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
-    const row = this.sql
+    this.#memory();
+    const rows = this.sql
       .exec<Row>(
         "DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *",
         origin,
         JSON.stringify(originId),
       )
-      .toArray()[0];
-    return row ? toRequest(row) : null;
+      .toArray();
+    return this.#removed(rows)[0] ?? null;
   }
 
   /** A client's request by that client's own id, left in place. */
   findByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
-    const row = this.sql
-      .exec<Row>("SELECT * FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId))
-      .toArray()[0];
-    return row ? toRequest(row) : null;
+    this.#memory();
+    const id = this.#byOrigin.get(originKey(origin, JSON.stringify(originId)));
+    return id === undefined ? null : this.find(id);
   }
 
   /** Removes and returns every request of a client that went away. */
   takeAllOf(origin: string): OutboundRequest[] {
-    return this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray().map(toRequest);
+    this.#memory();
+    return this.#removed(this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray());
   }
 
   /** Removes and returns the requests of a link that went down, except those kept across links. */
   takeUnkeptOf(linkId: string): OutboundRequest[] {
-    return this.sql
-      .exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId)
-      .toArray()
-      .map(toRequest);
+    this.#memory();
+    return this.#removed(
+      this.sql.exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId).toArray(),
+    );
   }
 
   /** The clients (sockets, HTTP /rpc calls) with requests in flight. */
@@ -145,10 +201,6 @@ export class Outbound {
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */
   has(origin: string, originId: JsonRpcId): boolean {
-    return (
-      this.sql
-        .exec("SELECT 1 FROM outbound WHERE origin = ? AND origin_id = ?", origin, JSON.stringify(originId))
-        .toArray().length > 0
-    );
+    return this.findByOrigin(origin, originId) !== null;
   }
 }
