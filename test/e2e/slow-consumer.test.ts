@@ -4,12 +4,17 @@
  * requests, and answers the instance's requests as any JSON-RPC peer does — reads normally. The paused socket is
  * closed with 4503 once far enough behind, what the runtime holds for it stays bounded, and the reading client
  * gets every chunk in order and its prompt's answer; the link stays up.
+ *
+ * What the bound bounds is what the object sends a socket that does not read: all of it waits in the runtime (and
+ * in wrangler dev's proxy) until read. The paused socket, read once the turn is over, shows exactly that. The
+ * processes' memory does not tell the two cases apart reliably on a shared machine: bounded, it grew +121 to +273 MiB
+ * (the reader's frames in flight and the garbage of a 10 MiB/s stream, collected lazily), not far below the
+ * unbounded case's growth for the same stream (+205 MB for 200 MB streamed, +378 MiB for 320 MiB).
  */
 import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { rssBytes } from "../../bench/proc.js";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "./helpers/accounts.js";
 import { ClientSocket } from "./helpers/client.js";
@@ -44,7 +49,7 @@ afterAll(async () => {
 });
 
 describe("a client whose TCP connection stops reading while the device streams", () => {
-  it("is closed with 4503 with the runtime's memory bounded; the ACP client reading alongside gets everything", async () => {
+  it("is closed with 4503 having been sent no more than its bound; the ACP client reading alongside gets everything", async () => {
     const person = await firstPerson(instance.origin);
     const login = await loginDevice(instance.origin, person, "e2e-slow");
     const root = await tempDir("slow-root");
@@ -86,33 +91,22 @@ describe("a client whose TCP connection stops reading while the device streams",
     const session = await reader.agent.request(acp.methods.agent.session.new, { cwd: root, mcpServers: [] });
     expect(session.sessionId).toBe(SESSION_ID);
 
-    // Both workerd processes: wrangler dev's proxy holds what the runtime has passed on toward the paused socket.
-    const pids = instance.workerdPids();
-    const rss = () => pids.reduce((sum, pid) => sum + (rssBytes(pid) || 0), 0);
-    const before = rss();
-    let peak = before;
-    const sampler = setInterval(() => (peak = Math.max(peak, rss())), 50);
     const answer = await reader.agent.request(acp.methods.agent.session.prompt, {
       sessionId: SESSION_ID,
       prompt: [{ type: "text", text: "stream" }],
     });
-    clearInterval(sampler);
-    console.log(
-      `slow consumer: RSS of wrangler dev's workerd processes ${Math.round(before / MiB)} MiB before, peak +${Math.round((peak - before) / MiB)} MiB over ${CHUNKS} MiB streamed`,
-    );
 
     expect(answer.stopReason).toBe("end_turn");
     expect(received).toEqual(Array.from({ length: CHUNKS }, (_, i) => i));
-    // Unbounded, the paused socket's whole share is held (measured: +378 MiB for these 320 MiB); bounded, what is
-    // held for it stops at its limit (measured: +121 MiB, with the reader's frames in flight and the garbage of a
-    // 10 MiB/s stream). Three times the limit tells the two apart with room on either side.
-    expect(peak - before).toBeLessThan(3 * LAG_HARD_LIMIT);
 
-    // Read now, it gets what the object had sent it before closing it — about its limit, not the whole turn.
-    const { dataBytes, code } = await paused.resumeToClose();
+    // Read now, it gets what the object had sent it before closing it — what the runtime held for it: past the
+    // limit, within the hard limit and the frame that crossed it, not the whole turn. Unbounded, it would read on
+    // past that and be stopped there.
+    const held = LAG_HARD_LIMIT + 2 * CHUNK;
+    const { dataBytes, code } = await paused.resumeToClose(held);
+    expect(dataBytes).toBeLessThanOrEqual(held);
     expect(code).toBe(4503);
     expect(dataBytes).toBeGreaterThan(LAG_LIMIT);
-    expect(dataBytes).toBeLessThanOrEqual(LAG_HARD_LIMIT + 2 * CHUNK);
     const status = await ClientSocket.open(url, { authorization: person.apiAuth });
     expect((await status.request("_instance/status", {})).result).toMatchObject({ link: "up" });
     status.close();

@@ -17,8 +17,6 @@ export interface Instance {
   stop(): Promise<void>;
   /** SIGKILL to wrangler and its workerd processes: nothing is flushed or closed; the state folder stays. */
   kill(): Promise<void>;
-  /** Both workerd processes: the one running the Worker, and the proxy in front of it. */
-  workerdPids(): number[];
 }
 
 /** `persistTo`: a state folder to run on (see startDev); `vars`: this instance's alone (e.g. Web Push keys). */
@@ -26,7 +24,7 @@ export async function startInstance(
   options: { persistTo?: string; vars?: Record<string, string> } = {},
 ): Promise<Instance> {
   const dev = await startDev({ label: "e2e", migrateD1: true, probe: "/.well-known/lembas.json", ...options });
-  return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill, workerdPids: dev.workerdPids };
+  return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill };
 }
 
 /** Runs one SQL statement on the local D1 in a state folder (as `wrangler d1 execute --local` does). */

@@ -8,8 +8,11 @@ import { randomBytes } from "node:crypto";
 import { connect, type Socket } from "node:net";
 
 export interface PausedSocket {
-  /** Reads everything sent so far and then until the close frame; its data bytes and the close code. */
-  resumeToClose(): Promise<{ dataBytes: number; code: number | null }>;
+  /**
+   * Reads everything sent so far and then until the close frame; its data bytes and the close code (null: no close
+   * frame, or more than `atMost` data bytes came first — then it stops reading there).
+   */
+  resumeToClose(atMost?: number): Promise<{ dataBytes: number; code: number | null }>;
   destroy(): void;
 }
 
@@ -48,7 +51,7 @@ export function openPausedSocket(url: string, headers: Record<string, string>): 
 function pausedSocket(socket: Socket, early: Buffer): PausedSocket {
   return {
     destroy: () => socket.destroy(),
-    resumeToClose: () =>
+    resumeToClose: (atMost = Number.POSITIVE_INFINITY) =>
       new Promise((resolve) => {
         let pending = early;
         let dataBytes = 0;
@@ -77,6 +80,7 @@ function pausedSocket(socket: Socket, early: Buffer): PausedSocket {
             pending = pending.subarray(offset + length);
             if (opcode === 0x8) return done(payload.length >= 2 ? payload.readUInt16BE(0) : null);
             if (opcode <= 0x2) dataBytes += length;
+            if (dataBytes > atMost) return done(null);
           }
         };
         socket.on("data", (chunk: Buffer) => {
