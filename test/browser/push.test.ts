@@ -4,7 +4,7 @@
  *
  * A headless Chromium cannot subscribe at its vendor's push service (no network), so the test holds the
  * subscription's keys itself: the instance encrypts each message for them and posts it to the local push service;
- * the test decrypts it (as the browser's push client would) and hands the payload to the page's service worker
+ * the test opens it with the reference RFC 8188 implementation (as the browser's push client would) and hands the payload to the page's service worker
  * with the DevTools protocol's `ServiceWorker.deliverPushMessage` — the step a real push service and browser do.
  * Chromium's DevTools protocol has no command to click a notification, so a click is the `notificationclick` event
  * dispatched in the service worker with the very notification Chromium shows (from `getNotifications()`).
@@ -24,7 +24,8 @@ import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../helpers/cards.js";
-import { decryptPush, makeSubscription, verifyVapid, type TestSubscription } from "../helpers/push-receiver.js";
+import { makeSubscription, type TestSubscription } from "../helpers/push-receiver.js";
+import { checkVapid, openPush } from "./push-service.js";
 import { type CspWatch, watchCsp } from "./csp-watch.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -68,7 +69,7 @@ async function pushNumber(n: number): Promise<string> {
     if (tries === 100) throw new Error(`the push service got ${received.length} messages, not ${n}`);
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  return decryptPush(new Uint8Array(received[n - 1]!.body), sub);
+  return openPush(received[n - 1]!.body, sub);
 }
 
 /** What the push service would hand the browser: the payload, delivered to the service worker. */
@@ -221,7 +222,7 @@ describe("push in the browser", () => {
     const payload = await pushNumber(1);
     expect(JSON.parse(payload)).toMatchObject({ kind: "card", toolCallId: "call_1", deviceId: login.deviceId });
     // Signed with the operator's key pair, for this push service.
-    const claims = await verifyVapid(received[0]!.authorization, keys.PUSH_VAPID_PUBLIC_KEY);
+    const claims = await checkVapid(received[0]!.authorization, keys.PUSH_VAPID_PUBLIC_KEY);
     expect(claims).toMatchObject({ aud: pushOrigin, sub: "mailto:ops@example.org" });
     await deliver(payload);
     const [shown] = await notificationsUntil((n) => n.length === 1);
