@@ -8,9 +8,10 @@ import path from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, sentByPage, signInWithDevice } from "./browser.js";
-import { ROOT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
+import { ROOT, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { linkAgent } from "../e2e/helpers/linked-agent.js";
 
 const SDK_AGENT = path.join(ROOT, "test/e2e/helpers/sdk-agent.ts");
 
@@ -27,22 +28,12 @@ beforeAll(async () => {
   instance = await startInstance();
   person = await firstPerson(instance.origin);
   workdir = await tempDir("plain-acp-work");
-  const configHome = await tempDir("plain-acp-config");
-  const login = runBridge(["login", "--name", "plain agent", instance.origin], { configHome });
-  bridges.push(login);
-  await login.saw(/shows the code (\S+)/);
-  const userCode = /shows the code (\S+)/.exec(login.stderr())![1]!;
-  const approved = await fetch(`${instance.origin}/api/devices/approve`, {
-    method: "POST",
-    headers: { "content-type": "application/json", cookie: person.cookie, origin: instance.origin },
-    body: JSON.stringify({ user_code: userCode }),
-  });
-  expect(approved.status).toBe(200);
-  deviceId = ((await approved.json()) as { device_id: string }).device_id;
-  expect(await login.exited).toBe(0);
-  const link = runBridge(["link", "--", process.execPath, SDK_AGENT], { configHome, cwd: workdir });
-  bridges.push(link);
-  await link.saw("the link is up");
+  ({ deviceId } = await linkAgent(instance.origin, person, {
+    name: "plain agent",
+    agent: [SDK_AGENT],
+    cwd: workdir,
+    bridges,
+  }));
   browser = await launchChromium();
   context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
   page = await context.newPage();

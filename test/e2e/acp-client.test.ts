@@ -11,10 +11,11 @@ import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream, type WebSocketConstructor } from "@agentclientprotocol/sdk/experimental/ws-client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import WebSocket from "ws";
-import { EXAMPLE_AGENT, ROOT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
+import { EXAMPLE_AGENT, ROOT, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, type Person } from "./helpers/accounts.js";
 import { ClientSocket } from "./helpers/client.js";
 import { startInstance, type Instance } from "./helpers/instance.js";
+import { linkAgent as linkAs, type Linked } from "./helpers/linked-agent.js";
 import type { AgentEvent } from "./helpers/sdk-agent.js";
 
 const SDK_AGENT = path.join(ROOT, "test/e2e/helpers/sdk-agent.ts");
@@ -39,30 +40,9 @@ afterAll(async () => {
   await instance?.stop();
 });
 
-interface Linked {
-  deviceId: string;
-  bridge: BridgeRun;
-}
-
 /** Logs a bridge in as a device named `name` (approved by the person) and links `agent` through it. */
-async function linkAgent(name: string, agent: string[], env: NodeJS.ProcessEnv = {}): Promise<Linked> {
-  const configHome = await tempDir(`acp-client-${name.replace(/\W/g, "-")}`);
-  const login = runBridge(["login", "--name", name, instance.origin], { configHome });
-  await login.saw(/shows the code (\S+)/);
-  const userCode = /shows the code (\S+)/.exec(login.stderr())![1]!;
-  const approved = await fetch(`${instance.origin}/api/devices/approve`, {
-    method: "POST",
-    headers: { "content-type": "application/json", cookie: person.cookie, origin: instance.origin },
-    body: JSON.stringify({ user_code: userCode }),
-  });
-  expect(approved.status).toBe(200);
-  const deviceId = ((await approved.json()) as { device_id: string }).device_id;
-  expect(await login.exited).toBe(0);
-  const bridge = runBridge(["link", "--", process.execPath, ...agent], { configHome, cwd: workdir, env });
-  bridges.push(bridge);
-  await bridge.saw("the link is up");
-  return { deviceId, bridge };
-}
+const linkAgent = (name: string, agent: string[], env: NodeJS.ProcessEnv = {}): Promise<Linked> =>
+  linkAs(instance.origin, person, { name, agent, cwd: workdir, bridges, env });
 
 /** The person's devices, as GET /api/devices gives them. */
 async function devices(): Promise<Record<string, unknown>[]> {
