@@ -12,7 +12,7 @@ import { createDevice, createUser, type TestDevice, type TestUser } from "./help
 import { call, jsonOf, ORIGIN } from "./helpers/requests";
 import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
 import { drain } from "./helpers/linked";
-import { until, CHAT_QUOTA } from "./helpers/chats";
+import { announceParams, until, CHAT_QUOTA } from "./helpers/chats";
 import { makeSubscription, type TestSubscription } from "./helpers/push-receiver";
 
 /**
@@ -314,17 +314,7 @@ beforeAll(async () => {
     env.DB,
     device.deviceId,
     owner.userId,
-    {
-      sessionId: SESSION_ID,
-      cwd: "/home/me/app",
-      title: "Keep me",
-      model: "fake/chat",
-      instance: true,
-      mode: "edit",
-      effort: "off",
-      busy: false,
-      origin: "terminal",
-    },
+    announceParams(SESSION_ID, { cwd: "/home/me/app", title: "Keep me", model: "fake/chat", busy: false }),
     CHAT_QUOTA,
   );
   expect(

@@ -7,7 +7,7 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { permissionParams } from "./helpers/cards";
-import { until } from "./helpers/chats";
+import { announceParams, until } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
 import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "./helpers/link";
 import { drain, fireDeadlines } from "./helpers/linked";
@@ -67,17 +67,7 @@ async function announce(link: Peer, device: TestDevice, user: TestUser, sessionI
   link.send({
     jsonrpc: "2.0",
     method: "_lembas/session/announce",
-    params: {
-      sessionId,
-      cwd: "/home/me/app",
-      title,
-      model: "fake/chat",
-      instance: true,
-      mode: "edit",
-      effort: "off",
-      busy: false,
-      origin: "terminal",
-    },
+    params: announceParams(sessionId, { cwd: "/home/me/app", title, model: "fake/chat", busy: false }),
   });
   await until(
     () =>
