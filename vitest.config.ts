@@ -43,6 +43,11 @@ export default defineConfig(async () => {
       include: ["test/**/*.test.ts"],
       exclude: ["test/e2e/**", "test/bridge/**", "test/browser/**", "test/web/**"],
       setupFiles: ["./test/apply-migrations.ts"],
+      // Every wait inside a test has its own bound that names what never came (a message, a row, a state); the
+      // test's own bound is the last resort. Vitest's 5 s failed CI once: under the full suite's load a test that takes
+      // 0.4 s alone took 30.9 s, its own waits never running out.
+      testTimeout: 60_000,
+      hookTimeout: 60_000,
     },
   };
 });
