@@ -16,7 +16,7 @@
  * - a socket dropped mid-turn and dialled again shows the turn once: the catch-up rebuilds it, nothing twice;
  * - the device's own link dropped mid-turn: the page shows it offline, then online when it relinks, asks the
  *   session's status for its prompt still open and follows the turn (the instance sent the prompt again under its
- *   turn id), nothing twice.
+ *   turn id), nothing twice; a prompt still queued on the device is shown waiting, then followed when it runs.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -68,8 +68,9 @@ const finished = new Map<string, Gate>();
 const steers: { text: string; messageId?: string }[] = [];
 const cancels: string[] = [];
 const cardAnswers: unknown[] = [];
-/** The relink case's one turn: the prompt the instance sends again under its turn id is that turn (deduplicated). */
+/** The relink cases' turns: the prompt the instance sends again under its turn id is that turn (deduplicated). */
 let relinkTurn: Promise<acp.PromptResponse> | undefined;
+let relinkQueuedTurn: Promise<acp.PromptResponse> | undefined;
 
 const gateOf = (name: string) => gates.get(name) ?? gates.set(name, gate()).get(name)!;
 const finishedOf = (name: string) => finished.get(name) ?? finished.set(name, gate()).get(name)!;
@@ -104,6 +105,14 @@ async function runTurn(params: acp.PromptRequest, body: (sessionId: string) => P
   return { stopReason: "end_turn" as const, _meta: { lembas: { turnId } } };
 }
 
+/** A turn another one runs before: it waits in the device's queue until the test opens its gate, then runs. */
+async function queuedTurn(params: acp.PromptRequest, name: string, text: string) {
+  stateOf(params.sessionId).queued.push(turnIdOf(params)!);
+  stateOf(params.sessionId).running = "turn_before";
+  await gateOf(name).wait;
+  return runTurn(params, (s) => chunk(s, text));
+}
+
 /** More of a turn's frames than the instance keeps for a late joiner (1,000: README "Catching up"). */
 const GAP_WORDS = Array.from({ length: 1010 }, (_, i) => `w${i} `);
 
@@ -120,13 +129,7 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       await gateOf("run").wait;
       await chunk(s, "finished.");
     }),
-  queue: async (params) => {
-    // Another turn runs first: this one waits in the device's queue until the test lets it start.
-    stateOf(params.sessionId).queued.push(turnIdOf(params)!);
-    stateOf(params.sessionId).running = "turn_before";
-    await gateOf("queue").wait;
-    return runTurn(params, (s) => chunk(s, "the queued one ran."));
-  },
+  queue: (params) => queuedTurn(params, "queue", "the queued one ran."),
   done: (params) =>
     runTurn(params, async (s) => {
       await chunk(s, "started. ");
@@ -175,6 +178,8 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       await gateOf("relink").wait;
       await chunk(s, "after it came back.");
     })),
+  // Queued behind another turn while the device's link drops; the prompt sent again after the relink is that turn.
+  relinkq: (params) => (relinkQueuedTurn ??= queuedTurn(params, "relinkq", "ran after the relink.")),
   gap: (params) =>
     runTurn(params, async (s) => {
       for (const word of GAP_WORDS) await chunk(s, word);
@@ -562,6 +567,28 @@ describe("turns", () => {
     expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task that outlives the device's link"]);
     expect(await on.locator(".turn-end").count()).toBe(1);
     expect(await on.getByText("Still running: following it.").count()).toBe(1);
+    await on.close();
+  });
+
+  it("waits for a turn queued across the device's dropped link: asked after, shown waiting, then followed, once", async () => {
+    const on = await context.newPage();
+    const statusAsked = sentByPage(on, "_lembas/session/status");
+    await startChat(on, "relinkq", "a task queued behind another");
+    const turnId = turnIdOf(prompts.get("ses_relinkq")![0]!);
+
+    device.drop();
+    await on.locator("#link-state:not(.online)", { hasText: "offline" }).waitFor();
+    await device.link();
+    await on.locator("#link-state.online").waitFor();
+    await expect.poll(() => prompts.get("ses_relinkq")!.map(turnIdOf)).toEqual([turnId, turnId]);
+    // The page asked what became of its turn: still queued on the device, so it says it waits.
+    await on.getByText("Waiting for the turn before it; it follows when it starts.").waitFor();
+    expect(statusAsked).toEqual([{ sessionId: "ses_relinkq" }]);
+    gateOf("relinkq").open();
+    await on.getByText("ran after the relink.").waitFor();
+    await on.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task queued behind another"]);
+    expect(await on.locator(".turn-end").count()).toBe(1);
     await on.close();
   });
 });
