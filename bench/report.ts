@@ -360,6 +360,16 @@ function shapes(commits: CommitCounts): string {
   return lines.join("\n");
 }
 
+/** Where the Worker bundle's bytes come from: each package, and our own code by folder of src/. */
+function bundleParts(bundle: BundleSize): string {
+  const ours = bundle.parts.filter((part) => part.from === "src" || part.from.startsWith("src/"));
+  const lines = [`Worker bundle by origin (${kib(bundle.bytes)}; our own code ${kib(sum(ours))}):`];
+  for (const part of bundle.parts) lines.push(`  ${kib(part.bytes).padStart(10)}  ${part.from}`);
+  return lines.join("\n");
+}
+
+const sum = (parts: readonly { bytes: number }[]) => parts.reduce((total, part) => total + part.bytes, 0);
+
 export function report(result: BenchResult, previous: Record<string, number> | null): string {
   const parts = [
     markdown(["measure", "relay (real Worker)", "baseline (bare DO)", "ratio"], measurements(result)),
@@ -367,6 +377,8 @@ export function report(result: BenchResult, previous: Record<string, number> | n
     markdown(["goal", "figure", "target", "verdict"], goals(result, previous)),
     "",
     shapes(result.commits),
+    "",
+    bundleParts(result.bundle),
   ];
   if (result.disturbed)
     parts.push(
