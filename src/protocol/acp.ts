@@ -337,8 +337,6 @@ export const KNOWN_SESSION_UPDATES = [
     availableCommands: z.array(AvailableCommand),
   }),
 ] as const;
-export const KnownSessionUpdate = z.discriminatedUnion("sessionUpdate", KNOWN_SESSION_UPDATES);
-export type KnownSessionUpdate = z.infer<typeof KnownSessionUpdate>;
 
 export const SessionUpdateParams = z.looseObject({
   sessionId: SessionId,
