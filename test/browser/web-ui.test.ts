@@ -60,7 +60,7 @@ describe("the web UI", () => {
     const url = /(http\S+device\?code=\S+)/.exec(login.stderr())![1]!;
     await page.goto(url);
     const code = new URL(url).searchParams.get("code")!;
-    expect(await page.getByLabel("Code").inputValue()).toBe(code);
+    expect(await page.getByLabel("Code", { exact: true }).inputValue()).toBe(code);
     // What is waiting is shown first; a code that came in the link also takes an explicit confirmation.
     const waiting = page.getByRole("region", { name: "The login waiting for this code" });
     await waiting.waitFor();
