@@ -3,7 +3,7 @@
  * It advertises loadSession and image prompts, keeps each session's history (replayed by session/load), and acts on
  * what a prompt says: "wait" runs until cancelled, "ask" asks for a permission and says the outcome, an image is
  * described, anything else echoed. What it sees — prompts (and whether another turn of that session still ran),
- * cancels, ends — is appended as JSON lines to the file named by SDK_AGENT_LOG, for the test to read.
+ * loads, cancels, ends — is appended as JSON lines to the file named by SDK_AGENT_LOG, for the test to read.
  *
  * Run with Node's own TypeScript support: `node test/e2e/helpers/sdk-agent.ts`.
  */
@@ -14,6 +14,7 @@ import * as acp from "@agentclientprotocol/sdk";
 /** One line of the agent's log. */
 export type AgentEvent =
   | { event: "prompt"; sessionId: string; text: string; whileRunning: boolean }
+  | { event: "load"; sessionId: string }
   | { event: "cancel"; sessionId: string }
   | { event: "end"; sessionId: string; text: string; stopReason: string }
   | { event: "permission"; sessionId: string; outcome: string };
@@ -58,6 +59,7 @@ acp
     return { sessionId };
   })
   .onRequest("session/load", async ({ params, client }) => {
+    log({ event: "load", sessionId: params.sessionId });
     for (const update of sessionOf(params.sessionId).history) {
       await client.notify("session/update", { sessionId: params.sessionId, update });
     }
