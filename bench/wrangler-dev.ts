@@ -58,6 +58,8 @@ export interface DevOptions {
 
 export interface Dev {
   origin: string;
+  /** wrangler's DevTools inspector port (bench/profile.ts takes CPU profiles through it). */
+  inspectorPort: number;
   /** The workerd process that runs the Worker (wrangler dev also runs a second workerd: its proxy in front). */
   workerdPid(): number;
   /** CPU time that process has used so far (ms). */
@@ -144,6 +146,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   const runtimePid = () => (runtime ??= workerOf(child.pid!, port, options.label));
   return {
     origin,
+    inspectorPort,
     workerdPid: runtimePid,
     workerdPids: () =>
       (workerds ??= descendants(child.pid!)

@@ -29,7 +29,7 @@ import {
 } from "../protocol/jsonrpc";
 import { failureAnswer, logFailure } from "./failures";
 import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
-import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
+import { INSTANCE_ORIGIN, OUTBOUND_HOLD_MS, type OutboundRequest } from "./outbound";
 import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
 
 /** How long the device has to answer a relayed request; null: as long as it takes (a turn, a compaction). */
@@ -166,7 +166,10 @@ export async function forward(
       keep: call.keepAcrossLinks,
       answerWithinMs: answerWithin(message.method),
       memo: Object.keys(call.memo).length > 0 ? call.memo : null,
+      // Outside a transaction its row can wait: most requests are answered before it would be written.
+      hold: hooks.length === 0,
     });
+    if (deviceId !== null && hooks.length === 0) writeHeldLater(rt);
     return deviceId !== null;
   };
   // A method features hook (a prompt's turn, a terminal's owner): the hooks, the rows they and the relay write, and
@@ -183,6 +186,38 @@ export async function forward(
     return;
   }
   if (!sent) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
+}
+
+/** Each object's timer that writes its held request rows (outbound.ts), by its runtime. */
+const holdTimers = new WeakMap<LinkRuntime, ReturnType<typeof setTimeout>>();
+
+/** Arms the timer that writes the rows held until now once OUTBOUND_HOLD_MS has passed (later ones: the next). */
+function writeHeldLater(rt: LinkRuntime): void {
+  if (holdTimers.has(rt) || !rt.outbound.holds()) return;
+  const round = rt.outbound.closeRound();
+  const write = () => {
+    holdTimers.delete(rt);
+    writeHeld(rt, round).catch((err: unknown) => logFailure(rt, "the relay's held rows", err));
+  };
+  holdTimers.set(rt, setTimeout(write, OUTBOUND_HOLD_MS));
+}
+
+/**
+ * Writes the rows of the requests still held from before `round` (those answered sooner never wrote one). A row
+ * that cannot be written ends its request as sendRequest would have: the device is told to cancel it, and whoever
+ * waits is answered -32603.
+ */
+async function writeHeld(rt: LinkRuntime, round: number): Promise<void> {
+  for (const request of rt.outbound.heldBefore(round)) {
+    try {
+      rt.writeHeldRequest(request);
+    } catch (err) {
+      rt.outbound.take(request.id);
+      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
+      await settle(rt, request, failureAnswer(rt, request.id, "the relay", err));
+    }
+  }
+  writeHeldLater(rt);
 }
 
 /**

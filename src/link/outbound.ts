@@ -7,6 +7,12 @@
  * is core's (core.ts). The rows are also kept in memory, read once after each wake, so the relay's look-ups (an
  * answer's request, a client's id in flight) make no query; every write here keeps both, and `forget` drops the
  * memory when a transaction that wrote may have rolled back.
+ *
+ * A row may be held: kept in memory only, until the runtime writes it (`writeHeld`) once its request has been
+ * outstanding OUTBOUND_HOLD_MS (runtime.ts). A request answered before then writes nothing at all — no row, no
+ * commit — which is most relayed requests (docs/performance.md, "What holds output back", point 6, for the crash
+ * it accepts). Only a request sent outside any transaction is held, so a rollback never has a held row to undo:
+ * `forget` keeps them.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
 
@@ -64,10 +70,17 @@ export const OUTBOUND_DEADLINES = { table: "outbound", key: "id" } as const;
 
 const originKey = (origin: string, originId: string) => `${origin}\n${originId}`;
 
+/** How long a relayed request's row is held in memory before it is written (runtime.ts writes it then). */
+export const OUTBOUND_HOLD_MS = 1_000;
+
 export class Outbound {
   /** The table's rows by id, and the ids by client and client id; null until read (after a wake or `forget`). */
   #rows: Map<number, Row> | null = null;
   #byOrigin = new Map<string, number>();
+  /** Rows held (not written yet), by id, with when each was added; they are in #rows too. */
+  readonly #held = new Map<number, { row: Row; createdAt: number; round: number }>();
+  /** The round of held rows now filling (closeRound). */
+  #round = 0;
 
   constructor(private readonly sql: SqlStorage) {}
 
@@ -76,6 +89,7 @@ export class Outbound {
     this.#rows = new Map();
     this.#byOrigin.clear();
     for (const row of this.sql.exec<Row>("SELECT * FROM outbound")) this.#remember(row);
+    for (const { row } of this.#held.values()) this.#remember(row);
     return this.#rows;
   }
 
@@ -84,11 +98,12 @@ export class Outbound {
     if (row.origin_id !== null) this.#byOrigin.set(originKey(row.origin, row.origin_id), row.id);
   }
 
-  /** Takes rows removed from the table out of memory too. */
+  /** Takes rows removed from the table (or held ones) out of memory too. */
   #removed(rows: Row[]): OutboundRequest[] {
     const memory = this.#memory();
     for (const row of rows) {
       memory.delete(row.id);
+      this.#held.delete(row.id);
       if (row.origin_id === null) continue;
       const key = originKey(row.origin, row.origin_id);
       if (this.#byOrigin.get(key) === row.id) this.#byOrigin.delete(key);
@@ -101,8 +116,11 @@ export class Outbound {
     this.#rows = null;
   }
 
-  /** Records a request; its deadline (due) must already be known to the alarm (LinkRuntime.track). */
-  add(request: OutboundRequest): void {
+  /**
+   * Records a request; its deadline (due) must already be known to the alarm (LinkRuntime.track). A `held` one is
+   * kept in memory only, until writeHeld (never inside a transaction: see the top of this file).
+   */
+  add(request: OutboundRequest, held = false): void {
     const row: Row = {
       id: request.id,
       link_id: request.linkId,
@@ -116,6 +134,41 @@ export class Outbound {
       due: request.due,
     };
     this.#memory();
+    if (held) this.#held.set(row.id, { row, createdAt: Date.now(), round: this.#round });
+    else this.#insert(row, Date.now());
+    this.#remember(row);
+  }
+
+  /**
+   * Closes the round of held rows filling now, and returns its number: rows held from here on are in the next one.
+   * The relay's timer closes one when it is armed and writes that round's rows when it fires (heldBefore), so a row
+   * is written after OUTBOUND_HOLD_MS to twice that, counted by the timer rather than by Date (which a test may
+   * freeze).
+   */
+  closeRound(): number {
+    this.#round += 1;
+    return this.#round;
+  }
+
+  /** The held requests of rounds before `round`. */
+  heldBefore(round: number): OutboundRequest[] {
+    return [...this.#held.values()].filter((h) => h.round < round).map((h) => toRequest(h.row));
+  }
+
+  /** Whether any row is held. */
+  holds(): boolean {
+    return this.#held.size > 0;
+  }
+
+  /** Writes a held request's row; if that fails it stays held (the caller decides what becomes of it). */
+  write(id: number): void {
+    const held = this.#held.get(id);
+    if (!held) return;
+    this.#insert(held.row, held.createdAt);
+    this.#held.delete(id);
+  }
+
+  #insert(row: Row, createdAt: number): void {
     this.sql.exec(
       "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at, due) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
       row.id,
@@ -127,10 +180,9 @@ export class Outbound {
       row.purpose,
       row.keep,
       row.memo,
-      Date.now(),
+      createdAt,
       row.due,
     );
-    this.#remember(row);
   }
 
   /** The request with this device-side id, left in place (routeDeviceAnswer: read, answer, then remove). */
@@ -141,20 +193,28 @@ export class Outbound {
 
   remove(id: number): void {
     const row = this.#memory().get(id);
-    this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
+    if (!this.#held.has(id)) this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
     if (row) this.#removed([row]);
   }
 
   /** Removes and returns the request with this device-side id. */
   take(id: number): OutboundRequest | null {
+    const held = this.#held.get(id);
+    if (held) return this.#removed([held.row])[0]!;
     this.#memory();
     const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray();
     return this.#removed(rows)[0] ?? null;
   }
 
+  /** The held rows that match (a take hands them to #removed with the table's). */
+  #heldWhere(match: (row: Row) => boolean): Row[] {
+    return [...this.#held.values()].map((h) => h.row).filter(match);
+  }
+
   /** Removes and returns a client's request by that client's own id. */
   takeByOrigin(origin: string, originId: JsonRpcId): OutboundRequest | null {
-    this.#memory();
+    const request = this.findByOrigin(origin, originId);
+    if (request && this.#held.has(request.id)) return this.take(request.id);
     const rows = this.sql
       .exec<Row>(
         "DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *",
@@ -175,28 +235,35 @@ export class Outbound {
   /** Removes and returns every request of a client that went away. */
   takeAllOf(origin: string): OutboundRequest[] {
     this.#memory();
-    return this.#removed(this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray());
+    const held = this.#heldWhere((row) => row.origin === origin);
+    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray();
+    return this.#removed([...rows, ...held]);
   }
 
   /** Removes and returns the requests of a link that went down, except those kept across links. */
   takeUnkeptOf(linkId: string): OutboundRequest[] {
     this.#memory();
-    return this.#removed(
-      this.sql.exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId).toArray(),
-    );
+    const held = this.#heldWhere((row) => row.link_id === linkId && row.keep === 0);
+    const rows = this.sql
+      .exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId)
+      .toArray();
+    return this.#removed([...rows, ...held]);
   }
 
   /** The clients (sockets, HTTP /rpc calls) with requests in flight. */
   clientOrigins(): string[] {
-    return this.sql
+    const origins = this.sql
       .exec<{ origin: string }>("SELECT DISTINCT origin FROM outbound WHERE origin != ?", INSTANCE_ORIGIN)
       .toArray()
       .map((row) => row.origin);
+    const held = this.#heldWhere((row) => row.origin !== INSTANCE_ORIGIN).map((row) => row.origin);
+    return [...new Set([...origins, ...held])];
   }
 
   /** How many requests of this method are in flight (terminals: opens not yet answered count toward the limit). */
   countOf(method: string): number {
-    return this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbound WHERE method = ?", method).one().n;
+    const written = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbound WHERE method = ?", method).one().n;
+    return written + this.#heldWhere((row) => row.method === method).length;
   }
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */

@@ -41,6 +41,11 @@ export interface SendRequest {
   answerWithinMs?: number | null;
   /** Kept with the request and given back with its answer (OutboundRequest.memo). */
   memo?: unknown;
+  /**
+   * Its row is held in memory, not written, until the relay writes it (forwarding.ts, after OUTBOUND_HOLD_MS): only
+   * for a request sent outside any transaction, and not kept across links.
+   */
+  hold?: boolean;
 }
 
 export class LinkRuntime implements Failing {
@@ -131,18 +136,21 @@ export class LinkRuntime implements Failing {
     sendText(ws, text);
     try {
       this.links.saveRequestIds();
-      this.track({
-        id,
-        linkId: link.linkId,
-        origin: request.origin,
-        originId: request.originId,
-        method: request.method,
-        sessionId: request.sessionId ?? null,
-        purpose: request.purpose ?? null,
-        keep: request.keep ?? false,
-        memo: request.memo ?? null,
-        due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
-      });
+      this.track(
+        {
+          id,
+          linkId: link.linkId,
+          origin: request.origin,
+          originId: request.originId,
+          method: request.method,
+          sessionId: request.sessionId ?? null,
+          purpose: request.purpose ?? null,
+          keep: request.keep ?? false,
+          memo: request.memo ?? null,
+          due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
+        },
+        request.hold === true && request.keep !== true,
+      );
     } catch (err) {
       sendText(ws, JSON.stringify(rpcNotification(CANCEL_REQUEST, { requestId: id })));
       throw err;
@@ -150,10 +158,19 @@ export class LinkRuntime implements Failing {
     return id;
   }
 
-  /** Records an outstanding request, its deadline (if any) known to the alarm; taking its row ends the deadline. */
-  track(request: OutboundRequest): void {
+  /**
+   * Records an outstanding request, its deadline (if any) known to the alarm; taking its row ends the deadline. A
+   * held one is kept in memory only, its deadline told to the alarm when its row is written (writeHeldRequest).
+   */
+  track(request: OutboundRequest, held = false): void {
+    if (!held && request.due !== null) this.deadlines.expect(request.due);
+    this.outbound.add(request, held);
+  }
+
+  /** Writes a held request's row and tells the alarm its deadline (throws if the storage fails; it stays held). */
+  writeHeldRequest(request: OutboundRequest): void {
     if (request.due !== null) this.deadlines.expect(request.due);
-    this.outbound.add(request);
+    this.outbound.write(request.id);
   }
 
   /** A request of the instance's own, answered to the feature that registered `purpose` in deviceAnswers. */

@@ -1,5 +1,7 @@
 /** Link tests with several client sockets: set-up, _instance/status, deadlines, and reading a race's messages. */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
+import { OUTBOUND_HOLD_MS } from "../../src/link/outbound";
+import { until } from "./chats";
 import type { TestDevice, TestUser } from "./fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer, type Wire } from "./link";
 
@@ -33,12 +35,22 @@ export async function fireDeadlines(deviceId: string, kind: string): Promise<voi
   await runDurableObjectAlarm(stub);
 }
 
-/** Makes every relayed request's answer time (kept in its outbound row) run out, then runs the object's alarm. */
+/**
+ * Makes every relayed request's answer time (kept in its outbound row) run out, then runs the object's alarm. A
+ * request nobody hooks has its row written only once it has been outstanding OUTBOUND_HOLD_MS (outbound.ts): the
+ * object is given until then to write it.
+ */
 export async function fireRequestDeadlines(deviceId: string): Promise<void> {
   const stub = linkStub(deviceId);
-  await runInDurableObject(stub, (_instance, state) => {
-    state.storage.sql.exec("UPDATE outbound SET due = 0 WHERE due IS NOT NULL");
-  });
+  await until(
+    () =>
+      runInDurableObject(
+        stub,
+        (_instance, state) => state.storage.sql.exec("UPDATE outbound SET due = 0 WHERE due IS NOT NULL").rowsWritten,
+      ),
+    (rows) => rows > 0,
+    OUTBOUND_HOLD_MS + 3000,
+  );
   await runDurableObjectAlarm(stub);
 }
 
