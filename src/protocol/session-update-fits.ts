@@ -1,0 +1,32 @@
+/**
+ * The hand check of a streamed `session/update`'s params, for the hot path of the fan-out: the kinds a model streams
+ * (message and thought chunks, tool calls and their updates) and those the instance does not know. It only ever
+ * says yes where SessionUpdateParams (acp.ts) says yes — a yes is final, a no means "ask the schema", which then
+ * decides and words the refusal — so the verdict is the schema's on every frame (test/protocol-session-update.test.ts).
+ * The schema builds three objects per frame only to say whether they fit; this builds none.
+ */
+import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX } from "./acp";
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
+
+/** The known kinds this check decides, with what each must hold; any other known kind is left to the schema. */
+const STREAMED: Record<string, (update: Record<string, unknown>) => boolean> = {
+  agent_message_chunk: (update) => isObject(update.content) && typeof update.content.type === "string",
+  agent_thought_chunk: (update) => isObject(update.content) && typeof update.content.type === "string",
+  tool_call: (update) => typeof update.toolCallId === "string",
+  tool_call_update: (update) => typeof update.toolCallId === "string",
+};
+/** Every kind the schema knows: those not in STREAMED are left to it. */
+const KNOWN = new Set<string>(KNOWN_SESSION_UPDATES.map((schema) => schema.shape.sessionUpdate.value));
+
+/** True only when SessionUpdateParams accepts `params`; false: the schema must say. */
+export function sessionUpdateFits(params: unknown): boolean {
+  if (!isObject(params)) return false;
+  const { sessionId, update } = params;
+  if (typeof sessionId !== "string" || sessionId.length < 1 || sessionId.length > SESSION_ID_MAX) return false;
+  if (!isObject(update) || typeof update.sessionUpdate !== "string") return false;
+  const kind = update.sessionUpdate;
+  if (Object.hasOwn(STREAMED, kind)) return STREAMED[kind]!(update);
+  return !KNOWN.has(kind);
+}

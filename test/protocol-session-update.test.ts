@@ -1,0 +1,114 @@
+/**
+ * A streamed session/update's params are checked by hand on the fan-out's hot path (sessionUpdateFits), by the
+ * schema when the hand check cannot say yes. The verdict must be the schema's on every frame: every combination of
+ * the params' members, each valid and invalid in the ways JSON can spell, for every kind, is compared with what
+ * SessionUpdateParams alone says — and the refusal's words with what the schema alone would say.
+ */
+import { describe, expect, it } from "vitest";
+import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX, SessionUpdateParams } from "../src/protocol/acp";
+import { check } from "../src/protocol/issues";
+import { refuseAgentNotification } from "../src/protocol/methods";
+import { sessionUpdateFits } from "../src/protocol/session-update-fits";
+
+// Each member's spellings as JSON text; undefined leaves the member out.
+const SESSION_ID = [
+  undefined,
+  '""',
+  '"ses_1"',
+  `"${"s".repeat(SESSION_ID_MAX)}"`,
+  `"${"s".repeat(SESSION_ID_MAX + 1)}"`,
+  "1",
+  "null",
+  "{}",
+];
+const KIND = [
+  undefined,
+  ...KNOWN_SESSION_UPDATES.map((schema) => `"${schema.shape.sessionUpdate.value}"`),
+  '"something_new"',
+  '"__proto__"',
+  '"constructor"',
+  "1",
+  "null",
+];
+const CONTENT = [
+  undefined,
+  "null",
+  "[]",
+  "{}",
+  '{"type":1}',
+  '{"type":"text","text":"hi"}',
+  '{"__proto__":{"type":"text"}}',
+];
+const TOOL_CALL_ID = [undefined, '"call_1"', "7", "null"];
+const EXTRA = [
+  undefined,
+  '"entries":[]',
+  '"entries":{}',
+  '"currentModeId":"code"',
+  '"availableCommands":[{"name":"x"}]',
+  '"availableCommands":[{"name":""}]',
+];
+
+function object(members: [string, string | undefined][]): string {
+  return `{${members
+    .filter(([, value]) => value !== undefined)
+    .map(([name, value]) => (name === "" ? value : `"${name}":${value}`))
+    .join(",")}}`;
+}
+
+function* updates(): Generator<string> {
+  for (const kind of KIND)
+    for (const content of CONTENT)
+      for (const toolCallId of TOOL_CALL_ID)
+        for (const extra of EXTRA)
+          yield object([
+            ["sessionUpdate", kind],
+            ["content", content],
+            ["toolCallId", toolCallId],
+            ["", extra],
+          ]);
+  yield* ["null", "[]", '"agent_message_chunk"', "{}"];
+}
+
+function* allParams(): Generator<string> {
+  for (const sessionId of SESSION_ID)
+    for (const update of updates())
+      yield object([
+        ["sessionId", sessionId],
+        ["update", update],
+      ]);
+  yield* [
+    "null",
+    "[]",
+    '"s"',
+    "3",
+    '{"sessionId":"ses_1","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text"}},"_meta":{"x":1}}',
+  ];
+}
+
+describe("session/update: the hand check and the schema", () => {
+  it("say yes to exactly the same params, and refuse with the schema's words", () => {
+    let checked = 0;
+    let fastYes = 0;
+    for (const text of allParams()) {
+      const params = JSON.parse(text) as unknown;
+      const schema = check(SessionUpdateParams, params);
+      const expected = schema.ok ? null : `invalid params: ${schema.error}`;
+      if (sessionUpdateFits(params)) {
+        fastYes++;
+        expect(schema.ok, text).toBe(true);
+      }
+      expect(refuseAgentNotification("session/update", params), text).toBe(expected);
+      checked++;
+    }
+    expect(checked).toBeGreaterThan(10_000);
+    // The streamed kinds are decided by hand; the check is not a no that always defers.
+    expect(fastYes).toBeGreaterThan(1_000);
+    expect(
+      sessionUpdateFits({
+        sessionId: "ses_1",
+        update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } },
+      }),
+    ).toBe(true);
+  });
+});
