@@ -12,8 +12,9 @@
  *
  * Counted here, per object: a commit's window opens at its first confirmed write and ends when `storage.sync()`
  * resolves (the commit done and the gate open again). An output issued in the window waited for that commit: the
- * commit is "holding". Counting is off unless the bench turns it on (POST /api/__bench/commits/start), so during the
- * timed measurements the watched methods only check a flag. Locally a commit is confirmed within the same event-loop turn, so
+ * commit is "holding". Counting is off unless the bench turns it on (POST /api/__bench/commits/start), and the
+ * runtime's methods are watched only while it counts: during the timed measurements they are the runtime's own, so
+ * the relay pays nothing for being watched that the bare baseline does not. Locally a commit is confirmed within the same event-loop turn, so
  * a holding commit counted here holds output everywhere; in production a commit's window is longer (replication), so
  * a commit counted as holding nothing can still hold an output issued within its replication time.
  */
@@ -40,11 +41,13 @@ export function startCounting(): void {
   tally = empty();
   cursors = [];
   counting = true;
+  for (const patch of patches) patch.install();
 }
 
 /** Stops counting and returns what was counted (commits still in their window are counted, their holds so far). */
 export function stopCounting(): CommitTally {
   counting = false;
+  for (const patch of patches) patch.restore();
   const rows = cursors.reduce((sum, cursor) => sum + cursor.rowsWritten, 0);
   cursors = [];
   return { ...tally, rowsWritten: tally.rowsWritten + rows };
@@ -99,20 +102,26 @@ export function watch(ctx: DurableObjectState): ObjectLedger {
 
 type Method = (this: object, ...args: unknown[]) => unknown;
 
-/** Replaces `proto[name]` by `wrapper`, which gets the receiver, the arguments and the way to call the original. */
+/** The runtime's methods to watch while counting: each installed by startCounting, restored by stopCounting. */
+const patches: { install(): void; restore(): void }[] = [];
+
+/** Makes `proto[name]` go through `wrapper` (given the receiver, the arguments and the original) while counting. */
 function around(
   proto: object,
   name: string,
   wrapper: (self: object, args: unknown[], call: () => unknown) => unknown,
 ): void {
   const original = Reflect.get(proto, name) as Method;
-  Object.defineProperty(proto, name, {
-    configurable: true,
-    writable: true,
-    value(this: object, ...args: unknown[]) {
-      return wrapper(this, args, () => original.apply(this, args));
-    },
-  });
+  const set = (value: Method) => Object.defineProperty(proto, name, { configurable: true, writable: true, value });
+  const patch = {
+    install: () =>
+      set(function (this: object, ...args: unknown[]) {
+        return wrapper(this, args, () => original.apply(this, args));
+      }),
+    restore: () => set(original),
+  };
+  patches.push(patch);
+  if (counting) patch.install();
 }
 
 const short = (sql: string) => sql.replace(/\s+/g, " ").trim().slice(0, 70);
