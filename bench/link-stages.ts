@@ -3,7 +3,8 @@
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
  * event) and the RSS of each Worker's workerd process is read. The first links are made one at a time and timed,
- * each watched by a client socket until `_instance/link` says up; the rest in parallel. After the last stage the
+ * each watched by a client socket until `_instance/link` says up; the rest in parallel, in waves of 100 that each
+ * hibernate before the next (WAVE; the set-up rate counts only the waves' set-up time). After the last stage the
  * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
  * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
  * the new constructions count the idle links that held no object in memory. The baseline's rooms are probed alike.
@@ -28,6 +29,14 @@ const ONLINE_POLL_MS = 200;
 const FILES_HEADROOM = 0.95;
 /** workerd evicts an idle object 10 s after its last event; the rest is margin for 2 busy cores. */
 export const HIBERNATE_AFTER_MS = 15_000;
+/**
+ * A stage's untimed links are set up this many at a time (16 in parallel within), each wave left to hibernate
+ * before the next, so no more objects are in memory at once than in the stage of 100 links. workerd's allocator
+ * keeps the memory a live object used once it is freed (reused, not given back), so links set up all at once would
+ * leave RSS at the high-water mark of the objects live together — what a burst of set-ups costs while its objects
+ * are in memory, not what an idle link keeps. See docs/performance.md, "Memory".
+ */
+const WAVE = 100;
 const TIMED_LINKS = 50;
 const PARALLEL = 16;
 /** The heartbeat sweep wakes an object every 60 s; a third of that shows the rate across 1,000 links. */
@@ -139,28 +148,39 @@ export async function measureLinkStages(
       tick();
     }
     const rest = Math.max(0, target - relayLinks.length);
-    const offset = relayLinks.length;
-    const start = performance.now();
-    const cpuBefore = relay.cpuMs();
-    const batch = await inBatches(
-      rest,
-      parallel,
-      async (i) => {
-        const device = devices[offset + i]!;
-        const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
-        await within(linked.initialized, UP_WITHIN_MS, "an initialize request");
-        return linked;
-      },
-      tick,
-    );
-    relayLinks.push(...batch);
+    const setUp = { ms: 0, cpuMs: 0 };
+    for (let done = 0; done < rest; done += WAVE) {
+      const size = Math.min(WAVE, rest - done);
+      const offset = relayLinks.length;
+      const start = performance.now();
+      const cpuBefore = relay.cpuMs();
+      const wave = await inBatches(
+        size,
+        parallel,
+        async (i) => {
+          const device = devices[offset + i]!;
+          const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
+          await within(linked.initialized, UP_WITHIN_MS, "an initialize request");
+          return linked;
+        },
+        tick,
+      );
+      relayLinks.push(...wave);
+      if (rest >= RATE_FROM_LINKS) {
+        setUp.ms += (await allOnline(relay.origin, person, relayLinks.length)) - start;
+        setUp.cpuMs += relay.cpuMs() - cpuBefore;
+      }
+      bareLinks.push(
+        ...(await inBatches(size, parallel, (i) => ScriptedDevice.bare(bare.origin, `idle-${offset + i}`))),
+      );
+      // The wave's objects leave memory before the next wave's come in (not after the last: the stage waits below).
+      if (done + size < rest) await sleep(HIBERNATE_AFTER_MS);
+    }
     if (rest >= RATE_FROM_LINKS) {
-      const seconds = ((await allOnline(relay.origin, person, relayLinks.length)) - start) / 1000;
-      const cpuMsPerLink = (relay.cpuMs() - cpuBefore) / rest;
-      setUpRates.push({ links: rest, parallel, perSecond: rest / seconds, cpuMsPerLink });
+      const seconds = setUp.ms / 1000;
+      setUpRates.push({ links: rest, parallel, perSecond: rest / seconds, cpuMsPerLink: setUp.cpuMs / rest });
       log(`  ${rest} links set up in ${seconds.toFixed(1)} s (${Math.round(rest / seconds)}/s, ${parallel} at a time)`);
     }
-    bareLinks.push(...(await inBatches(rest, parallel, (i) => ScriptedDevice.bare(bare.origin, `idle-${offset + i}`))));
     log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
     await sleep(HIBERNATE_AFTER_MS);
     for (const [key, count] of Object.entries(
