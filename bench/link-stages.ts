@@ -30,11 +30,11 @@ const FILES_HEADROOM = 0.95;
 /** workerd evicts an idle object 10 s after its last event; the rest is margin for 2 busy cores. */
 export const HIBERNATE_AFTER_MS = 15_000;
 /**
- * A stage's untimed links are set up this many at a time (16 in parallel within), each wave left to hibernate
+ * A stage's untimed links are set up this many at a time (16 or 32 in parallel within), each wave left to hibernate
  * before the next, so no more objects are in memory at once than in the stage of 100 links. workerd's allocator
  * keeps the memory a live object used once it is freed (reused, not given back), so links set up all at once would
  * leave RSS at the high-water mark of the objects live together — what a burst of set-ups costs while its objects
- * are in memory, not what an idle link keeps. See docs/performance.md, "Memory".
+ * are in memory, not what an idle link keeps. See docs/performance.md, "Memory: what an idle link costs".
  */
 const WAVE = 100;
 const TIMED_LINKS = 50;
