@@ -12,8 +12,8 @@
  */
 import { CANCEL_REQUEST, ClientCancelRequestParams } from "../protocol/acp";
 import { missingCapability, offerOf } from "../protocol/capabilities";
-import { check } from "../protocol/issues";
 import {
+  checkClientParams,
   CLIENT_TO_AGENT,
   isClientToAgentMethod,
   type ClientMethod,
@@ -124,7 +124,7 @@ export async function forward(
   }
   // A request sent without an id cannot be answered; there is no one to tell.
   if (!spec.notification && id === null) return;
-  const params = check(spec.params, message.params);
+  const params = checkClientParams(spec, message.params);
   if (!params.ok) return fail(ErrorCode.InvalidParams, `invalid params for ${message.method}: ${params.error}`);
   if (!rt.upLink()) return fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
   const missing = missingCapability(message.method, message.params, offerOf(rt.upLink()?.initialize));

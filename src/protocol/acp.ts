@@ -131,7 +131,8 @@ export const DevicePath = z
   .min(1, "a path is required")
   .max(PATH_MAX, `a path is at most ${PATH_MAX} characters`);
 const McpServers = z.array(z.unknown()).optional();
-const WithSession = z.looseObject({ sessionId: SessionId });
+/** Params that name a session and nothing the instance reads beyond it (hand-checked on the relay: hand-checks.ts). */
+export const WithSession = z.looseObject({ sessionId: SessionId });
 
 export const SessionNewParams = z.looseObject({
   cwd: DevicePath,

@@ -3,14 +3,13 @@
  * fields the instance relies on.
  */
 import * as z from "zod";
-import { DeviceLimits, DevicePath, jsonWithin, SessionId } from "./acp";
+import { DeviceLimits, DevicePath, jsonWithin, SessionId, WithSession } from "./acp";
 import { openUnion } from "./open-union";
 
 const TerminalId = z.string().min(1, "a terminal id is required");
 const Base64 = z.base64("must be base64");
 const Cols = z.number().int().min(20, "at least 20 columns").max(500, "at most 500 columns");
 const Rows = z.number().int().min(5, "at least 5 rows").max(300, "at most 300 rows");
-const WithSession = z.looseObject({ sessionId: SessionId });
 
 export const TITLE_MAX = 200;
 /** A hello is kept with its link: at most this long, as JSON. */

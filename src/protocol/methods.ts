@@ -4,8 +4,8 @@
  * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
  */
 import type * as z from "zod";
-import { check } from "./issues";
-import { sessionUpdateFits } from "./session-update-fits";
+import { check, type Checked } from "./issues";
+import { sessionUpdateFits, withSessionFits } from "./hand-checks";
 import {
   AuthenticateParams,
   CancelParams,
@@ -26,6 +26,7 @@ import {
   SetConfigOptionParams,
   SetModeParams,
   SetModelParams,
+  WithSession,
 } from "./acp";
 import {
   CommandsParams,
@@ -59,6 +60,13 @@ export interface ClientMethod {
   params: z.ZodType;
   /** Sent without an id: nothing comes back. */
   notification: boolean;
+}
+
+/** A client method's params, checked: by hand when they only name a session (hand-checks.ts), else by its schema. */
+export function checkClientParams(spec: ClientMethod, params: unknown): Checked<unknown> {
+  return spec.params === WithSession && withSessionFits(params)
+    ? { ok: true, value: params }
+    : check(spec.params, params);
 }
 
 const request = (params: z.ZodType): ClientMethod => ({ params, notification: false });
@@ -132,7 +140,7 @@ export function refuseAgentNotification(method: string, params: unknown): string
     return `${method} is in the instance's own namespace; a device may not send it`;
   }
   if (!isAgentNotificationMethod(method)) return `${method} is not a notification of the link protocol`;
-  // The stream's own frames are checked by hand (the schema only when that check cannot say yes): session-update-fits.ts.
+  // The stream's own frames are checked by hand (the schema only when that check cannot say yes): hand-checks.ts.
   if (method === "session/update" && sessionUpdateFits(params)) return null;
   const checked = check(AGENT_NOTIFICATIONS[method], params);
   return checked.ok ? null : `invalid params: ${checked.error}`;

@@ -1,9 +1,11 @@
 /**
- * The hand check of a streamed `session/update`'s params, for the hot path of the fan-out: the kinds a model streams
- * (message and thought chunks, tool calls and their updates) and those the instance does not know. It only ever
- * says yes where SessionUpdateParams (acp.ts) says yes — a yes is final, a no means "ask the schema", which then
- * decides and words the refusal — so the verdict is the schema's on every frame (test/protocol-session-update.test.ts).
- * The schema builds three objects per frame only to say whether they fit; this builds none.
+ * Hand checks of the params the relay sees most, mirroring their schemas on the hot path: a streamed
+ * `session/update` (SessionUpdateParams: the kinds a model streams — message and thought chunks, tool calls and
+ * their updates — and those the instance does not know), and a client's request that names only a session
+ * (WithSession: `_lembas/session/status`, `…/history` and the like). Each only ever says yes where its schema says
+ * yes — a yes is final, a no means "ask the schema", which then decides and words the refusal — so the verdict is
+ * the schema's on every frame (test/protocol-hand-checks.test.ts). A schema builds an object for every level of the
+ * params only to say whether they fit; these build none.
  */
 import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX } from "./acp";
 
@@ -20,11 +22,16 @@ const STREAMED: Record<string, (update: Record<string, unknown>) => boolean> = {
 /** Every kind the schema knows: those not in STREAMED are left to it. */
 const KNOWN = new Set<string>(KNOWN_SESSION_UPDATES.map((schema) => schema.shape.sessionUpdate.value));
 
+const isSessionId = (value: unknown) =>
+  typeof value === "string" && value.length >= 1 && value.length <= SESSION_ID_MAX;
+
+/** True only when WithSession accepts `params`; false: the schema must say. */
+export const withSessionFits = (params: unknown): boolean => isObject(params) && isSessionId(params.sessionId);
+
 /** True only when SessionUpdateParams accepts `params`; false: the schema must say. */
 export function sessionUpdateFits(params: unknown): boolean {
-  if (!isObject(params)) return false;
-  const { sessionId, update } = params;
-  if (typeof sessionId !== "string" || sessionId.length < 1 || sessionId.length > SESSION_ID_MAX) return false;
+  if (!isObject(params) || !isSessionId(params.sessionId)) return false;
+  const { update } = params;
   if (!isObject(update) || typeof update.sessionUpdate !== "string") return false;
   const kind = update.sessionUpdate;
   if (Object.hasOwn(STREAMED, kind)) return STREAMED[kind]!(update);

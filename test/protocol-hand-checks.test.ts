@@ -1,14 +1,15 @@
 /**
- * A streamed session/update's params are checked by hand on the fan-out's hot path (sessionUpdateFits), by the
- * schema when the hand check cannot say yes. The verdict must be the schema's on every frame: every combination of
- * the params' members, each valid and invalid in the ways JSON can spell, for every kind, is compared with what
- * SessionUpdateParams alone says — and the refusal's words with what the schema alone would say.
+ * The params the relay sees most are checked by hand on its hot path (hand-checks.ts), by the schema when the hand
+ * check cannot say yes: a streamed session/update's, and a client's request that names only a session. The verdict
+ * must be the schema's on every frame: every combination of the params' members, each valid and invalid in the ways
+ * JSON can spell (for session/update, for every kind), is compared with what the schema alone says — and the
+ * refusal's words with what the schema alone would say.
  */
 import { describe, expect, it } from "vitest";
-import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX, SessionUpdateParams } from "../src/protocol/acp";
+import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX, SessionUpdateParams, WithSession } from "../src/protocol/acp";
+import { sessionUpdateFits, withSessionFits } from "../src/protocol/hand-checks";
 import { check } from "../src/protocol/issues";
-import { refuseAgentNotification } from "../src/protocol/methods";
-import { sessionUpdateFits } from "../src/protocol/session-update-fits";
+import { CLIENT_TO_AGENT, checkClientParams, refuseAgentNotification } from "../src/protocol/methods";
 
 // Each member's spellings as JSON text; undefined leaves the member out.
 const SESSION_ID = [
@@ -110,5 +111,38 @@ describe("session/update: the hand check and the schema", () => {
         update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text: "hi" } },
       }),
     ).toBe(true);
+  });
+});
+
+describe("a request that names only a session: the hand check and the schema", () => {
+  it("say yes to exactly the same params, and refuse with the schema's words", () => {
+    const methods = Object.values(CLIENT_TO_AGENT).filter((spec) => spec.params === WithSession);
+    expect(methods.length).toBeGreaterThanOrEqual(5); // status, history, delete, compact, close …
+    let fastYes = 0;
+    for (const sessionId of SESSION_ID)
+      for (const extra of [undefined, '"cwd":"/w"', '"sessionId2":1', '"__proto__":{"sessionId":"x"}'])
+        for (const text of [
+          object([
+            ["sessionId", sessionId],
+            ["", extra],
+          ]),
+          "null",
+          "[]",
+          '"s"',
+          "3",
+        ]) {
+          const params = JSON.parse(text) as unknown;
+          const schema = check(WithSession, params);
+          if (withSessionFits(params)) {
+            fastYes++;
+            expect(schema.ok, text).toBe(true);
+          }
+          for (const spec of methods) {
+            const both = checkClientParams(spec, params);
+            expect(both.ok, text).toBe(schema.ok);
+            if (!both.ok && !schema.ok) expect(both.error, text).toBe(schema.error);
+          }
+        }
+    expect(fastYes).toBeGreaterThan(0);
   });
 });
