@@ -9,8 +9,8 @@
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
-import WebSocket from "ws";
 import { createDevices, createPerson } from "./accounts.js";
+import { devtools, type Profile } from "./devtools.js";
 import { arrivals, Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log, sleep } from "./progress.js";
 import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
@@ -19,55 +19,7 @@ import { ROOT, startDev, type Dev } from "./wrangler-dev.js";
 const ROUND_TRIPS = Number(process.env.BENCH_PROFILE_ROUND_TRIPS ?? 600);
 const FRAMES = Number(process.env.BENCH_PROFILE_FRAMES ?? 6000);
 const BURST = 300;
-const SAMPLE_EVERY_US = 100;
 const ANSWER_WITHIN_MS = 60_000;
-
-interface CallFrame {
-  functionName: string;
-  url: string;
-  lineNumber: number;
-}
-interface ProfileNode {
-  id: number;
-  callFrame: CallFrame;
-  children?: number[];
-}
-interface Profile {
-  nodes: ProfileNode[];
-  samples: number[];
-  timeDeltas: number[];
-  startTime: number;
-  endTime: number;
-}
-
-/** One DevTools session on a wrangler dev's inspector (its first target: the Worker, objects included). */
-async function devtools(port: number) {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl: string }[];
-  const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl);
-  await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
-  let next = 1;
-  const waiting = new Map<number, (result: unknown) => void>();
-  socket.on("message", (data) => {
-    const message = JSON.parse(data.toString()) as { id?: number; result?: unknown };
-    if (message.id !== undefined) waiting.get(message.id)?.(message.result);
-  });
-  const send = <T>(method: string, params: unknown = {}) =>
-    new Promise<T>((resolve) => {
-      const id = next++;
-      waiting.set(id, resolve as (result: unknown) => void);
-      socket.send(JSON.stringify({ id, method, params }));
-    });
-  await send("Profiler.enable");
-  await send("Profiler.setSamplingInterval", { interval: SAMPLE_EVERY_US });
-  return {
-    async profile(work: () => Promise<void>): Promise<Profile> {
-      await send("Profiler.start");
-      await work();
-      return (await send<{ profile: Profile }>("Profiler.stop")).profile;
-    },
-    close: () => socket.close(),
-  };
-}
 
 /** Self time by function (name and place), in µs per operation, the largest first; idle and GC kept apart. */
 function selfTimes(profile: Profile, operations: number): string {

@@ -1,0 +1,58 @@
+/**
+ * A DevTools protocol session with a Worker's isolate through wrangler dev's inspector, and the V8 CPU profile it
+ * takes (the Profiler domain): shared by the profiling scripts (bench/profile.ts, bench/profile-setup.ts).
+ */
+import WebSocket from "ws";
+
+const SAMPLE_EVERY_US = 100;
+
+export interface CallFrame {
+  functionName: string;
+  /** The script the function is in (Debugger.getScriptSource gives its text). */
+  scriptId: string;
+  url: string;
+  lineNumber: number;
+}
+export interface ProfileNode {
+  id: number;
+  callFrame: CallFrame;
+  children?: number[];
+}
+export interface Profile {
+  nodes: ProfileNode[];
+  samples: number[];
+  timeDeltas: number[];
+  startTime: number;
+  endTime: number;
+}
+
+/** One DevTools session on a wrangler dev's inspector (its first target: the Worker, objects included). */
+export async function devtools(port: number) {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl: string }[];
+  const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl);
+  await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
+  let next = 1;
+  const waiting = new Map<number, (result: unknown) => void>();
+  socket.on("message", (data) => {
+    const message = JSON.parse(data.toString()) as { id?: number; result?: unknown };
+    if (message.id !== undefined) waiting.get(message.id)?.(message.result);
+  });
+  const send = <T>(method: string, params: unknown = {}) =>
+    new Promise<T>((resolve) => {
+      const id = next++;
+      waiting.set(id, resolve as (result: unknown) => void);
+      socket.send(JSON.stringify({ id, method, params }));
+    });
+  await send("Profiler.enable");
+  await send("Profiler.setSamplingInterval", { interval: SAMPLE_EVERY_US });
+  return {
+    async profile(work: () => Promise<void>): Promise<Profile> {
+      await send("Profiler.start");
+      await work();
+      return (await send<{ profile: Profile }>("Profiler.stop")).profile;
+    },
+    /** Any other method of the protocol (e.g. Debugger.getScriptSource). */
+    send,
+    close: () => socket.close(),
+  };
+}
