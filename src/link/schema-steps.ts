@@ -1,6 +1,6 @@
 /**
  * The object's SQLite schema, as numbered steps per feature. A feature lists its steps (`migrations`); when the
- * object starts, every step it has not applied yet is run once, in a transaction with the row that records it in
+ * object starts, every step it has not applied yet is run once, in one transaction with the rows that record them in
  * the object's own table `schema_steps` (feature, step). A step that fails leaves nothing behind and the object
  * does not start (a half-changed schema would lose rows later, which is worse than refusing now).
  *
@@ -25,7 +25,8 @@ export interface Migrating {
   readonly migrations?: readonly SchemaStep[];
 }
 
-const STEPS_TABLE = `CREATE TABLE IF NOT EXISTS schema_steps (
+const STEPS_TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_steps'";
+const STEPS_TABLE = `CREATE TABLE schema_steps (
   feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))`;
 
 /** Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out). */
@@ -39,33 +40,38 @@ export function checkSteps(feature: Migrating): void {
   });
 }
 
-/** Applies every step not applied yet, feature by feature in the given order; returns the steps applied. */
+/**
+ * Applies every step not applied yet, feature by feature in the given order; returns the steps applied. All the
+ * steps one start applies run in one transaction (a fresh object makes every table at once: one savepoint, not one
+ * a step), so a step that fails leaves nothing of that start behind. An object whose steps are all applied only
+ * reads: `CREATE TABLE IF NOT EXISTS` is a write even when the table exists, and would hold the first output of
+ * every wake behind a commit.
+ */
 export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): string[] {
   const { sql } = storage;
-  sql.exec(STEPS_TABLE);
+  const recorded = sql.exec(STEPS_TABLE_EXISTS).toArray().length > 0;
   const applied = new Set(
-    sql
-      .exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps")
-      .toArray()
-      .map((row) => `${row.feature}/${row.step}`),
+    recorded
+      ? sql
+          .exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps")
+          .toArray()
+          .map((row) => `${row.feature}/${row.step}`)
+      : [],
   );
-  const ran: string[] = [];
-  for (const feature of features) {
-    for (const { step, run } of feature.migrations ?? []) {
-      const key = `${feature.name}/${step}`;
-      if (applied.has(key)) continue;
-      storage.transactionSync(() => {
-        if (typeof run === "function") run(sql);
-        else for (const statement of run) sql.exec(statement);
-        sql.exec(
-          "INSERT INTO schema_steps (feature, step, applied_at) VALUES (?, ?, ?)",
-          feature.name,
-          step,
-          Date.now(),
-        );
-      });
-      ran.push(key);
+  const pending = features.flatMap((feature) =>
+    (feature.migrations ?? [])
+      .filter(({ step }) => !applied.has(`${feature.name}/${step}`))
+      .map((step) => ({ feature: feature.name, ...step })),
+  );
+  if (pending.length === 0) return [];
+  storage.transactionSync(() => {
+    if (!recorded) sql.exec(STEPS_TABLE);
+    const at = Date.now();
+    for (const { feature, step, run } of pending) {
+      if (typeof run === "function") run(sql);
+      else for (const statement of run) sql.exec(statement);
+      sql.exec("INSERT INTO schema_steps (feature, step, applied_at) VALUES (?, ?, ?)", feature, step, at);
     }
-  }
-  return ran;
+  });
+  return pending.map(({ feature, step }) => `${feature}/${step}`);
 }
