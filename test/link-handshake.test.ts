@@ -1,5 +1,7 @@
-import { env, evictDurableObject, SELF } from "cloudflare:test";
+import { env, evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { HELLO_WITHIN_MS } from "../src/link/handshake";
+import { SWEEP_EVERY_MS } from "../src/link/heartbeat";
 import { VERSION } from "../src/version";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
@@ -55,6 +57,18 @@ describe("link handshake", () => {
     expect(JSON.parse(row!.capabilities!)).toEqual(["directories", "attachments"]);
     expect(JSON.parse(row!.agent_info!)).toEqual({ name: "LLeMbas CLI", version: "1.4.0" });
     expect(row!.last_seen).toBeGreaterThan(Date.now() - 10_000);
+  });
+
+  it("leaves the object's alarm at its next real deadline once the link is up and its presence written, not at the hello's", async () => {
+    const { device } = await linkedDevice();
+    await expect.poll(async () => (await deviceRow(device.deviceId))!.online).toBe(1);
+    // The presence is written from the object's D1 queue; the alarm moves when that queue is done.
+    await expect
+      .poll(() => runInDurableObject(linkStub(device.deviceId), (_instance, state) => state.storage.getAlarm()))
+      .toBeGreaterThan(Date.now() + HELLO_WITHIN_MS);
+    const alarm = await runInDurableObject(linkStub(device.deviceId), (_instance, state) => state.storage.getAlarm());
+    // The heartbeat sweep is the only deadline a linked, idle object has.
+    expect(alarm).toBeLessThanOrEqual(Date.now() + SWEEP_EVERY_MS);
   });
 
   it("says lembas: true to a protocol 1 device, with no fs or terminal client capabilities", async () => {

@@ -145,7 +145,8 @@ async function drain(rt: LinkRuntime): Promise<void> {
       retryBy(notBefore);
     }
   }
-  if (retryAt === null) rt.deadlines.clear(QUEUE_DEADLINE, "queue");
+  // The queue done (a link's presence written last, after its handshake's deadline was cleared): the alarm moves on.
+  if (retryAt === null) rt.deadlines.settle(QUEUE_DEADLINE, "queue");
   else rt.deadlines.set(QUEUE_DEADLINE, "queue", retryAt);
 }
 

@@ -8,7 +8,9 @@
  * setAlarm is a storage write that the next output waits for, so the alarm is moved only when a new deadline falls
  * before the time it is armed for — remembered in memory, and after an eviction taken to be the earliest row, which
  * it never rings later than. A cleared deadline leaves the alarm where it is: if it rings with nothing due, it is
- * just armed again for the earliest row (one early wake, instead of a write on every clear).
+ * just armed again for the earliest row (one early wake, instead of a write on every clear). Where a burst of work
+ * ends with its deadlines gone (a link set up and its presence written), `settle` moves the alarm past them: one
+ * write instead of a wake.
  */
 export interface DueDeadline {
   kind: string;
@@ -62,6 +64,21 @@ export class Deadlines {
 
   clear(kind: string, key: string): void {
     this.sql.exec("DELETE FROM deadlines WHERE kind = ? AND key = ?", kind, key);
+  }
+
+  /**
+   * Clears a deadline and moves the alarm to the earliest one left, for the last deadline of a burst of work: the
+   * alarm is then not left armed for deadlines cleared during it (a link's handshake), which would wake the object
+   * for nothing. The alarm only ever moves later here, which does not wait for the alarm's scheduler.
+   */
+  settle(kind: string, key: string): void {
+    const armed = this.#armedFor();
+    this.clear(kind, key);
+    const earliest = this.#earliest();
+    if (armed === null || (earliest !== null && earliest <= armed)) return;
+    this.#armed = earliest;
+    const change = earliest === null ? this.storage.deleteAlarm() : this.storage.setAlarm(earliest);
+    change.catch((err: unknown) => console.error("moving the alarm failed", err));
   }
 
   /** The alarm rang (the runtime has consumed it): removes and returns every deadline due by `now`, earliest first. */
