@@ -180,7 +180,9 @@ export async function forward(
   try {
     sent = hooks.length > 0 ? rt.ctx.storage.transactionSync(relay) : relay();
   } catch (err) {
-    rt.outbound.forget(); // the transaction rolled back what it wrote
+    // The transaction rolled back what it wrote.
+    rt.outbound.forget();
+    rt.links.forget();
     // A notification's refusal goes under id null, so the client still learns why.
     rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
     return;

@@ -38,9 +38,13 @@ const ID_BLOCK = 1000;
 
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
 
-/** Reads go through a cached copy; every write goes through here, so the cache is never stale. */
+/**
+ * Reads go through a cached copy (the link, the meta values); every write goes through here and changes the copy
+ * with the row, so the cache is never stale — except after a transaction rolled back, whose caller calls forget().
+ */
 export class LinkStore {
   #cached: LinkRecord | null | undefined;
+  readonly #meta = new Map<string, string | null>();
   /** The last request id handed out, and the highest one reserved in storage. */
   #nextId = 0;
   #reservedTo = 0;
@@ -73,8 +77,17 @@ export class LinkStore {
       linkId,
       at,
     );
-    this.#cached = undefined;
-    return this.current()!;
+    this.#cached = {
+      linkId,
+      state: "hello",
+      protocol: null,
+      hello: null,
+      initialize: null,
+      connectedAt: at,
+      upAt: null,
+      downAt: null,
+    };
+    return this.#cached;
   }
 
   update(linkId: string, change: Partial<Omit<LinkRecord, "linkId" | "connectedAt">>): void {
@@ -92,17 +105,32 @@ export class LinkStore {
       ...Object.values(columns),
       linkId,
     );
-    this.#cached = undefined;
+    // The row changed as the copy does (no re-read: the hello and initialize result are not parsed again).
+    const cached = this.#cached;
+    const changed = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
+    this.#cached = cached?.linkId === linkId ? { ...cached, ...changed } : undefined;
   }
 
   meta(key: string): string | null {
-    return this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v ?? null;
+    let value = this.#meta.get(key);
+    if (value === undefined) {
+      value = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v ?? null;
+      this.#meta.set(key, value);
+    }
+    return value;
   }
 
   /** Writes a meta value, only when it changes (a write, even of the same value, holds the object's output). */
   setMeta(key: string, value: string): void {
     if (this.meta(key) === value) return;
     this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, value);
+    this.#meta.set(key, value);
+  }
+
+  /** Drops the cached copies (a transaction rolled back what it wrote): the next read is from storage. */
+  forget(): void {
+    this.#cached = undefined;
+    this.#meta.clear();
   }
 
   /**
