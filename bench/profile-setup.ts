@@ -18,7 +18,7 @@ import { COUNTED, countLinkCommits } from "./commits.js";
 import { devtools, type Profile, type ProfileNode } from "./devtools.js";
 import { ScriptedDevice } from "./peers.js";
 import { inBatches, log, sleep } from "./progress.js";
-import { ROOT, startDev, type Dev } from "./wrangler-dev.js";
+import { RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 const LINKS = Number(process.env.PROFILE_LINKS ?? 300);
 const WARM = 48;
@@ -126,20 +126,7 @@ function summarise(profile: Profile, moduleAt: (url: string, line: number) => st
 
 async function main(): Promise<void> {
   log("starting the real Worker under wrangler dev");
-  const relay = await startDev({
-    label: "relay",
-    snapshotOf: "bench/instrumented/worker.ts",
-    migrateD1: true,
-    probe: "/.well-known/lembas.json",
-    vars: {
-      RATE_LIMITS: JSON.stringify({
-        authorize_address: { burst: 1_000_000 },
-        approval_person: { free: 1_000_000 },
-        approval_address: { free: 1_000_000 },
-      }),
-      QUOTAS: JSON.stringify({ devices: 1_000_000 }),
-    },
-  });
+  const relay = await startDev(RELAY);
   const linked: ScriptedDevice[] = [];
   try {
     const person = await createPerson(relay.origin);

@@ -19,7 +19,7 @@ import { Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peer
 import { log } from "./progress.js";
 import { type BenchResult, previousRatios, report, writeResults } from "./report.js";
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
-import { ROOT, startDev, type Dev } from "./wrangler-dev.js";
+import { RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 /** Relay and bare echo alternate every block, so both see the same load on the shared cores. */
 const ROUND_TRIPS = { warmup: 100, blocks: 40, perBlock: 25 };
@@ -136,22 +136,7 @@ async function main(): Promise<void> {
   overtime.catch(() => {});
   log("starting the real Worker and the baseline under wrangler dev");
   const started = await Promise.allSettled([
-    startDev({
-      label: "relay",
-      snapshotOf: "bench/instrumented/worker.ts",
-      migrateD1: true,
-      probe: "/.well-known/lembas.json",
-      // One person logs in a thousand devices from one address, far past what a person does.
-      vars: {
-        // Approvals run 16 at a time: a back-off counts each before it is tried.
-        RATE_LIMITS: JSON.stringify({
-          authorize_address: { burst: 1_000_000 },
-          approval_person: { free: 1_000_000 },
-          approval_address: { free: 1_000_000 },
-        }),
-        QUOTAS: JSON.stringify({ devices: 1_000_000 }),
-      },
-    }),
+    startDev(RELAY),
     startDev({ label: "baseline", config: path.join(ROOT, "bench/baseline/wrangler.toml"), probe: "/" }),
   ]);
   const [relay, bare] = started.map((s) => (s.status === "fulfilled" ? s.value : null));

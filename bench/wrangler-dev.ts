@@ -74,6 +74,26 @@ export interface Dev {
   kill(): Promise<void>;
 }
 
+/**
+ * The real Worker as the benchmark runs it (the instrumented build, D1 migrated), with the limits lifted that one
+ * person logging in thousands of devices from one address would meet, far past what a person does.
+ */
+export const RELAY: DevOptions = {
+  label: "relay",
+  snapshotOf: "bench/instrumented/worker.ts",
+  migrateD1: true,
+  probe: "/.well-known/lembas.json",
+  vars: {
+    // Approvals run 16 at a time: a back-off counts each before it is tried.
+    RATE_LIMITS: JSON.stringify({
+      authorize_address: { burst: 1_000_000 },
+      approval_person: { free: 1_000_000 },
+      approval_address: { free: 1_000_000 },
+    }),
+    QUOTAS: JSON.stringify({ devices: 1_000_000 }),
+  },
+};
+
 export async function startDev(options: DevOptions): Promise<Dev> {
   const work = await mkdtemp(path.join(tmpdir(), `lembas-edge-bench-${options.label}-`));
   const persistTo = options.persistTo ?? path.join(work, "state");
