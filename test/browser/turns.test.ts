@@ -314,6 +314,14 @@ async function startChat(on: Page, name: string, message: string): Promise<void>
 const openChat = (on: Page, name: string) => on.locator(`.chat-list li[data-session-id="ses_${name}"] a`).click();
 const agentText = (on: Page) => on.locator(".msg.agent").allTextContents();
 
+/** The device's network goes away (no close frame; the page's own socket stays): shown offline, then online again. */
+async function dropDeviceLink(on: Page): Promise<void> {
+  device.drop();
+  await on.locator("#link-state:not(.online)", { hasText: "offline" }).waitFor();
+  await device.link();
+  await on.locator("#link-state.online").waitFor();
+}
+
 describe("turns", () => {
   it("a reload in the middle of a turn shows the turn so far, then the rest, nothing twice", async () => {
     await startChat(page, "reload", "a long task");
@@ -548,11 +556,7 @@ describe("turns", () => {
     await on.getByText("before the link dropped.").waitFor();
     const turnId = turnIdOf(prompts.get("ses_relink")![0]!);
 
-    // The device's network goes away (no close frame); the page's own socket stays.
-    device.drop();
-    await on.locator("#link-state:not(.online)", { hasText: "offline" }).waitFor();
-    await device.link();
-    await on.locator("#link-state.online").waitFor();
+    await dropDeviceLink(on);
     // The instance kept the prompt and sent it again under its turn id; the device knew it.
     await expect.poll(() => prompts.get("ses_relink")!.map(turnIdOf)).toEqual([turnId, turnId]);
     // The page asked what became of its turn, and follows it as it still runs.
@@ -576,10 +580,7 @@ describe("turns", () => {
     await startChat(on, "relinkq", "a task queued behind another");
     const turnId = turnIdOf(prompts.get("ses_relinkq")![0]!);
 
-    device.drop();
-    await on.locator("#link-state:not(.online)", { hasText: "offline" }).waitFor();
-    await device.link();
-    await on.locator("#link-state.online").waitFor();
+    await dropDeviceLink(on);
     await expect.poll(() => prompts.get("ses_relinkq")!.map(turnIdOf)).toEqual([turnId, turnId]);
     // The page asked what became of its turn: still queued on the device, so it says it waits.
     await on.getByText("Waiting for the turn before it; it follows when it starts.").waitFor();
