@@ -38,8 +38,9 @@ export function NewSession({ store, deviceId }: { store: DeviceStore; deviceId: 
   }, []);
   useEffect(() => {
     if (online && canBrowse && !listing) background(browse());
-    // Without the picker, the first root that is a plain absolute path is where a session starts by default.
-    if (!canBrowse && !cwd) setCwd(roots.find((r) => r.startsWith("/")) ?? "");
+    // Without the picker, the first root that is a plain absolute path is where a session starts by default — unless
+    // a folder was typed meanwhile: an effect runs after the paint, so its `cwd` may be older than what was typed.
+    if (!canBrowse) setCwd((typed) => typed || (roots.find((r) => r.startsWith("/")) ?? ""));
   }, [online, canBrowse]);
 
   const start = async (form: HTMLFormElement) => {
