@@ -8,14 +8,12 @@
  * params only to say whether they fit; these build none.
  */
 import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX } from "./acp";
-
-const isObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === "object" && value !== null && !Array.isArray(value);
+import { isRecord } from "./jsonrpc";
 
 /** The known kinds this check decides, with what each must hold; any other known kind is left to the schema. */
 const STREAMED: Record<string, (update: Record<string, unknown>) => boolean> = {
-  agent_message_chunk: (update) => isObject(update.content) && typeof update.content.type === "string",
-  agent_thought_chunk: (update) => isObject(update.content) && typeof update.content.type === "string",
+  agent_message_chunk: (update) => isRecord(update.content) && typeof update.content.type === "string",
+  agent_thought_chunk: (update) => isRecord(update.content) && typeof update.content.type === "string",
   tool_call: (update) => typeof update.toolCallId === "string",
   tool_call_update: (update) => typeof update.toolCallId === "string",
 };
@@ -26,13 +24,13 @@ const isSessionId = (value: unknown) =>
   typeof value === "string" && value.length >= 1 && value.length <= SESSION_ID_MAX;
 
 /** True only when WithSession accepts `params`; false: the schema must say. */
-export const withSessionFits = (params: unknown): boolean => isObject(params) && isSessionId(params.sessionId);
+export const withSessionFits = (params: unknown): boolean => isRecord(params) && isSessionId(params.sessionId);
 
 /** True only when SessionUpdateParams accepts `params`; false: the schema must say. */
 export function sessionUpdateFits(params: unknown): boolean {
-  if (!isObject(params) || !isSessionId(params.sessionId)) return false;
+  if (!isRecord(params) || !isSessionId(params.sessionId)) return false;
   const { update } = params;
-  if (!isObject(update) || typeof update.sessionUpdate !== "string") return false;
+  if (!isRecord(update) || typeof update.sessionUpdate !== "string") return false;
   const kind = update.sessionUpdate;
   if (Object.hasOwn(STREAMED, kind)) return STREAMED[kind]!(update);
   return !KNOWN.has(kind);

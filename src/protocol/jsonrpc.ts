@@ -101,7 +101,8 @@ function envelopeSchema(value: object) {
 
 const isId = (id: unknown): id is JsonRpcId =>
   typeof id === "string" || (typeof id === "number" && Number.isFinite(id));
-const isRecord = (value: unknown): value is Record<string, unknown> =>
+/** A JSON object (not an array, not null). */
+export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
