@@ -149,6 +149,8 @@ export async function forward(
   };
   const sessionId = (params.value as { sessionId?: unknown }).sessionId;
   const hooks = rt.registry.beforeForward.get(message.method) ?? [];
+  // Outside a transaction (no hooks) its row can wait: most requests are answered before it would be written.
+  const hold = hooks.length === 0;
   let step = "the relay";
   const relay = () => {
     for (const hook of hooks) {
@@ -166,10 +168,9 @@ export async function forward(
       keep: call.keepAcrossLinks,
       answerWithinMs: answerWithin(message.method),
       memo: Object.keys(call.memo).length > 0 ? call.memo : null,
-      // Outside a transaction its row can wait: most requests are answered before it would be written.
-      hold: hooks.length === 0,
+      hold,
     });
-    if (deviceId !== null && hooks.length === 0) writeHeldLater(rt);
+    if (deviceId !== null && hold) writeHeldLater(rt);
     return deviceId !== null;
   };
   // A method features hook (a prompt's turn, a terminal's owner): the hooks, the rows they and the relay write, and
@@ -178,7 +179,7 @@ export async function forward(
   // goes without: sendRequest sends first and writes its row after (and tells the device to cancel if it cannot).
   let sent: boolean;
   try {
-    sent = hooks.length > 0 ? rt.ctx.storage.transactionSync(relay) : relay();
+    sent = hold ? relay() : rt.ctx.storage.transactionSync(relay);
   } catch (err) {
     // The transaction rolled back what it wrote.
     rt.outbound.forget();

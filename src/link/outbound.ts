@@ -8,8 +8,8 @@
  * answer's request, a client's id in flight) make no query; every write here keeps both, and `forget` drops the
  * memory when a transaction that wrote may have rolled back.
  *
- * A row may be held: kept in memory only, until the runtime writes it (`writeHeld`) once its request has been
- * outstanding OUTBOUND_HOLD_MS (runtime.ts). A request answered before then writes nothing at all — no row, no
+ * A row may be held: kept in memory only, until the relay writes it (`writeHeld`, forwarding.ts) once its request has
+ * been outstanding OUTBOUND_HOLD_MS. A request answered before then writes nothing at all — no row, no
  * commit — which is most relayed requests (docs/performance.md, "What holds output back", point 6, for the crash
  * it accepts). Only a request sent outside any transaction is held, so a rollback never has a held row to undo:
  * `forget` keeps them.
@@ -70,7 +70,7 @@ export const OUTBOUND_DEADLINES = { table: "outbound", key: "id" } as const;
 
 const originKey = (origin: string, originId: string) => `${origin}\n${originId}`;
 
-/** How long a relayed request's row is held in memory before it is written (runtime.ts writes it then). */
+/** How long a relayed request's row is held in memory before it is written (forwarding.ts writes it then). */
 export const OUTBOUND_HOLD_MS = 1_000;
 
 export class Outbound {
