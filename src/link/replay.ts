@@ -4,7 +4,8 @@
  * within REPLAY_LIMITS.bytes, the oldest dropped first; a single frame over REPLAY_LIMITS.frameBytes is not kept
  * (it counts as dropped). All buffers together stay within the link cap replay_bytes (limits/config.ts): past it,
  * the oldest frames of the largest buffer go first, so a catch-up never nears the lag after which drain.ts closes
- * the socket, and the busiest turns — the ones a client can least follow frame by frame anyway — pay for it. A socket that attaches mid-turn gets, for each such session, `_instance/replay`
+ * the socket, and the busiest turns — the ones a client can least follow frame by frame anyway — pay for it. A
+ * socket that attaches mid-turn gets, for each such session, `_instance/replay`
  * { sessionId, turnIds, frames, dropped, lastSeq } — dropped > 0 says frames are missing — then those frames, then
  * the live ones: attaching runs in one event, so no live frame falls between the buffer and the live stream, and
  * none comes twice. The buffer goes when the session's last running turn ends.
