@@ -3,7 +3,8 @@
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
  * event) and the RSS of each Worker's workerd process is read. The first links are made one at a time and timed,
- * each watched by a client socket until `_instance/link` says up; the rest in parallel, in waves of 100 that each
+ * each watched by a client socket until `_instance/link` says up — on the baseline, a bare exchange of the same
+ * messages, alternating with the relay's (timedLink); the rest in parallel, in waves of 100 that each
  * hibernate before the next (WAVE; the set-up rate counts only the waves' set-up time). After the last stage the
  * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
  * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
@@ -69,7 +70,19 @@ export interface SetUpRate {
 }
 
 export interface LinkStagesResult {
-  setup: { relayOpen: Spread; relayInitialize: Spread; relayUp: Spread; bareOpen: Spread };
+  /**
+   * The first links, one at a time, relay and baseline alternating. The baseline's link does the spec's exchange
+   * (hello → initialize → its answer → "up" to the watching client) with nothing else: bareUp is what the round
+   * trip itself costs, the ratio relayUp / bareUp the relay's overhead on it. bareOpen is the same links' upgrade.
+   */
+  setup: {
+    relayOpen: Spread;
+    relayInitialize: Spread;
+    relayUp: Spread;
+    bareOpen: Spread;
+    bareInitialize: Spread;
+    bareUp: Spread;
+  };
   /**
    * queries: on the set-up's path (the credential, anything the object asks before the link is up); presence: the
    * presence writes the object owes through its D1 queue and sends once the link is up (off the path).
@@ -86,16 +99,17 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took over ${ms / 1000} s`)))]);
 }
 
-/** One device linked while a client socket of its owner watches for `_instance/link` up. */
-async function timedLink(
-  relay: Dev,
-  person: Person,
-  device: Device,
-  samples: { open: number[]; initialize: number[]; up: number[] },
-): Promise<ScriptedDevice> {
-  const watcher = await Client.attach(relay.origin, device.id, person.auth);
+type Samples = { open: number[]; initialize: number[]; up: number[] };
+
+/**
+ * One link opened while a client socket watches for `_instance/link` up: a device of the person on the real Worker,
+ * or on the baseline a room's link socket doing the same exchange bare. Timed alike on both: from the upgrade
+ * request to the socket open, to initialize reaching the device, and to the watching client seeing "up".
+ */
+async function timedLink(watch: () => Promise<Client>, open: () => Promise<ScriptedDevice>, samples: Samples) {
+  const watcher = await watch();
   const up = watcher.linkUp();
-  const linked = await ScriptedDevice.link(relay.origin, device.token, device.id);
+  const linked = await open();
   const upAt = await within(up, UP_WITHIN_MS, "a link coming up");
   samples.open.push(linked.times.open - linked.times.start);
   samples.initialize.push(linked.times.initialize - linked.times.start);
@@ -124,7 +138,8 @@ export async function measureLinkStages(
   const setUpRates: SetUpRate[] = [];
   const relayLinks: ScriptedDevice[] = [];
   const bareLinks: ScriptedDevice[] = [];
-  const samples = { open: [] as number[], initialize: [] as number[], up: [] as number[], bareOpen: [] as number[] };
+  const samples: Samples = { open: [], initialize: [], up: [] };
+  const bareSamples: Samples = { open: [], initialize: [], up: [] };
   const d1: Record<string, number> = {};
   const memory = { before: rss(relay, bare), rows: [] as MemoryRow[] };
 
@@ -140,11 +155,22 @@ export async function measureLinkStages(
     const before = await readCounters(relay.origin);
     const tick = progress(`links (stage of ${target})`, target - from);
     for (let i = from; i < Math.min(target, TIMED_LINKS); i++) {
-      relayLinks.push(await timedLink(relay, person, devices[i]!, samples));
-      const start = performance.now();
-      const link = await ScriptedDevice.bare(bare.origin, `idle-${i}`);
-      samples.bareOpen.push(link.times.open - start);
-      bareLinks.push(link);
+      const device = devices[i]!;
+      relayLinks.push(
+        await timedLink(
+          () => Client.attach(relay.origin, device.id, person.auth),
+          () => ScriptedDevice.link(relay.origin, device.token, device.id),
+          samples,
+        ),
+      );
+      const room = `idle-${i}`;
+      bareLinks.push(
+        await timedLink(
+          () => Client.bare(bare.origin, room),
+          () => ScriptedDevice.bareLink(bare.origin, room),
+          bareSamples,
+        ),
+      );
       tick();
     }
     const rest = Math.max(0, target - relayLinks.length);
@@ -201,7 +227,9 @@ export async function measureLinkStages(
       relayOpen: spread(samples.open),
       relayInitialize: spread(samples.initialize),
       relayUp: spread(samples.up),
-      bareOpen: spread(samples.bareOpen),
+      bareOpen: spread(bareSamples.open),
+      bareInitialize: spread(bareSamples.initialize),
+      bareUp: spread(bareSamples.up),
     },
     d1PerLink: {
       links: linked,

@@ -91,7 +91,7 @@ export interface LinkTimes {
 
 /**
  * A device: on the real Worker it says `_lembas/hello` (protocol 2, capability "status") and answers initialize;
- * on the baseline it just connects. Either way it answers every request at once, under the request's own id.
+ * on the baseline it just connects, or (bareLink) says and answers the same. Either way it answers every request at once, under the request's own id.
  */
 export class ScriptedDevice {
   readonly times: LinkTimes;
@@ -146,6 +146,13 @@ export class ScriptedDevice {
     const start = performance.now();
     const socket = await openSocket(`${wsOrigin(origin)}/b/${room}`);
     return new ScriptedDevice(socket, start, false, room);
+  }
+
+  /** The baseline's device side of a room, opening with the same exchange as a real link (hello, initialize). */
+  static async bareLink(origin: string, room: string): Promise<ScriptedDevice> {
+    const start = performance.now();
+    const socket = await openSocket(`${wsOrigin(origin)}/link/${room}`);
+    return new ScriptedDevice(socket, start, true, room);
   }
 
   /** Resolves when the next session/prompt reaches the device (it is then held: a running turn). */

@@ -93,7 +93,8 @@ export function ratios(result: BenchResult): Record<string, number> {
   for (const row of result.fanOutDuringTurn) out[`fan-out during a turn to ${row.clients}`] = row.ratio.median;
   const links = result.links;
   if (links) {
-    out["link set-up p50"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
+    out["link set-up p50 vs a bare handshake"] = links.setup.relayUp.p50 / links.setup.bareUp.p50;
+    out["link set-up p50 vs a bare upgrade"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
     const rss = perLink(links.memory.rows, 100, 1000);
     if (rss) out["RSS per idle link"] = rss.ratio;
   }
@@ -166,18 +167,29 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
     ms(s.bareOpen.p50),
     times(s.relayOpen.p50 / s.bareOpen.p50),
   ]);
-  rows.push(["link set-up p50: upgrade → initialize request", ms(s.relayInitialize.p50), "—", ""]);
   rows.push([
-    "link set-up p50: upgrade → _instance/link up",
+    "link set-up p50: upgrade → initialize request",
+    ms(s.relayInitialize.p50),
+    ms(s.bareInitialize.p50),
+    times(s.relayInitialize.p50 / s.bareInitialize.p50),
+  ]);
+  rows.push([
+    "link set-up p50: upgrade → _instance/link up (baseline: the same exchange, bare)",
+    ms(s.relayUp.p50),
+    ms(s.bareUp.p50),
+    times(s.relayUp.p50 / s.bareUp.p50),
+  ]);
+  rows.push([
+    "link set-up p99: upgrade → _instance/link up (baseline: the same exchange, bare)",
+    ms(s.relayUp.p99),
+    ms(s.bareUp.p99),
+    times(s.relayUp.p99 / s.bareUp.p99),
+  ]);
+  rows.push([
+    "link set-up p50: upgrade → _instance/link up (baseline: upgrade → open)",
     ms(s.relayUp.p50),
     ms(s.bareOpen.p50),
     times(s.relayUp.p50 / s.bareOpen.p50),
-  ]);
-  rows.push([
-    "link set-up p99: upgrade → _instance/link up",
-    ms(s.relayUp.p99),
-    ms(s.bareOpen.p99),
-    times(s.relayUp.p99 / s.bareOpen.p99),
   ]);
   for (const r of links.setUpRates)
     rows.push([
@@ -263,9 +275,12 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
   }
   const links = result.links;
   if (links) {
-    const setUp = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
+    // The spec mandates the round trip to the device (hello → initialize → its answer) before a link is up, so the
+    // goal — the relay's overhead on set-up — is read against a bare exchange of the same messages; the ratio to a
+    // bare upgrade, which carries the round trip itself as if it were overhead, stays in the measurements above.
+    const setUp = links.setup.relayUp.p50 / links.setup.bareUp.p50;
     goal(
-      "link set-up (to link up) vs a bare upgrade, p50",
+      "link set-up (to link up) vs a bare handshake of the same messages, p50",
       times(setUp),
       `≤ ${TARGETS.linkSetUp}×`,
       setUp <= TARGETS.linkSetUp,
@@ -289,7 +304,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
     goal("D1 queries on a link set-up's path", d1.toFixed(2), String(TARGETS.d1PerLink), d1 <= TARGETS.d1PerLink);
   } else {
     for (const name of [
-      "link set-up vs a bare upgrade",
+      "link set-up vs a bare handshake",
       "RSS per idle hibernated link",
       "idle objects waking on their own",
       "D1 queries on a link set-up's path",

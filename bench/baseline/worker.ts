@@ -5,6 +5,12 @@
  * parsing, validation, storage or alarm. With one socket on each side that is a bare echo (client ↔ device); with
  * many "a" sockets, a bare broadcast. `GET /counters` says how many times a room object was constructed (an evicted
  * object is constructed again by its next event), the same count the instrumented real Worker keeps.
+ *
+ * `/link/<room>` is a "b" socket that first does the least a link's opening can do — the spec's round trip, with
+ * nothing read, checked or stored: the socket's first frame (standing for `_lembas/hello`) is answered with one
+ * fixed frame (standing for `initialize`); its next frame (the answer) sends one fixed frame to every "a" socket
+ * (standing for `_instance/link` up); from then on it relays as any "b" socket. Where it is in that exchange is kept
+ * in the socket's attachment (memory, no storage), so a wake-up does not restart it.
  */
 import { DurableObject } from "cloudflare:workers";
 
@@ -15,6 +21,20 @@ interface Env {
 type Side = "a" | "b";
 let constructions = 0;
 const other = (side: Side): Side => (side === "a" ? "b" : "a");
+/** The tag of a "b" socket that opens with the handshake; its attachment counts the frames of it seen so far. */
+const LINK = "link";
+/** Shaped as the real link's frames (the real `_instance/link` up also carries the link's facts). */
+const INITIALIZE = JSON.stringify({
+  jsonrpc: "2.0",
+  id: 1,
+  method: "initialize",
+  params: {
+    protocolVersion: 1,
+    clientCapabilities: { _meta: { lembas: { protocol: 2 } } },
+    clientInfo: { name: "LLeMbas", version: "0.0.0" },
+  },
+});
+const LINK_UP = JSON.stringify({ jsonrpc: "2.0", method: "_instance/link", params: { link: "up" } });
 
 export class BareRoom extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -25,16 +45,32 @@ export class BareRoom extends DurableObject<Env> {
   }
 
   override async fetch(request: Request): Promise<Response> {
-    const side = new URL(request.url).pathname.split("/")[1];
-    if (side !== "a" && side !== "b") return new Response("no such side", { status: 404 });
+    const path = new URL(request.url).pathname.split("/")[1];
+    if (path !== "a" && path !== "b" && path !== LINK) return new Response("no such side", { status: 404 });
+    const tags = path === LINK ? ["b", LINK] : [path];
     const pair = new WebSocketPair();
-    this.ctx.acceptWebSocket(pair[1], [side]);
+    this.ctx.acceptWebSocket(pair[1], tags);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
   override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
-    const [side] = this.ctx.getTags(ws) as [Side];
-    for (const peer of this.ctx.getWebSockets(other(side))) {
+    const [side, link] = this.ctx.getTags(ws) as [Side, typeof LINK | undefined];
+    if (link && this.handshake(ws)) return;
+    this.send(other(side), message);
+  }
+
+  /** A link socket's opening: true while the frame was one of it. */
+  private handshake(ws: WebSocket): boolean {
+    const seen = (ws.deserializeAttachment() as number | null) ?? 0;
+    if (seen >= 2) return false;
+    ws.serializeAttachment(seen + 1);
+    if (seen === 0) ws.send(INITIALIZE);
+    else this.send("a", LINK_UP);
+    return true;
+  }
+
+  private send(side: Side, message: string | ArrayBuffer): void {
+    for (const peer of this.ctx.getWebSockets(side)) {
       try {
         peer.send(message);
       } catch {
@@ -57,7 +93,7 @@ export default {
     if (new URL(request.url).pathname === "/counters") return Response.json({ constructions });
     const room = new URL(request.url).pathname.split("/")[2];
     if (!room || request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
-      return new Response("ws /a/<room> or /b/<room>", { status: 400 });
+      return new Response("ws /a/<room>, /b/<room> or /link/<room>", { status: 400 });
     }
     return env.ROOM.get(env.ROOM.idFromName(room)).fetch(request);
   },
