@@ -1,4 +1,5 @@
 /** The Worker: HTTP routes in front, one Durable Object per device behind them. */
+import "./protocol/zod-locale";
 import type { Env } from "./env";
 import { buildRouter } from "./http/routes";
 import { sweep } from "./sweep";

@@ -24,7 +24,7 @@ const SESSION_ID = [
 ];
 const KIND = [
   undefined,
-  ...KNOWN_SESSION_UPDATES.map((schema) => `"${schema.shape.sessionUpdate.value}"`),
+  ...KNOWN_SESSION_UPDATES.flatMap((schema) => schema.shape.sessionUpdate.def.values.map((kind) => `"${kind}"`)),
   '"something_new"',
   '"__proto__"',
   '"constructor"',

@@ -4,7 +4,7 @@
  * says about itself for display (its host, a chat's title) is cut to the bound; an identifier too long to store (a
  * session id) makes nothing at all. docs/security.md lists them.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { PATH_MAX, SESSION_ID_MAX } from "../protocol/acp";
 
 export const BOUNDS = {
@@ -37,12 +37,12 @@ const EVERY_UNSHOWABLE = new RegExp(`[${UNSHOWABLE}]`, "g");
 
 /** A name a person gives (zod): trimmed, 1–`max` characters, no control or bidirectional formatting character. */
 export const displayName = (max: number = BOUNDS.name) =>
-  z
-    .string()
-    .trim()
-    .min(1, "is required")
-    .max(max, `is longer than ${max} characters`)
-    .refine((name) => !HAS_UNSHOWABLE.test(name), "may not hold control or bidirectional formatting characters");
+  z.string().check(
+    z.trim(),
+    z.minLength(1, "is required"),
+    z.maxLength(max, `is longer than ${max} characters`),
+    z.refine((name) => !HAS_UNSHOWABLE.test(name), "may not hold control or bidirectional formatting characters"),
+  );
 
 /**
  * A text a device says about itself, made fit to store and show: control and bidirectional formatting characters
@@ -71,4 +71,6 @@ const utf8Bytes = (text: string) => new TextEncoder().encode(text).byteLength;
 export const textOfBytes = (max: number, what: string) =>
   z
     .string({ error: `${what} must be a string` })
-    .refine((text) => text.length <= max && utf8Bytes(text) <= max, `${what} is longer than ${max / 1024} KiB`);
+    .check(
+      z.refine((text) => text.length <= max && utf8Bytes(text) <= max, `${what} is longer than ${max / 1024} KiB`),
+    );

@@ -1,7 +1,7 @@
 /**
  * Signing in: the first account (setup), password sign-in with the session cookie, sign-out, and who am I.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
@@ -19,12 +19,15 @@ import { findUser, findUserCredential, hasAccounts, insertFirstAdmin, type UserR
 import { deleteSession, insertSession } from "../db/sessions";
 import type { UserView } from "../protocol/http-api";
 
-export const email = z.email().max(254);
+export const email = z.email().check(z.maxLength(254));
 /** Long enough to matter, short enough that hashing it costs nothing unusual. */
-export const newPassword = z.string().min(8, "must be at least 8 characters").max(1024);
+export const newPassword = z.string().check(z.minLength(8, "must be at least 8 characters"), z.maxLength(1024));
 
 const setupBody = z.object({ email, password: newPassword });
-const loginBody = z.object({ email: z.string().max(254), password: z.string().max(1024) });
+const loginBody = z.object({
+  email: z.string().check(z.maxLength(254)),
+  password: z.string().check(z.maxLength(1024)),
+});
 
 /**
  * Verified against when the email is unknown, so a wrong email costs the same PBKDF2 time as a wrong password and

@@ -11,7 +11,7 @@
  *   PUT    /api/admin/accounts/:account/admin          { admin: boolean }
  *   PUT    /api/admin/accounts/:account/personalization { available: boolean }
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { IRequest } from "itty-router";
 import type { Env } from "../env";
 import type { Handler } from "./routes";
@@ -34,29 +34,31 @@ import { readPersonalization } from "../db/personalization";
 const UNITS = { m: 60, h: 3600, d: 86_400 } as const;
 
 /** Credits as an operator gives them: finite, and at most a billion either way, so the ledger stays bounded. */
-const credits = () => z.number().min(-MAX_CREDITS).max(MAX_CREDITS);
+const credits = () => z.number().check(z.gte(-MAX_CREDITS), z.lte(MAX_CREDITS));
 
 const WindowSpec = z.object({
-  window: z.string().regex(/^[1-9]\d{0,5}[mhd]$/, 'a window is a length like "30m", "5h" or "7d"'),
-  limit: credits().nonnegative(),
+  window: z.string().check(z.regex(/^[1-9]\d{0,5}[mhd]$/, 'a window is a length like "30m", "5h" or "7d"')),
+  limit: credits().check(z.nonnegative()),
 });
 
 const PlanSpec = z
   .object({
-    credits_per_month: credits().nonnegative(),
-    currency: z.enum(["EUR", "USD", "GBP"]).nullish(),
-    credit_value: z.number().positive().max(MAX_CREDITS).nullish(),
-    windows: z.array(WindowSpec).max(10).default([]),
+    credits_per_month: credits().check(z.nonnegative()),
+    currency: z.nullish(z.enum(["EUR", "USD", "GBP"])),
+    credit_value: z.nullish(z.number().check(z.positive(), z.lte(MAX_CREDITS))),
+    windows: z._default(z.array(WindowSpec).check(z.maxLength(10)), []),
   })
-  .refine(
-    (p) => (p.currency == null) === (p.credit_value == null),
-    "currency and credit_value go together: give both or neither",
-  )
-  .refine((p) => new Set(p.windows.map((w) => w.window)).size === p.windows.length, "each window may appear once");
+  .check(
+    z.refine(
+      (p) => (p.currency == null) === (p.credit_value == null),
+      "currency and credit_value go together: give both or neither",
+    ),
+    z.refine((p) => new Set(p.windows.map((w) => w.window)).size === p.windows.length, "each window may appear once"),
+  );
 
 const PlanName = z
   .string()
-  .regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, "a plan name is up to 64 letters, digits, spaces, _ . or -");
+  .check(z.regex(/^[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}$/, "a plan name is up to 64 letters, digits, spaces, _ . or -"));
 
 function planName(request: IRequest): string {
   const parsed = PlanName.safeParse(decodeURIComponent(request.params.plan ?? ""));
@@ -124,7 +126,7 @@ export const adminGetAccount: Handler = async (request, env) => {
   return json(await accountView(env, (await account(request, env)).id));
 };
 
-const PlanChoice = z.object({ plan: PlanName.nullable() });
+const PlanChoice = z.object({ plan: z.nullable(PlanName) });
 
 export const adminAssignPlan: Handler = async (request, env) => {
   await requireAdmin(request, env, true);
@@ -137,8 +139,8 @@ export const adminAssignPlan: Handler = async (request, env) => {
 };
 
 const Grant = z.object({
-  credits: credits().refine((n) => toMicro(n) !== 0, "credits is a non-zero number (at least 0.000001)"),
-  note: z.string().max(500).optional(),
+  credits: credits().check(z.refine((n) => toMicro(n) !== 0, "credits is a non-zero number (at least 0.000001)")),
+  note: z.optional(z.string().check(z.maxLength(500))),
 });
 
 export const adminGrantCredits: Handler = async (request, env) => {

@@ -4,7 +4,7 @@
  * anything is read, and a body sent without one (chunked) is read only up to the cap, so no request makes the Worker
  * hold or parse more than its route allows.
  */
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "./respond";
 
@@ -71,7 +71,11 @@ export async function readBodyText(request: Request): Promise<string> {
 }
 
 /** Reads a JSON body and validates it; bad JSON or a bad shape is an HttpError with a sentence. */
-export async function readJson<S extends z.ZodType>(request: Request, schema: S, status = 400): Promise<z.output<S>> {
+export async function readJson<S extends z.ZodMiniType>(
+  request: Request,
+  schema: S,
+  status = 400,
+): Promise<z.output<S>> {
   const text = await readBodyText(request);
   let raw: unknown;
   try {
@@ -83,7 +87,7 @@ export async function readJson<S extends z.ZodType>(request: Request, schema: S,
 }
 
 /** A value checked against a schema; a bad one is an HttpError with a sentence (and, for OpenAI's clients, the field). */
-export function validated<S extends z.ZodType>(schema: S, raw: unknown, status = 400): z.output<S> {
+export function validated<S extends z.ZodMiniType>(schema: S, raw: unknown, status = 400): z.output<S> {
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
     const field = parsed.error.issues[0]?.path.join(".");

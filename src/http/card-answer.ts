@@ -9,7 +9,7 @@
  *   404 { detail }           no such card (or device)
  *   409 { detail, reason }   the card already ended: answered, timed_out, settled, link_down, withdrawn or refused
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { deviceLinkOf } from "../env";
 import { ErrorCode } from "../protocol/jsonrpc";
 import { readJson } from "./body";
@@ -17,7 +17,8 @@ import { ownersDevice } from "./link-routes";
 import { HttpError, json } from "./respond";
 import type { Handler } from "./routes";
 
-const Id = (what: string) => z.string().min(1, `${what} is required`).max(512, `${what} is longer than 512 characters`);
+const Id = (what: string) =>
+  z.string().check(z.minLength(1, `${what} is required`), z.maxLength(512, `${what} is longer than 512 characters`));
 const answerBody = z.looseObject({ sessionId: Id("sessionId"), toolCallId: Id("toolCallId") });
 
 export const answerCardOverHttp: Handler = async (request, env) => {

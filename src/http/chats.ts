@@ -2,7 +2,7 @@
  * A person's chats: listed (all, or one device's), and deleted — the device's object tells the device, or keeps
  * the delete pending until it can.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
@@ -15,7 +15,7 @@ import { limitsOf } from "../limits/config";
 /** Another person's device answers like a missing one, so its existence is never revealed. */
 const noSuchDevice = () => new HttpError(404, "no such device");
 
-const listQuery = z.object({ device: z.string().min(1, "device must name a device").optional() });
+const listQuery = z.object({ device: z.optional(z.string().check(z.minLength(1, "device must name a device"))) });
 
 export const listOwnChats: Handler = async (request, env) => {
   const person = await authenticatePerson(request, env);

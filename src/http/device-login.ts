@@ -2,7 +2,7 @@
  * Device login, the OAuth 2.0 Device Authorization Grant (RFC 8628): the CLI asks for a code, a signed-in person
  * approves (or denies) it in the browser, the CLI polls and receives its device token, once.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import type { Handler } from "./routes";
 import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
@@ -38,19 +38,22 @@ const DEVICE_CODE_GRANT = "urn:ietf:params:oauth:grant-type:device_code";
 const USER_CODE_ATTEMPTS = 3;
 
 const authorizeBody = z.object({
-  name: displayName(BOUNDS.name).optional(),
-  host: displayName(BOUNDS.host).optional(),
-  platform: displayName(BOUNDS.platform).optional(),
-  client_id: z.string().max(255).optional(),
+  name: z.optional(displayName(BOUNDS.name)),
+  host: z.optional(displayName(BOUNDS.host)),
+  platform: z.optional(displayName(BOUNDS.platform)),
+  client_id: z.optional(z.string().check(z.maxLength(255))),
 });
 
 const tokenBody = z.object({
-  grant_type: z.string().optional(),
-  device_code: z.string().min(1, "is required").max(200),
+  grant_type: z.optional(z.string()),
+  device_code: z.string().check(z.minLength(1, "is required"), z.maxLength(200)),
 });
 
 /** A person naming a waiting login; an approval also says whether the device may use the library (default: no). */
-const userCodeBody = z.object({ user_code: z.string().max(32), library: z.boolean().default(false) });
+const userCodeBody = z.object({
+  user_code: z.string().check(z.maxLength(32)),
+  library: z._default(z.boolean(), false),
+});
 
 /** RFC 8628 §3.5 / RFC 6749 §5.2 error: 400 with `error`, `error_description` and this API's `detail`. */
 const oauthError = (error: string, description: string) =>

@@ -1,5 +1,5 @@
 /** A person's devices: listed with what their last link said, renamed, revoked. */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { deviceLinkOf, type Env } from "../env";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./routes";
@@ -15,8 +15,8 @@ import { displayName } from "../db/bounds";
 const noSuchDevice = () => new HttpError(404, "no such device");
 
 const changeBody = z
-  .object({ name: displayName().optional(), scopes: ScopeList.optional() })
-  .refine((c) => c.name !== undefined || c.scopes !== undefined, "give a name, scopes, or both");
+  .object({ name: z.optional(displayName()), scopes: z.optional(ScopeList) })
+  .check(z.refine((c) => c.name !== undefined || c.scopes !== undefined, "give a name, scopes, or both"));
 
 /** Tells each device's object something at once; one object that could not be told must not stop the others. */
 async function tellEach(

@@ -7,7 +7,7 @@
  *   GET    /api/push/subscriptions  the person's subscriptions
  *   DELETE /api/push/subscriptions  { endpoint }
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import { fromBase64url } from "../crypto/base64url";
 import { deletePushSubscription, listPushSubscriptions, savePushSubscription } from "../db/push-subscriptions";
@@ -20,16 +20,19 @@ import { personWriting } from "./guards";
 import { HttpError, json } from "./respond";
 import type { Handler } from "./routes";
 
-const Endpoint = z.string().min(1, "endpoint is required").max(2048, "endpoint is longer than 2,048 characters");
-const Key = (what: string) => z.string().min(1, `${what} is required`).max(200, `${what} is too long`);
+const Endpoint = z
+  .string()
+  .check(z.minLength(1, "endpoint is required"), z.maxLength(2048, "endpoint is longer than 2,048 characters"));
+const Key = (what: string) =>
+  z.string().check(z.minLength(1, `${what} is required`), z.maxLength(200, `${what} is too long`));
 
 const subscribeBody = z.object({
   endpoint: Endpoint,
-  expirationTime: z.number().nullable().optional(),
+  expirationTime: z.optional(z.nullable(z.number())),
   keys: z.object({ p256dh: Key("keys.p256dh"), auth: Key("keys.auth") }),
-  cards: z.boolean().optional(),
-  turn_end: z.boolean().optional(),
-  link_down: z.boolean().optional(),
+  cards: z.optional(z.boolean()),
+  turn_end: z.optional(z.boolean()),
+  link_down: z.optional(z.boolean()),
 });
 
 const unsubscribeBody = z.object({ endpoint: Endpoint });

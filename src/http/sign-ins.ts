@@ -8,7 +8,7 @@
  *   DELETE /api/auth/sessions      204; every sign-in ends, this one too (its cookie is cleared)
  *   PUT    /api/auth/password      { current_password, new_password } → 204
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
 import { personWriting } from "./guards";
@@ -48,7 +48,7 @@ export const endAllSignIns: Handler = async (request, env) => {
   return new Response(null, { status: 204, headers: { "set-cookie": clearedSessionCookie(request) } });
 };
 
-const passwordChange = z.object({ current_password: z.string().max(1024), new_password: newPassword });
+const passwordChange = z.object({ current_password: z.string().check(z.maxLength(1024)), new_password: newPassword });
 
 /**
  * A new password, given the current one (a wrong one counts against the account's sign-in limits like a failed

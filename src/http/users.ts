@@ -1,5 +1,5 @@
 /** Accounts, managed by admins: add a person, list everyone, remove a person with all they own. */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
 import { HttpError, json } from "./respond";
@@ -9,7 +9,7 @@ import { closeDeviceLinks } from "./devices";
 import { hashPassword } from "../crypto/password";
 import { deleteUserUnlessLastAdmin, findUser, insertUser, listUsers } from "../db/users";
 
-const createBody = z.object({ email, password: newPassword, admin: z.boolean().optional() });
+const createBody = z.object({ email, password: newPassword, admin: z.optional(z.boolean()) });
 
 export const createAccount: Handler = async (request, env) => {
   await requireAdmin(request, env, true);

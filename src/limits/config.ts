@@ -10,27 +10,24 @@
  *            `max_backoff_seconds`. Failures are forgotten `forget_seconds` after the last one.
  *   bucket   a token bucket: `burst` requests at once, one more every `refill_seconds`.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import { HttpError } from "../http/respond";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { describeIssues } from "../protocol/issues";
 
-const Seconds = z
-  .number()
-  .positive()
-  .max(30 * 86_400);
+const Seconds = z.number().check(z.positive(), z.lte(30 * 86_400));
 
 const Backoff = z.object({
   kind: z.literal("backoff"),
-  free: z.number().int().min(1).max(1_000_000),
+  free: z.int().check(z.gte(1), z.lte(1_000_000)),
   backoff_seconds: Seconds,
   max_backoff_seconds: Seconds,
   forget_seconds: Seconds,
 });
 const Bucket = z.object({
   kind: z.literal("bucket"),
-  burst: z.number().int().min(1).max(1_000_000),
+  burst: z.int().check(z.gte(1), z.lte(1_000_000)),
   refill_seconds: Seconds,
 });
 export type BackoffRule = z.infer<typeof Backoff>;
@@ -99,8 +96,8 @@ export const DEFAULT_LINK_CAPS = {
 
 export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;
 
-const BackoffChange = Backoff.omit({ kind: true }).partial().strict().optional();
-const BucketChange = Bucket.omit({ kind: true }).partial().strict().optional();
+const BackoffChange = z.optional(z.catchall(z.partial(z.omit(Backoff, { kind: true })), z.never()));
+const BucketChange = z.optional(z.catchall(z.partial(z.omit(Bucket, { kind: true })), z.never()));
 const RateLimitsConfig = z.strictObject(
   Object.fromEntries(
     Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [
@@ -111,7 +108,9 @@ const RateLimitsConfig = z.strictObject(
 );
 const countsConfig = (names: Record<string, number>) =>
   z.strictObject(
-    Object.fromEntries(Object.keys(names).map((name) => [name, z.number().int().min(0).max(1_000_000_000).optional()])),
+    Object.fromEntries(
+      Object.keys(names).map((name) => [name, z.optional(z.int().check(z.gte(0), z.lte(1_000_000_000)))]),
+    ),
   );
 const QuotasConfig = countsConfig(DEFAULT_QUOTAS);
 const LinkCapsConfig = countsConfig(DEFAULT_LINK_CAPS);
@@ -122,7 +121,7 @@ export interface Limits {
   caps: Record<LinkCapName, number>;
 }
 
-function parse(source: unknown, schema: z.ZodType<Record<string, unknown>>, name: string): Record<string, unknown> {
+function parse(source: unknown, schema: z.ZodMiniType<Record<string, unknown>>, name: string): Record<string, unknown> {
   let raw: unknown = source ?? {};
   if (typeof source === "string") {
     try {

@@ -11,7 +11,7 @@ import { SessionNewResult } from "../protocol/acp";
 import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import { deviceOf } from "./background";
 import { DEFAULT_QUOTAS, limitsOf } from "../limits/config";
 import { d1Write, d1Writes, oweD1, type D1Write } from "./d1-queue";
@@ -50,7 +50,7 @@ const LEFT = d1Write("chats/left", (db, a: { deviceId: string; left: SessionLeft
  * A fanned-out notification whose valid params make an owed write; invalid ones are only logged. `when` skips,
  * cheaply, the ones that change no chat (most events).
  */
-function observe<S extends z.ZodType, A>(
+function observe<S extends z.ZodMiniType, A>(
   schema: S,
   write: D1Write<A>,
   args: (device: ReturnType<typeof chatMaker>, params: z.output<S>) => { sessionId: string; args: A } | null,

@@ -18,7 +18,7 @@ import {
   type ResponseMessage,
 } from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
 import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
@@ -81,7 +81,7 @@ const fromOwner: BeforeForward = (rt, call) => {
 };
 
 /** Output and exit go to the terminal's socket only; a terminal nobody owns (closed, or unknown) is dropped. */
-function toOwner(schema: z.ZodType<{ terminalId: string }>, ends: boolean): DeviceNotificationHandler {
+function toOwner(schema: z.ZodMiniType<{ terminalId: string }>, ends: boolean): DeviceNotificationHandler {
   return {
     fanOut: false,
     handle: (rt: LinkRuntime, message: NotificationMessage) => {

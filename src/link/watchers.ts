@@ -5,7 +5,7 @@
  * A socket that never said is not watching anything (a script, or a page in the background of a phone): push
  * tells the person then.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import type { InstanceWatch } from "../protocol/instance";
 import { check } from "../protocol/issues";
@@ -15,8 +15,8 @@ import { attachmentOf, socketById, storeAttachment } from "./sockets";
 
 export const WATCH = "_instance/watch";
 
-const WatchParams: z.ZodType<InstanceWatch> = z.object({
-  sessionId: z.string().min(1).max(512, "sessionId is longer than 512 characters").nullable(),
+const WatchParams: z.ZodMiniType<InstanceWatch> = z.object({
+  sessionId: z.nullable(z.string().check(z.minLength(1), z.maxLength(512, "sessionId is longer than 512 characters"))),
   visible: z.boolean(),
 });
 

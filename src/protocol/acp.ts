@@ -3,7 +3,7 @@
  * fields. Objects are loose — a field the instance does not read passes through untouched — while the fields it
  * relies on are checked.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
 import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
@@ -20,27 +20,44 @@ export const jsonWithin = (max: number, what: string) =>
 
 export const SessionId = z
   .string()
-  .min(1, "a session id is required")
-  .max(SESSION_ID_MAX, `a session id is at most ${SESSION_ID_MAX} characters`);
+  .check(
+    z.minLength(1, "a session id is required"),
+    z.maxLength(SESSION_ID_MAX, `a session id is at most ${SESSION_ID_MAX} characters`),
+  );
 const Base64 = z.base64("must be base64");
 
 // ---- session/prompt content blocks ----
 
 export const TextBlock = z.looseObject({ type: z.literal("text"), text: z.string() });
-export const ResourceLinkBlock = z.looseObject({ type: z.literal("resource_link"), uri: z.string().min(1) });
+export const ResourceLinkBlock = z.looseObject({
+  type: z.literal("resource_link"),
+  uri: z.string().check(z.minLength(1)),
+});
 export const ImageBlock = z.looseObject({
   type: z.literal("image"),
   data: Base64,
   mimeType: z.enum(IMAGE_MIME_TYPES),
-  uri: z.string().optional(),
+  uri: z.optional(z.string()),
 });
-const TextResource = z.looseObject({ uri: z.string().min(1), mimeType: z.string().optional(), text: z.string() });
-const BlobResource = z.looseObject({ uri: z.string().min(1), mimeType: z.string().optional(), blob: Base64 });
+const TextResource = z.looseObject({
+  uri: z.string().check(z.minLength(1)),
+  mimeType: z.optional(z.string()),
+  text: z.string(),
+});
+const BlobResource = z.looseObject({
+  uri: z.string().check(z.minLength(1)),
+  mimeType: z.optional(z.string()),
+  blob: Base64,
+});
 export const ResourceBlock = z.looseObject({
   type: z.literal("resource"),
   resource: z.union([TextResource, BlobResource], { error: "a resource needs a uri and either text or a base64 blob" }),
 });
-export const AudioBlock = z.looseObject({ type: z.literal("audio"), data: Base64, mimeType: z.string().min(1) });
+export const AudioBlock = z.looseObject({
+  type: z.literal("audio"),
+  data: Base64,
+  mimeType: z.string().check(z.minLength(1)),
+});
 export const ContentBlock = z.discriminatedUnion("type", [
   TextBlock,
   ResourceLinkBlock,
@@ -97,30 +114,34 @@ const mb = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MB`;
 export const PromptParams = z
   .looseObject({
     sessionId: SessionId,
-    prompt: z.array(ContentBlock).min(1, "a prompt needs at least one block"),
-    _meta: z.looseObject({ lembas: z.looseObject({ turnId: z.string().min(1).optional() }).optional() }).optional(),
+    prompt: z.array(ContentBlock).check(z.minLength(1, "a prompt needs at least one block")),
+    _meta: z.optional(
+      z.looseObject({ lembas: z.optional(z.looseObject({ turnId: z.optional(z.string().check(z.minLength(1))) })) }),
+    ),
   })
-  .superRefine((params, ctx) => {
-    let total = 0;
-    params.prompt.forEach((block, i) => {
-      const bytes = blockBytes(block);
-      total += bytes;
-      if (bytes > PROMPT_LIMITS.blockBytes) {
+  .check(
+    z.superRefine((params, ctx) => {
+      let total = 0;
+      params.prompt.forEach((block, i) => {
+        const bytes = blockBytes(block);
+        total += bytes;
+        if (bytes > PROMPT_LIMITS.blockBytes) {
+          ctx.addIssue({
+            code: "custom",
+            path: ["prompt", i],
+            message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}`,
+          });
+        }
+      });
+      if (total > PROMPT_LIMITS.promptBytes) {
         ctx.addIssue({
           code: "custom",
-          path: ["prompt", i],
-          message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}`,
+          path: ["prompt"],
+          message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}`,
         });
       }
-    });
-    if (total > PROMPT_LIMITS.promptBytes) {
-      ctx.addIssue({
-        code: "custom",
-        path: ["prompt"],
-        message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}`,
-      });
-    }
-  });
+    }),
+  );
 export type PromptParams = z.infer<typeof PromptParams>;
 
 // ---- other client → agent requests ----
@@ -128,27 +149,26 @@ export type PromptParams = z.infer<typeof PromptParams>;
 /** A path on the device. The device judges it (absolute, inside its roots, trusted); the instance bounds its size. */
 export const DevicePath = z
   .string()
-  .min(1, "a path is required")
-  .max(PATH_MAX, `a path is at most ${PATH_MAX} characters`);
-const McpServers = z.array(z.unknown()).optional();
+  .check(z.minLength(1, "a path is required"), z.maxLength(PATH_MAX, `a path is at most ${PATH_MAX} characters`));
+const McpServers = z.optional(z.array(z.unknown()));
 /** Params that name a session and nothing the instance reads beyond it (hand-checked on the relay: hand-checks.ts). */
 export const WithSession = z.looseObject({ sessionId: SessionId });
 
 export const SessionNewParams = z.looseObject({
   cwd: DevicePath,
-  mcpServers: z.array(z.unknown()).optional(),
-  _meta: z
-    .looseObject({
-      mode: z.string().optional(),
-      lembas_model: z.string().optional(),
-      model: z.string().optional(),
-      effort: z.string().optional(),
-    })
-    .optional(),
+  mcpServers: z.optional(z.array(z.unknown())),
+  _meta: z.optional(
+    z.looseObject({
+      mode: z.optional(z.string()),
+      lembas_model: z.optional(z.string()),
+      model: z.optional(z.string()),
+      effort: z.optional(z.string()),
+    }),
+  ),
 });
 export type SessionNewParams = z.infer<typeof SessionNewParams>;
 
-export const SetModeParams = z.looseObject({ sessionId: SessionId, modeId: z.string().min(1) });
+export const SetModeParams = z.looseObject({ sessionId: SessionId, modeId: z.string().check(z.minLength(1)) });
 export type SetModeParams = z.infer<typeof SetModeParams>;
 
 export const CancelParams = WithSession;
@@ -159,19 +179,19 @@ export const SessionLoadParams = z.looseObject({ sessionId: SessionId, cwd: Devi
 export const SessionResumeParams = SessionLoadParams;
 export const SessionForkParams = z.looseObject({
   sessionId: SessionId,
-  cwd: DevicePath.optional(),
+  cwd: z.optional(DevicePath),
   mcpServers: McpServers,
 });
-export const SessionListParams = z.looseObject({ cwd: DevicePath.nullish(), cursor: z.string().nullish() });
+export const SessionListParams = z.looseObject({ cwd: z.nullish(DevicePath), cursor: z.nullish(z.string()) });
 export const SessionDeleteAcpParams = WithSession;
 export const SessionCloseParams = WithSession;
-export const SetModelParams = z.looseObject({ sessionId: SessionId, modelId: z.string().min(1) });
+export const SetModelParams = z.looseObject({ sessionId: SessionId, modelId: z.string().check(z.minLength(1)) });
 export const SetConfigOptionParams = z.looseObject({
   sessionId: SessionId,
-  configId: z.string().min(1),
+  configId: z.string().check(z.minLength(1)),
   value: z.unknown(),
 });
-export const AuthenticateParams = z.looseObject({ methodId: z.string().min(1) });
+export const AuthenticateParams = z.looseObject({ methodId: z.string().check(z.minLength(1)) });
 export const LogoutParams = z.looseObject({});
 
 // ---- either way: $/cancel_request ----
@@ -183,11 +203,12 @@ export const CancelRequestParams = z.looseObject({ requestId: JsonRpcId });
 export type CancelRequestParams = z.infer<typeof CancelRequestParams>;
 
 /** What a client may send: ACP's shape, or `{ id }`, the instance's own before it spoke ACP's (still read). */
-export const ClientCancelRequestParams = z
-  .union([CancelRequestParams, z.looseObject({ id: JsonRpcId })], {
+export const ClientCancelRequestParams = z.pipe(
+  z.union([CancelRequestParams, z.looseObject({ id: JsonRpcId })], {
     error: "give the id of your request to cancel as requestId",
-  })
-  .transform((params): JsonRpcId => (params.requestId ?? params.id) as JsonRpcId);
+  }),
+  z.transform((params): JsonRpcId => (params.requestId ?? params.id) as JsonRpcId),
+);
 
 // ---- agent → client: initialize's result ----
 
@@ -195,14 +216,16 @@ export const ClientCancelRequestParams = z
  * What a device says it allows (hello and initialize's `limits`), read leniently: a field that cannot be read is
  * left out, and limits that cannot be read at all are none (null) — the device still applies its own.
  */
-export const DeviceLimits = z
-  .looseObject({
-    roots: z.array(z.string()).optional().catch(undefined),
-    max_mode: z.string().nullish().catch(undefined),
-    require_trust: z.boolean().optional().catch(undefined),
-  })
-  .nullable()
-  .catch(null);
+export const DeviceLimits = z.catch(
+  z.nullable(
+    z.looseObject({
+      roots: z.catch(z.optional(z.array(z.string())), undefined),
+      max_mode: z.catch(z.nullish(z.string()), undefined),
+      require_trust: z.catch(z.optional(z.boolean()), undefined),
+    }),
+  ),
+  null,
+);
 export type DeviceLimits = z.infer<typeof DeviceLimits>;
 
 /**
@@ -210,86 +233,92 @@ export type DeviceLimits = z.infer<typeof DeviceLimits>;
  * said: `lembas: true` (protocol 1's way) or an object without protocol means protocol 1; capabilities the
  * instance does not know are kept (and never relied on), ones that are not strings dropped.
  */
-export const InitializeLembasMeta = z.preprocess(
-  (said) => (said === true ? {} : said),
+export const InitializeLembasMeta = z.pipe(
+  z.transform((said: unknown) => (said === true ? {} : said)),
   z.looseObject({
-    protocol: z.number().int().positive().default(1),
-    harness_spec: z.string().nullish().catch(undefined),
-    limits: DeviceLimits.optional(),
-    connection: z.string().nullable().optional().catch(undefined),
-    capabilities: z
-      .array(z.unknown())
-      .catch([])
-      .default([])
-      .transform((listed) => listed.filter((c): c is string => typeof c === "string")),
+    protocol: z._default(z.int().check(z.positive()), 1),
+    harness_spec: z.catch(z.nullish(z.string()), undefined),
+    limits: z.optional(DeviceLimits),
+    connection: z.catch(z.optional(z.nullable(z.string())), undefined),
+    capabilities: z.pipe(
+      z._default(z.catch(z.array(z.unknown()), []), []),
+      z.transform((listed) => listed.filter((c): c is string => typeof c === "string")),
+    ),
   }),
 );
 export type InitializeLembasMeta = z.infer<typeof InitializeLembasMeta>;
 
 /** An ACP offer given as an object (`{}`: supported); absent, null or anything else: not offered. */
-const Offered = z.looseObject({}).nullish().catch(null);
+const Offered = z.catch(z.nullish(z.looseObject({})), null);
 /** ACP reads a field it cannot read as its default: an offer it does not understand is no offer. */
-const flag = z.boolean().optional().catch(undefined);
+const flag = z.catch(z.optional(z.boolean()), undefined);
 
 export const AgentCapabilities = z.looseObject({
   loadSession: flag,
-  promptCapabilities: z.looseObject({ image: flag, audio: flag, embeddedContext: flag }).optional().catch(undefined),
-  mcpCapabilities: z.looseObject({ http: flag, sse: flag }).optional().catch(undefined),
-  sessionCapabilities: z
-    .looseObject({
-      list: Offered,
-      delete: Offered,
-      resume: Offered,
-      close: Offered,
-      fork: Offered,
-      additionalDirectories: Offered,
-    })
-    .nullish()
-    .catch(undefined),
-  auth: z.looseObject({ logout: Offered }).nullish().catch(undefined),
+  promptCapabilities: z.catch(
+    z.optional(z.looseObject({ image: flag, audio: flag, embeddedContext: flag })),
+    undefined,
+  ),
+  mcpCapabilities: z.catch(z.optional(z.looseObject({ http: flag, sse: flag })), undefined),
+  sessionCapabilities: z.catch(
+    z.nullish(
+      z.looseObject({
+        list: Offered,
+        delete: Offered,
+        resume: Offered,
+        close: Offered,
+        fork: Offered,
+        additionalDirectories: Offered,
+      }),
+    ),
+    undefined,
+  ),
+  auth: z.catch(z.nullish(z.looseObject({ logout: Offered })), undefined),
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
 export const InitializeResult = z
   .looseObject({
-    protocolVersion: z.number().int(),
-    agentCapabilities: AgentCapabilities.optional().catch(undefined),
-    authMethods: z.array(z.unknown()).optional().catch(undefined),
-    agentInfo: z
-      .looseObject({ name: z.string(), version: z.string(), title: z.string().nullable().optional() })
-      .optional()
-      .catch(undefined),
+    protocolVersion: z.int(),
+    agentCapabilities: z.catch(z.optional(AgentCapabilities), undefined),
+    authMethods: z.catch(z.optional(z.array(z.unknown())), undefined),
+    agentInfo: z.catch(
+      z.optional(z.looseObject({ name: z.string(), version: z.string(), title: z.optional(z.nullable(z.string())) })),
+      undefined,
+    ),
     // Absent for a plain ACP agent (behind the bridge): it then promises nothing beyond ACP.
-    _meta: z.looseObject({ lembas: InitializeLembasMeta.optional() }).nullable().optional(),
+    _meta: z.optional(z.nullable(z.looseObject({ lembas: z.optional(InitializeLembasMeta) }))),
   })
-  .refine(...jsonWithin(INITIALIZE_MAX_CHARS, "the initialize result"));
+  .check(z.refine(...jsonWithin(INITIALIZE_MAX_CHARS, "the initialize result")));
 export type InitializeResult = z.infer<typeof InitializeResult>;
 
 // ---- agent → client: results of session/new and session/prompt ----
 
 export const SessionNewResult = z.looseObject({
   sessionId: SessionId,
-  modes: z
-    .looseObject({
-      currentModeId: z.string(),
-      availableModes: z.array(
-        z.looseObject({ id: z.string(), name: z.string(), description: z.string().nullable().optional() }),
-      ),
-    })
-    .nullable()
-    .optional(),
-  _meta: z
-    .looseObject({
-      lembas: z
-        .looseObject({
-          model: z.string().nullable().optional(),
-          mode: z.string().nullable().optional(),
-          effort: z.string().nullable().optional(),
-        })
-        .optional(),
-    })
-    .nullable()
-    .optional(),
+  modes: z.optional(
+    z.nullable(
+      z.looseObject({
+        currentModeId: z.string(),
+        availableModes: z.array(
+          z.looseObject({ id: z.string(), name: z.string(), description: z.optional(z.nullable(z.string())) }),
+        ),
+      }),
+    ),
+  ),
+  _meta: z.optional(
+    z.nullable(
+      z.looseObject({
+        lembas: z.optional(
+          z.looseObject({
+            model: z.optional(z.nullable(z.string())),
+            mode: z.optional(z.nullable(z.string())),
+            effort: z.optional(z.nullable(z.string())),
+          }),
+        ),
+      }),
+    ),
+  ),
 });
 export type SessionNewResult = z.infer<typeof SessionNewResult>;
 
@@ -298,32 +327,33 @@ export const STOP_REASONS = ["end_turn", "max_turn_requests", "max_tokens", "can
 
 export const PromptResult = z.looseObject({
   stopReason: z.enum(STOP_REASONS),
-  _meta: z
-    .looseObject({
-      lembas: z
-        .looseObject({
-          turnId: z.string().optional(),
-          unsent: z.array(z.string()).optional(),
-          command: z.string().optional(),
-          summary: z.string().optional(),
-          undone: z
-            .looseObject({ prompt: z.string(), files: z.array(z.string()) })
-            .nullable()
-            .optional(),
-          mode: z.string().optional(),
-          message: z.string().optional(),
-        })
-        .optional(),
-    })
-    .nullable()
-    .optional(),
+  _meta: z.optional(
+    z.nullable(
+      z.looseObject({
+        lembas: z.optional(
+          z.looseObject({
+            turnId: z.optional(z.string()),
+            unsent: z.optional(z.array(z.string())),
+            command: z.optional(z.string()),
+            summary: z.optional(z.string()),
+            undone: z.optional(z.nullable(z.looseObject({ prompt: z.string(), files: z.array(z.string()) }))),
+            mode: z.optional(z.string()),
+            message: z.optional(z.string()),
+          }),
+        ),
+      }),
+    ),
+  ),
 });
 export type PromptResult = z.infer<typeof PromptResult>;
 
 // ---- agent → client: session/update ----
 
 /** A command of available_commands_update and of _lembas/commands' answer. */
-export const AvailableCommand = z.looseObject({ name: z.string().min(1), description: z.string().optional() });
+export const AvailableCommand = z.looseObject({
+  name: z.string().check(z.minLength(1)),
+  description: z.optional(z.string()),
+});
 
 /** The kinds the spec names, with the fields the instance reads. */
 export const KNOWN_SESSION_UPDATES = [

@@ -5,12 +5,12 @@
  * card stays open. A card is taken as the device sent it: what the spec says a device sends (at most 4 questions of
  * at most 6 options, a permission's reason) is not held against it — refusing the card would fail the model's ask.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { SessionId } from "./acp";
 import { check, type Checked } from "./issues";
 
-const ToolCallId = z.string().min(1, "a toolCallId is required");
-const Patient = z.looseObject({ lembas: z.looseObject({ patient: z.boolean().optional() }).optional() }).optional();
+const ToolCallId = z.string().check(z.minLength(1, "a toolCallId is required"));
+const Patient = z.optional(z.looseObject({ lembas: z.optional(z.looseObject({ patient: z.optional(z.boolean()) })) }));
 type PatientMeta = z.infer<typeof Patient> | null;
 const isPatient = (meta: PatientMeta) => meta?.lembas?.patient === true;
 
@@ -26,48 +26,63 @@ export const PermissionRequest = z.looseObject({
   sessionId: SessionId,
   toolCall: z.looseObject({
     toolCallId: ToolCallId,
-    title: z.string().nullable().optional(),
-    kind: z.string().nullable().optional(),
-    status: z.string().nullable().optional(),
-    rawInput: z.unknown().optional(),
-    content: z.array(z.unknown()).nullable().optional(),
+    title: z.optional(z.nullable(z.string())),
+    kind: z.optional(z.nullable(z.string())),
+    status: z.optional(z.nullable(z.string())),
+    rawInput: z.optional(z.unknown()),
+    content: z.optional(z.nullable(z.array(z.unknown()))),
   }),
   options: z
-    .array(z.looseObject({ optionId: z.string().min(1), name: z.string(), kind: z.enum(PERMISSION_OPTION_KINDS) }))
-    .min(1, "a permission request needs at least one option")
-    .refine((options) => new Set(options.map((o) => o.optionId)).size === options.length, "option ids must differ"),
-  _meta: z
-    .looseObject({
-      lembas: z
-        .looseObject({
-          reason: z.string().optional(),
-          purpose: z.string().optional(),
-          always: z.unknown().optional(),
-          patient: z.boolean().optional(),
-        })
-        .optional(),
-    })
-    .nullable()
-    .optional(),
+    .array(
+      z.looseObject({
+        optionId: z.string().check(z.minLength(1)),
+        name: z.string(),
+        kind: z.enum(PERMISSION_OPTION_KINDS),
+      }),
+    )
+    .check(
+      z.minLength(1, "a permission request needs at least one option"),
+      z.refine((options) => new Set(options.map((o) => o.optionId)).size === options.length, "option ids must differ"),
+    ),
+  _meta: z.optional(
+    z.nullable(
+      z.looseObject({
+        lembas: z.optional(
+          z.looseObject({
+            reason: z.optional(z.string()),
+            purpose: z.optional(z.string()),
+            always: z.optional(z.unknown()),
+            patient: z.optional(z.boolean()),
+          }),
+        ),
+      }),
+    ),
+  ),
 });
 export type PermissionRequest = z.infer<typeof PermissionRequest>;
 
 export const PermissionAnswer = z.looseObject({
   outcome: z.discriminatedUnion("outcome", [
-    z.looseObject({ outcome: z.literal("selected"), optionId: z.string().min(1) }),
+    z.looseObject({ outcome: z.literal("selected"), optionId: z.string().check(z.minLength(1)) }),
     z.looseObject({ outcome: z.literal("cancelled") }),
   ]),
-  _meta: z
-    .looseObject({
-      lembas: z
-        .looseObject({ command: z.string().min(1).optional(), feedback: z.string().min(1).optional() })
-        .refine(
-          (l) => l.command === undefined || l.feedback === undefined,
-          "send either a corrected command or feedback, not both",
-        )
-        .optional(),
-    })
-    .optional(),
+  _meta: z.optional(
+    z.looseObject({
+      lembas: z.optional(
+        z
+          .looseObject({
+            command: z.optional(z.string().check(z.minLength(1))),
+            feedback: z.optional(z.string().check(z.minLength(1))),
+          })
+          .check(
+            z.refine(
+              (l) => l.command === undefined || l.feedback === undefined,
+              "send either a corrected command or feedback, not both",
+            ),
+          ),
+      ),
+    }),
+  ),
 });
 export type PermissionAnswer = z.infer<typeof PermissionAnswer>;
 
@@ -105,23 +120,23 @@ export const cardLabel = (label: string) => label.slice(0, QUESTION_LABEL_MAX);
 export const QuestionRequest = z.looseObject({
   sessionId: SessionId,
   toolCallId: ToolCallId,
-  why: z.string().optional(),
+  why: z.optional(z.string()),
   questions: z
     .array(
       z.looseObject({
-        header: z.string().optional(),
+        header: z.optional(z.string()),
         question: z.string(),
-        multiple: z.boolean().optional(),
+        multiple: z.optional(z.boolean()),
         options: z.array(
           z.looseObject({
-            label: z.string().min(1),
-            description: z.string().optional(),
-            recommended: z.boolean().optional(),
+            label: z.string().check(z.minLength(1)),
+            description: z.optional(z.string()),
+            recommended: z.optional(z.boolean()),
           }),
         ),
       }),
     )
-    .min(1, "ask at least one question"),
+    .check(z.minLength(1, "ask at least one question")),
   _meta: Patient,
 });
 export type QuestionRequest = z.infer<typeof QuestionRequest>;
@@ -129,10 +144,10 @@ export type QuestionRequest = z.infer<typeof QuestionRequest>;
 export const QuestionAnswerItem = z.discriminatedUnion("kind", [
   z.looseObject({
     kind: z.literal("options"),
-    labels: z.array(z.string()).min(1, "choose at least one option, or skip the question"),
+    labels: z.array(z.string()).check(z.minLength(1, "choose at least one option, or skip the question")),
   }),
-  z.looseObject({ kind: z.literal("custom"), text: z.string().min(1) }),
-  z.looseObject({ kind: z.literal("back"), text: z.string().min(1) }),
+  z.looseObject({ kind: z.literal("custom"), text: z.string().check(z.minLength(1)) }),
+  z.looseObject({ kind: z.literal("back"), text: z.string().check(z.minLength(1)) }),
   z.looseObject({ kind: z.literal("skipped") }),
 ]);
 export type QuestionAnswerItem = z.infer<typeof QuestionAnswerItem>;
@@ -194,7 +209,7 @@ export type PlanRequest = z.infer<typeof PlanRequest>;
 
 export const PlanAnswer = z.discriminatedUnion("outcome", [
   z.looseObject({ outcome: z.literal("approve"), mode: z.enum(["edit", "manual"]) }),
-  z.looseObject({ outcome: z.literal("revise"), feedback: z.string().min(1, "say what to revise") }),
+  z.looseObject({ outcome: z.literal("revise"), feedback: z.string().check(z.minLength(1, "say what to revise")) }),
   z.looseObject({ outcome: z.literal("dismissed") }),
 ]);
 export type PlanAnswer = z.infer<typeof PlanAnswer>;
@@ -212,7 +227,7 @@ export interface CardKey {
 
 /** What the instance needs to hold a card of one kind. */
 export interface CardKind<P, A> {
-  params: z.ZodType<P>;
+  params: z.ZodMiniType<P>;
   /** The answer as the device is to get it (a question's cut labels made whole), or why it does not fit. */
   // Method syntax on purpose: a table of kinds is then usable as CardKind<unknown, unknown> (see openCard).
   validateAnswer(params: P, answer: unknown): Checked<A>;

@@ -18,7 +18,7 @@ const STREAMED: Record<string, (update: Record<string, unknown>) => boolean> = {
   tool_call_update: (update) => typeof update.toolCallId === "string",
 };
 /** Every kind the schema knows: those not in STREAMED are left to it. */
-const KNOWN = new Set<string>(KNOWN_SESSION_UPDATES.map((schema) => schema.shape.sessionUpdate.value));
+const KNOWN = new Set<string>(KNOWN_SESSION_UPDATES.flatMap((schema) => schema.shape.sessionUpdate.def.values));
 
 const isSessionId = (value: unknown) =>
   typeof value === "string" && value.length >= 1 && value.length <= SESSION_ID_MAX;

@@ -1,8 +1,9 @@
 /** Validation results as sentences: what a browser, a device or an HTTP client is told when its input is refused. */
-import type * as z from "zod";
+import type * as z from "zod/mini";
+import "./zod-locale";
 
 /** One readable sentence from a zod error: "email: Invalid email address; password: Too small". */
-export function describeIssues(error: z.ZodError): string {
+export function describeIssues(error: z.core.$ZodError): string {
   return error.issues
     .map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message))
     .join("; ");
@@ -12,7 +13,7 @@ export function describeIssues(error: z.ZodError): string {
 export type Checked<T> = { ok: true; value: T } | { ok: false; error: string };
 
 /** Parses with a schema, turning a failure into its sentence. */
-export function check<S extends z.ZodType>(schema: S, input: unknown): Checked<z.output<S>> {
+export function check<S extends z.ZodMiniType>(schema: S, input: unknown): Checked<z.output<S>> {
   const parsed = schema.safeParse(input);
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues(parsed.error) };
 }

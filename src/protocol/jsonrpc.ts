@@ -2,7 +2,7 @@
  * The JSON-RPC 2.0 envelope every link and client frame is (one message per WebSocket frame), its error codes, and
  * the builders for what the instance sends. Batches are not part of the link: a frame is one message.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { describeIssues } from "./issues";
 
 /** Ids are strings or numbers; a device's own request ids may start at 0. */
@@ -10,18 +10,22 @@ export const JsonRpcId = z.union([z.string(), z.number()]);
 export type JsonRpcId = z.infer<typeof JsonRpcId>;
 
 /** ACP params are objects; JSON-RPC also allows arrays. */
-const Params = z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]).optional();
+const Params = z.optional(z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]));
 
 export const RequestMessage = z.object({
   jsonrpc: z.literal("2.0"),
   id: JsonRpcId,
-  method: z.string().min(1),
+  method: z.string().check(z.minLength(1)),
   params: Params,
 });
-export const NotificationMessage = z.object({ jsonrpc: z.literal("2.0"), method: z.string().min(1), params: Params });
-export const RpcErrorObject = z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() });
+export const NotificationMessage = z.object({
+  jsonrpc: z.literal("2.0"),
+  method: z.string().check(z.minLength(1)),
+  params: Params,
+});
+export const RpcErrorObject = z.object({ code: z.int(), message: z.string(), data: z.optional(z.unknown()) });
 export const SuccessMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, result: z.unknown() });
-export const ErrorMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId.nullable(), error: RpcErrorObject });
+export const ErrorMessage = z.object({ jsonrpc: z.literal("2.0"), id: z.nullable(JsonRpcId), error: RpcErrorObject });
 
 export type RequestMessage = z.infer<typeof RequestMessage>;
 export type NotificationMessage = z.infer<typeof NotificationMessage>;

@@ -2,14 +2,14 @@
  * The `_lembas/*` messages (spec: "_lembas/* methods"), except the cards (cards.ts). Loose objects, strict on the
  * fields the instance relies on.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { DeviceLimits, DevicePath, jsonWithin, SessionId, WithSession } from "./acp";
 import { openUnion } from "./open-union";
 
-const TerminalId = z.string().min(1, "a terminal id is required");
+const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
 const Base64 = z.base64("must be base64");
-const Cols = z.number().int().min(20, "at least 20 columns").max(500, "at most 500 columns");
-const Rows = z.number().int().min(5, "at least 5 rows").max(300, "at most 300 rows");
+const Cols = z.int().check(z.gte(20, "at least 20 columns"), z.lte(500, "at most 500 columns"));
+const Rows = z.int().check(z.gte(5, "at least 5 rows"), z.lte(300, "at most 300 rows"));
 
 export const TITLE_MAX = 200;
 /** A hello is kept with its link: at most this long, as JSON. */
@@ -18,16 +18,16 @@ export const FILES_SEARCH_MAX = 50;
 
 // ---- client → agent ----
 
-export const DirectoriesParams = z.looseObject({ path: z.string().optional() });
+export const DirectoriesParams = z.looseObject({ path: z.optional(z.string()) });
 export const ConfigureParams = z.looseObject({
   sessionId: SessionId,
-  model: z.string().min(1).optional(),
-  effort: z.string().min(1).optional(),
+  model: z.optional(z.string().check(z.minLength(1))),
+  effort: z.optional(z.string().check(z.minLength(1))),
 });
 export const SteerParams = z.looseObject({
   sessionId: SessionId,
-  text: z.string().min(1, "say something to steer with"),
-  messageId: z.string().optional(),
+  text: z.string().check(z.minLength(1, "say something to steer with")),
+  messageId: z.optional(z.string()),
 });
 export const SessionHistoryParams = WithSession;
 export const SessionStatusParams = WithSession;
@@ -35,24 +35,26 @@ export const SessionDeleteParams = WithSession;
 export const SessionCompactParams = WithSession;
 export const SessionTitleParams = z.looseObject({
   sessionId: SessionId,
-  title: z
-    .string()
-    .max(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`)
-    .refine((title) => title.trim() !== "", "a title cannot be blank"),
+  title: z.string().check(
+    z.maxLength(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`),
+    z.refine((title) => title.trim() !== "", "a title cannot be blank"),
+  ),
 });
 export const FilesSearchParams = z
   .looseObject({
-    sessionId: SessionId.optional(),
-    cwd: DevicePath.optional(),
+    sessionId: z.optional(SessionId),
+    cwd: z.optional(DevicePath),
     query: z.string(),
-    limit: z.number().int().min(1).max(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`).optional(),
+    limit: z.optional(z.int().check(z.gte(1), z.lte(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`))),
   })
-  .refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd");
-export const CommandsParams = z.looseObject({ sessionId: SessionId.optional(), cwd: DevicePath.optional() });
+  .check(
+    z.refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd"),
+  );
+export const CommandsParams = z.looseObject({ sessionId: z.optional(SessionId), cwd: z.optional(DevicePath) });
 export const TerminalOpenParams = z.looseObject({
-  cwd: DevicePath.optional(),
-  cols: Cols.optional(),
-  rows: Rows.optional(),
+  cwd: z.optional(DevicePath),
+  cols: z.optional(Cols),
+  rows: z.optional(Rows),
 });
 export const TerminalInputParams = z.looseObject({ terminalId: TerminalId, data: Base64 });
 export const TerminalResizeParams = z.looseObject({ terminalId: TerminalId, cols: Cols, rows: Rows });
@@ -73,13 +75,16 @@ export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
 /** Sent once when the link opens, before initialize. */
 export const Hello = z
   .looseObject({
-    protocol: z.number().int().positive().default(1),
-    version: z.string().optional(),
-    harness_spec: z.string().nullish(),
+    protocol: z._default(z.int().check(z.positive()), 1),
+    version: z.optional(z.string()),
+    harness_spec: z.nullish(z.string()),
     device: z.looseObject({ host: z.string(), platform: z.string() }),
-    limits: DeviceLimits.optional().transform((limits) => limits ?? null),
+    limits: z.pipe(
+      z.optional(DeviceLimits),
+      z.transform((limits) => limits ?? null),
+    ),
   })
-  .refine(...jsonWithin(HELLO_MAX_CHARS, "the hello"));
+  .check(z.refine(...jsonWithin(HELLO_MAX_CHARS, "the hello")));
 export type Hello = z.infer<typeof Hello>;
 
 const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size: z.number() });
@@ -91,17 +96,17 @@ export const KNOWN_EVENTS = [
   z.looseObject({
     type: z.literal("prompt"),
     text: z.string(),
-    turnId: z.string().optional(),
-    attachments: z.array(Attachment).optional(),
+    turnId: z.optional(z.string()),
+    attachments: z.optional(z.array(Attachment)),
   }),
-  z.looseObject({ type: z.literal("task"), state: z.enum(["start", "end"]), turnId: z.string().optional() }),
-  z.looseObject({ type: z.literal("steered"), texts: z.array(z.string()), ids: z.array(z.string()).optional() }),
+  z.looseObject({ type: z.literal("task"), state: z.enum(["start", "end"]), turnId: z.optional(z.string()) }),
+  z.looseObject({ type: z.literal("steered"), texts: z.array(z.string()), ids: z.optional(z.array(z.string())) }),
   z.looseObject({ type: z.literal("mode"), mode: z.string() }),
   z.looseObject({
     type: z.literal("model"),
     ref: z.string(),
     effort: z.string(),
-    connection: z.string().nullable(),
+    connection: z.nullable(z.string()),
     instance: z.boolean(),
   }),
   z.looseObject({ type: z.literal("compacted"), summary: z.string() }),
@@ -117,11 +122,11 @@ export type EventParams = z.infer<typeof EventParams>;
 export const SessionAnnounce = z.looseObject({
   sessionId: SessionId,
   cwd: DevicePath,
-  title: z.string().nullable(),
-  model: z.string().nullable(),
-  instance: z.boolean().optional(),
-  mode: z.string().nullable(),
-  effort: z.string().nullable().optional(),
+  title: z.nullable(z.string()),
+  model: z.nullable(z.string()),
+  instance: z.optional(z.boolean()),
+  mode: z.nullable(z.string()),
+  effort: z.optional(z.nullable(z.string())),
   busy: z.boolean(),
   origin: z.literal("terminal"),
 });
@@ -133,11 +138,11 @@ export type SessionLeft = z.infer<typeof SessionLeft>;
 export const SessionDeleted = WithSession;
 export type SessionDeleted = z.infer<typeof SessionDeleted>;
 
-export const PermissionSettled = z.looseObject({ sessionId: SessionId, toolCallId: z.string().min(1) });
+export const PermissionSettled = z.looseObject({ sessionId: SessionId, toolCallId: z.string().check(z.minLength(1)) });
 export type PermissionSettled = z.infer<typeof PermissionSettled>;
 
 export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base64 });
-export const TerminalExit = z.looseObject({ terminalId: TerminalId, code: z.number().int().nullable() });
+export const TerminalExit = z.looseObject({ terminalId: TerminalId, code: z.nullable(z.int()) });
 export type TerminalOutput = z.infer<typeof TerminalOutput>;
 export type TerminalExit = z.infer<typeof TerminalExit>;
 
@@ -152,10 +157,10 @@ export type SessionTitleResult = z.infer<typeof SessionTitleResult>;
 export const TerminalOpenResult = z.looseObject({
   terminalId: TerminalId,
   cwd: z.string(),
-  cols: z.number().int(),
-  rows: z.number().int(),
-  shell: z.enum(["bash", "zsh", "fish", "other"]).optional(),
-  integration: z.boolean().optional(),
+  cols: z.int(),
+  rows: z.int(),
+  shell: z.optional(z.enum(["bash", "zsh", "fish", "other"])),
+  integration: z.optional(z.boolean()),
 });
 export type TerminalOpenResult = z.infer<typeof TerminalOpenResult>;
 

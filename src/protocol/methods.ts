@@ -3,7 +3,7 @@
  * instance reads, of the result) — so a forwarder validates a frame by looking its method up, not by an if-chain.
  * Which methods a device may be sent at all is the capability table's concern (capabilities.ts).
  */
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import { check, type Checked } from "./issues";
 import { sessionUpdateFits, withSessionFits } from "./hand-checks";
 import {
@@ -57,7 +57,7 @@ import {
 } from "./lembas";
 
 export interface ClientMethod {
-  params: z.ZodType;
+  params: z.ZodMiniType;
   /** Sent without an id: nothing comes back. */
   notification: boolean;
 }
@@ -69,8 +69,8 @@ export function checkClientParams(spec: ClientMethod, params: unknown): Checked<
     : check(spec.params, params);
 }
 
-const request = (params: z.ZodType): ClientMethod => ({ params, notification: false });
-const notification = (params: z.ZodType): ClientMethod => ({ params, notification: true });
+const request = (params: z.ZodMiniType): ClientMethod => ({ params, notification: false });
+const notification = (params: z.ZodMiniType): ClientMethod => ({ params, notification: true });
 
 /**
  * What a client may send on to the device: ACP's agent methods (the ones beyond its baseline only to an agent that
@@ -123,7 +123,7 @@ export const AGENT_NOTIFICATIONS = {
   "_lembas/terminal/output": TerminalOutput,
   "_lembas/terminal/exit": TerminalExit,
   "$/cancel_request": CancelRequestParams,
-} as const satisfies Record<string, z.ZodType>;
+} as const satisfies Record<string, z.ZodMiniType>;
 
 export type AgentNotificationMethod = keyof typeof AGENT_NOTIFICATIONS;
 
@@ -156,4 +156,4 @@ export const RESULTS = {
   "_lembas/session/delete": SessionDeleteResult,
   "_lembas/session/title": SessionTitleResult,
   "_lembas/terminal/open": TerminalOpenResult,
-} as const satisfies Record<string, z.ZodType>;
+} as const satisfies Record<string, z.ZodMiniType>;

@@ -3,7 +3,7 @@
  * OpenAI-compatible base URL and its models with a kind and prices. Keys are secrets, never config:
  * `PROVIDER_<NAME>_API_KEY`. Validated once per isolate, at first use, so a typo is a clear error, not a crash.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "../http/respond";
@@ -12,54 +12,59 @@ import { MODEL_KINDS, type ModelKind } from "../protocol/http-api";
 export { MODEL_KINDS, type ModelKind };
 
 /** A price or a count the ledger multiplies: finite, not negative, at most a billion. */
-const bounded = () => z.number().nonnegative().max(1e9);
+const bounded = () => z.number().check(z.nonnegative(), z.lte(1e9));
 
 const ModelConfig = z
   .object({
     kind: z.enum(MODEL_KINDS),
     /** The provider's own name for it, when the served name differs. */
-    upstream: z.string().min(1).optional(),
+    upstream: z.optional(z.string().check(z.minLength(1))),
     /** Credits per million input (prompt) tokens. */
-    price_in: bounded().optional(),
+    price_in: z.optional(bounded()),
     /** Credits per million output (completion) tokens. */
-    price_out: bounded().default(0),
+    price_out: z._default(bounded(), 0),
     /** Speech to text: credits per minute of audio (instead of, or besides, the token prices). */
-    price_minute: bounded().optional(),
+    price_minute: z.optional(bounded()),
     /** Text to speech: credits per million characters of input. */
-    price_chars: bounded().optional(),
+    price_chars: z.optional(bounded()),
     /** The most output tokens one request can produce: what a request that sets no max_tokens holds. */
-    max_output: z.number().int().positive().max(1e7).default(4096),
+    max_output: z._default(z.int().check(z.positive(), z.lte(1e7)), 4096),
     /**
      * Request fields forwarded beyond the instance's allow-list (`n` above 1, `service_tier`, `store`, …): each
      * can change what a request costs, so the operator names them per model.
      */
-    forward: z
-      .array(z.string().regex(/^[a-z_][a-z0-9_]*$/))
-      .max(50)
-      .default([]),
+    forward: z._default(z.array(z.string().check(z.regex(/^[a-z_][a-z0-9_]*$/))).check(z.maxLength(50)), []),
   })
-  // A model without its price would be free by mistake: tts is priced by characters, stt by minute or token.
-  .refine(
-    (m) =>
-      (m.kind === "tts" ? m.price_chars : (m.price_in ?? (m.kind === "stt" ? m.price_minute : undefined))) !==
-      undefined,
-    {
-      path: ["price_in"],
-      message: "the model needs its price (price_in; price_minute for stt; price_chars for tts)",
-    },
+  .check(
+    // A model without its price would be free by mistake: tts is priced by characters, stt by minute or token.
+    z.refine(
+      (m) =>
+        (m.kind === "tts" ? m.price_chars : (m.price_in ?? (m.kind === "stt" ? m.price_minute : undefined))) !==
+        undefined,
+      {
+        path: ["price_in"],
+        message: "the model needs its price (price_in; price_minute for stt; price_chars for tts)",
+      },
+    ),
   );
 
 const ProviderConfig = z.object({
   base_url: z.url({ protocol: /^https?$/ }),
-  models: z.record(z.string().min(1), ModelConfig),
+  models: z.record(z.string().check(z.minLength(1)), ModelConfig),
 });
 
 // The name is checked apart from the record, whose own key error would not say what a name may be.
-const ProvidersConfig = z.record(z.string(), ProviderConfig).superRefine((providers, ctx) => {
-  for (const name of Object.keys(providers))
-    if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(name))
-      ctx.addIssue({ code: "custom", path: [name], message: "provider names are lower-case letters, digits, _ and -" });
-});
+const ProvidersConfig = z.record(z.string(), ProviderConfig).check(
+  z.superRefine((providers, ctx) => {
+    for (const name of Object.keys(providers))
+      if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(name))
+        ctx.addIssue({
+          code: "custom",
+          path: [name],
+          message: "provider names are lower-case letters, digits, _ and -",
+        });
+  }),
+);
 
 export interface ServedModel {
   /** `<provider>/<model>`, as /v1/models lists it and clients ask for it. */

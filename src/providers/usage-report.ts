@@ -1,9 +1,9 @@
 /** The token counts a provider reports in `usage` (OpenAI's shape), validated: a provider is an edge too. */
-import * as z from "zod";
+import * as z from "zod/mini";
 
 const Usage = z.object({
-  prompt_tokens: z.number().int().nonnegative(),
-  completion_tokens: z.number().int().nonnegative().default(0),
+  prompt_tokens: z.int().check(z.nonnegative()),
+  completion_tokens: z._default(z.int().check(z.nonnegative()), 0),
 });
 
 export interface TokenCounts {

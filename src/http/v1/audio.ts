@@ -7,7 +7,7 @@
  * - POST /v1/audio/speech: `model` (kind tts), `input`, `voice`, `response_format`, `speed`, `instructions`; the
  *   audio streamed back as it arrives. Priced by the characters of `input` (`price_chars`), known before it is sent.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readBodyBytes, readJson, validated } from "../body";
@@ -24,21 +24,18 @@ const msAtMost = (bytes: number) => Math.ceil(bytes / 2);
 const msLikely = (bytes: number) => Math.ceil(bytes / 16);
 
 const Transcription = z.object({
-  model: z.string().min(1),
-  response_format: z.enum(["json", "text", "srt", "verbose_json", "vtt"]).optional(),
-  language: z
-    .string()
-    .regex(/^[a-z]{2,3}$/, "is an ISO-639-1 code")
-    .optional(),
-  prompt: z.string().max(4096).optional(),
-  temperature: z.coerce.number().min(0).max(1).optional(),
+  model: z.string().check(z.minLength(1)),
+  response_format: z.optional(z.enum(["json", "text", "srt", "verbose_json", "vtt"])),
+  language: z.optional(z.string().check(z.regex(/^[a-z]{2,3}$/, "is an ISO-639-1 code"))),
+  prompt: z.optional(z.string().check(z.maxLength(4096))),
+  temperature: z.optional(z.coerce.number().check(z.gte(0), z.lte(1))),
 });
 
 /** What a transcription's answer says it used: `usage` (tokens or seconds) or verbose_json's `duration`. */
-const count = z.number().nonnegative().optional();
+const count = z.optional(z.number().check(z.nonnegative()));
 const Reported = z.object({
   duration: count,
-  usage: z.object({ seconds: count, input_tokens: count, output_tokens: count }).optional(),
+  usage: z.optional(z.object({ seconds: count, input_tokens: count, output_tokens: count })),
 });
 
 const bad = (detail: string, param?: string) =>
@@ -98,12 +95,15 @@ export const transcriptions: Handler = async (request, env, ctx) => {
 };
 
 const Speech = z.object({
-  model: z.string().min(1),
-  input: z.string().min(1).max(4096),
-  voice: z.union([z.string().min(1).max(64), z.object({ id: z.string().min(1).max(64) })]),
-  response_format: z.string().max(16).optional(), // the provider knows its formats
-  speed: z.number().min(0.25).max(4).optional(),
-  instructions: z.string().max(4096).optional(),
+  model: z.string().check(z.minLength(1)),
+  input: z.string().check(z.minLength(1), z.maxLength(4096)),
+  voice: z.union([
+    z.string().check(z.minLength(1), z.maxLength(64)),
+    z.object({ id: z.string().check(z.minLength(1), z.maxLength(64)) }),
+  ]),
+  response_format: z.optional(z.string().check(z.maxLength(16))), // the provider knows its formats
+  speed: z.optional(z.number().check(z.gte(0.25), z.lte(4))),
+  instructions: z.optional(z.string().check(z.maxLength(4096))),
 });
 
 export const speech: Handler = async (request, env, ctx) => {

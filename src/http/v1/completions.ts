@@ -5,7 +5,7 @@
  * request may cost is held before it is forwarded; a streamed answer is passed through event by event (never
  * buffered whole) and metered as it goes; an unstreamed one is metered from its `usage`.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
@@ -27,17 +27,17 @@ const ALLOWED = new Set(
   ).split(" "),
 );
 
-const count = z.number().int().positive().max(1e7).nullish();
+const count = z.nullish(z.int().check(z.positive(), z.lte(1e7)));
 
 // What the instance acts on is checked; the other allowed fields go to the provider as the client sent them.
 const CompletionRequest = z.looseObject({
-  model: z.string().min(1),
-  messages: z.array(z.looseObject({ role: z.string() })).min(1),
-  stream: z.boolean().optional(),
-  stream_options: z.looseObject({ include_usage: z.boolean().optional() }).nullish(),
+  model: z.string().check(z.minLength(1)),
+  messages: z.array(z.looseObject({ role: z.string() })).check(z.minLength(1)),
+  stream: z.optional(z.boolean()),
+  stream_options: z.nullish(z.looseObject({ include_usage: z.optional(z.boolean()) })),
   max_tokens: count,
   max_completion_tokens: count,
-  n: z.number().int().min(1).max(128).nullish(),
+  n: z.nullish(z.int().check(z.gte(1), z.lte(128))),
 });
 
 export const chatCompletions: Handler = async (request, env, ctx) => {

@@ -1,5 +1,5 @@
 /** POST /v1/embeddings: for models of kind `embedding`, forwarded and metered like a chat completion. */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
@@ -8,11 +8,11 @@ import { inputTokensAtMost, tokensLikely } from "../../providers/estimate";
 import { admit, forwardAdmitted, relayJson } from "./metering";
 
 const EmbeddingRequest = z.object({
-  model: z.string().min(1),
+  model: z.string().check(z.minLength(1)),
   input: z.union([z.string(), z.array(z.string()), z.array(z.number()), z.array(z.array(z.number()))]),
-  encoding_format: z.enum(["float", "base64"]).optional(),
-  dimensions: z.number().int().positive().max(65_536).optional(),
-  user: z.string().optional(),
+  encoding_format: z.optional(z.enum(["float", "base64"])),
+  dimensions: z.optional(z.int().check(z.positive(), z.lte(65_536))),
+  user: z.optional(z.string()),
 });
 
 export const embeddings: Handler = async (request, env, ctx) => {

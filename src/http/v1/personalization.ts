@@ -3,7 +3,7 @@
  * uses in place of its local ones. A PUT changes only the fields it sends. Only a device's token may write, and only
  * when the operator made personalization available to the account.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller, type ApiCaller } from "../auth";
 import { readJson } from "../body";
@@ -13,11 +13,11 @@ import { BOUNDS, textOfBytes } from "../../db/bounds";
 
 // `available` is the operator's to set; a client sending it back unchanged is fine, so it is accepted and ignored.
 const PersonalizationChange = z.object({
-  enabled: z.boolean({ error: "enabled must be true or false" }).optional(),
-  available: z.unknown().optional(),
-  personality: textOfBytes(BOUNDS.personalizationBytes, "personality").optional(),
-  personality_custom: textOfBytes(BOUNDS.personalizationBytes, "personality_custom").optional(),
-  instructions: textOfBytes(BOUNDS.personalizationBytes, "instructions").optional(),
+  enabled: z.optional(z.boolean({ error: "enabled must be true or false" })),
+  available: z.optional(z.unknown()),
+  personality: z.optional(textOfBytes(BOUNDS.personalizationBytes, "personality")),
+  personality_custom: z.optional(textOfBytes(BOUNDS.personalizationBytes, "personality_custom")),
+  instructions: z.optional(textOfBytes(BOUNDS.personalizationBytes, "instructions")),
 });
 
 function assertDevice(caller: ApiCaller): void {
