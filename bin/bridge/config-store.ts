@@ -3,7 +3,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, open, readFile, rename, rm } from "node:fs/promises";
 import { homedir } from "node:os";
 import path from "node:path";
-import * as z from "zod";
+import * as z from "zod/mini";
 import { Stop } from "./log.js";
 
 const Credential = z.object({

@@ -1,17 +1,17 @@
 /** GET /.well-known/lembas.json: which link protocols the instance speaks and where its endpoints are. */
-import * as z from "zod";
+import * as z from "zod/mini";
 import { Stop } from "./log.js";
 
 const Discovery = z.object({
-  protocol: z.number().int(),
-  protocols: z.array(z.number().int()).optional(),
-  endpoints: z
-    .object({
-      device_authorization: z.url().optional(),
-      device_token: z.url().optional(),
-      link: z.url().optional(),
-    })
-    .optional(),
+  protocol: z.int(),
+  protocols: z.optional(z.array(z.int())),
+  endpoints: z.optional(
+    z.object({
+      device_authorization: z.optional(z.url()),
+      device_token: z.optional(z.url()),
+      link: z.optional(z.url()),
+    }),
+  ),
 });
 export type Discovery = z.infer<typeof Discovery>;
 

@@ -1,26 +1,26 @@
 /** The instance's frames, checked before they reach the agent: one JSON-RPC 2.0 message per WebSocket message. */
 import type { AnyMessage } from "@agentclientprotocol/sdk";
-import * as z from "zod";
+import * as z from "zod/mini";
 
 const Id = z.union([z.string(), z.number()]);
 const Request = z.object({
   jsonrpc: z.literal("2.0"),
   id: Id,
-  method: z.string().min(1),
-  params: z.unknown().optional(),
+  method: z.string().check(z.minLength(1)),
+  params: z.optional(z.unknown()),
 });
 // A notification has no id at all; an object id is not a request either.
 const Notification = z.object({
   jsonrpc: z.literal("2.0"),
-  id: z.never().optional(),
-  method: z.string().min(1),
-  params: z.unknown().optional(),
+  id: z.optional(z.never()),
+  method: z.string().check(z.minLength(1)),
+  params: z.optional(z.unknown()),
 });
 const Result = z.object({ jsonrpc: z.literal("2.0"), id: Id, result: z.unknown() });
 const Failure = z.object({
   jsonrpc: z.literal("2.0"),
-  id: Id.nullable(),
-  error: z.object({ code: z.number().int(), message: z.string(), data: z.unknown().optional() }),
+  id: z.nullable(Id),
+  error: z.object({ code: z.int(), message: z.string(), data: z.optional(z.unknown()) }),
 });
 const Frame = z.union([Request, Notification, Result, Failure]);
 

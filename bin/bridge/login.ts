@@ -1,30 +1,30 @@
 /** `lembas-edge login`: the OAuth 2.0 Device Authorization Grant (RFC 8628) against the instance. */
 import { hostname } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
-import * as z from "zod";
+import * as z from "zod/mini";
 import { configDir, credentialsPath, saveCredential } from "./config-store.js";
 import { PROTOCOL_MISMATCH, errorText, readDiscovery, speaksOurProtocol } from "./discovery.js";
 import { Stop, say } from "./log.js";
 
 const Authorization = z.object({
-  device_code: z.string().min(1),
-  user_code: z.string().min(1),
+  device_code: z.string().check(z.minLength(1)),
+  user_code: z.string().check(z.minLength(1)),
   verification_uri: z.string(),
-  verification_uri_complete: z.string().optional(),
-  expires_in: z.number().positive(),
+  verification_uri_complete: z.optional(z.string()),
+  expires_in: z.number().check(z.positive()),
   // RFC 8628 §3.2: five seconds when the server does not say.
-  interval: z.number().nonnegative().default(5),
+  interval: z._default(z.number().check(z.nonnegative()), 5),
 });
 
 const Granted = z.object({
-  access_token: z.string().min(1),
-  token_type: z.string().optional(),
-  device_id: z.string().min(1),
+  access_token: z.string().check(z.minLength(1)),
+  token_type: z.optional(z.string()),
+  device_id: z.string().check(z.minLength(1)),
 });
 
 const Refused = z.object({
   error: z.enum(["authorization_pending", "slow_down", "expired_token", "access_denied", "invalid_grant"]),
-  detail: z.string().optional(),
+  detail: z.optional(z.string()),
 });
 
 /** RFC 8628 §3.4: the grant type a device-code poll names. */
