@@ -14,7 +14,7 @@ import { devtools, type Profile } from "./devtools.js";
 import { arrivals, Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log, sleep } from "./progress.js";
 import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
-import { ROOT, startDev, type Dev } from "./wrangler-dev.js";
+import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 const ROUND_TRIPS = Number(process.env.BENCH_PROFILE_ROUND_TRIPS ?? 600);
 const FRAMES = Number(process.env.BENCH_PROFILE_FRAMES ?? 6000);
@@ -49,15 +49,7 @@ function selfTimes(profile: Profile, operations: number): string {
 
 async function main(): Promise<void> {
   log("starting the real Worker and the baseline under wrangler dev");
-  const [relay, bare] = await Promise.all([
-    startDev({
-      label: "relay",
-      snapshotOf: "bench/instrumented/worker.ts",
-      migrateD1: true,
-      probe: "/.well-known/lembas.json",
-    }),
-    startDev({ label: "baseline", config: path.join(ROOT, "bench/baseline/wrangler.toml"), probe: "/" }),
-  ]);
+  const [relay, bare] = await Promise.all([startDev(RELAY), startDev(BASELINE)]);
   try {
     await run(relay, bare);
   } finally {

@@ -9,7 +9,6 @@
  * BENCH_QUICK=1 measures only the round trip, the fan-out and the relay's commits, with one device made.
  * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 15 minutes more.
  */
-import path from "node:path";
 import { createDevices, createPerson } from "./accounts.js";
 import { measureBundle } from "./bundle.js";
 import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
@@ -19,7 +18,7 @@ import { Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peer
 import { log } from "./progress.js";
 import { type BenchResult, previousRatios, report, writeResults } from "./report.js";
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
-import { RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
+import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 /** Relay and bare echo alternate every block, so both see the same load on the shared cores. */
 const ROUND_TRIPS = { warmup: 100, blocks: 40, perBlock: 25 };
@@ -135,10 +134,7 @@ async function main(): Promise<void> {
   // Raced against the measurements below; marked handled so an early time-out cannot end the process unstopped.
   overtime.catch(() => {});
   log("starting the real Worker and the baseline under wrangler dev");
-  const started = await Promise.allSettled([
-    startDev(RELAY),
-    startDev({ label: "baseline", config: path.join(ROOT, "bench/baseline/wrangler.toml"), probe: "/" }),
-  ]);
+  const started = await Promise.allSettled([startDev(RELAY), startDev(BASELINE)]);
   const [relay, bare] = started.map((s) => (s.status === "fulfilled" ? s.value : null));
   if (!relay || !bare) {
     await Promise.all([relay?.stop(), bare?.stop()]);
