@@ -91,7 +91,11 @@ export interface LinkStagesResult {
   setUpRates: SetUpRate[];
   /** Why the scale stages stopped before their last (null: they did not). */
   stoppedBy: string | null;
-  memory: { before: Omit<MemoryRow, "links">; rows: MemoryRow[] };
+  /**
+   * rows: one a stage. readings: those and one after every wave's hibernation too, so growth per link is a slope
+   * fitted through many points rather than the difference of two (RSS moves by megabytes as the allocator pleases).
+   */
+  memory: { before: Omit<MemoryRow, "links">; rows: MemoryRow[]; readings: MemoryRow[] };
   idle: { windowMs: number; relay: IdleSide; bare: IdleSide };
 }
 
@@ -141,7 +145,7 @@ export async function measureLinkStages(
   const samples: Samples = { open: [], initialize: [], up: [] };
   const bareSamples: Samples = { open: [], initialize: [], up: [] };
   const d1: Record<string, number> = {};
-  const memory = { before: rss(relay, bare), rows: [] as MemoryRow[] };
+  const memory = { before: rss(relay, bare), rows: [] as MemoryRow[], readings: [] as MemoryRow[] };
 
   let stoppedBy: string | null = null;
   for (const target of stages) {
@@ -200,7 +204,10 @@ export async function measureLinkStages(
         ...(await inBatches(size, parallel, (i) => ScriptedDevice.bare(bare.origin, `idle-${offset + i}`))),
       );
       // The wave's objects leave memory before the next wave's come in (not after the last: the stage waits below).
-      if (done + size < rest) await sleep(HIBERNATE_AFTER_MS);
+      if (done + size < rest) {
+        await sleep(HIBERNATE_AFTER_MS);
+        memory.readings.push({ links: relayLinks.length, ...rss(relay, bare) });
+      }
     }
     if (rest >= RATE_FROM_LINKS) {
       const seconds = setUp.ms / 1000;
@@ -214,7 +221,9 @@ export async function measureLinkStages(
     )) {
       d1[key] = (d1[key] ?? 0) + count;
     }
-    memory.rows.push({ links: target, ...rss(relay, bare) });
+    const row = { links: target, ...rss(relay, bare) };
+    memory.rows.push(row);
+    memory.readings.push(row);
   }
 
   const idle = await idleCheck(relay, bare, { relay: relayLinks, bare: bareLinks });

@@ -9,8 +9,8 @@ import path from "node:path";
 import type { BundleSize } from "./bundle.js";
 import { type CommitCounts, type Counted, PACED_EVERY_MS } from "./commits.js";
 import type { FanOutRow } from "./fan-out.js";
-import type { IdleSide, LinkStagesResult, MemoryRow } from "./link-stages.js";
-import type { Spread, Summary } from "./stats.js";
+import type { IdleSide, LinkStagesResult } from "./link-stages.js";
+import { slope, type Spread, type Summary } from "./stats.js";
 
 export interface BenchResult {
   /** BENCH_QUICK=1: round trip, fan-out and relay commits only. */
@@ -68,15 +68,16 @@ function markdown(header: Row, rows: readonly Row[]): string {
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
-/** RSS growth per link between two memory rows. */
-function perLink(rows: readonly MemoryRow[], from: number, to: number) {
-  const first = rows.find((row) => row.links === from);
-  const last = rows.find((row) => row.links === to);
-  if (!first || !last || to <= from) return null;
-  const n = to - from;
-  const relay = (last.relayBytes - first.relayBytes) / n;
-  const bare = (last.bareBytes - first.bareBytes) / n;
-  return { from, to, relay, bare, ratio: relay / bare };
+/**
+ * RSS growth per link from `from` to `to` links: the least-squares slope through every hibernated reading between
+ * them (one per wave of set-ups), each side alike.
+ */
+function perLink(memory: LinkStagesResult["memory"], from: number, to: number) {
+  const points = memory.readings.filter((row) => row.links >= from && row.links <= to);
+  if (to <= from || !points.some((row) => row.links === from) || !points.some((row) => row.links === to)) return null;
+  const relay = slope(points.map((row) => ({ x: row.links, y: row.relayBytes })));
+  const bare = slope(points.map((row) => ({ x: row.links, y: row.bareBytes })));
+  return { from, to, readings: points.length, relay, bare, ratio: relay / bare };
 }
 
 /** How many idle links still had their object in memory at the probe (see link-stages.ts). */
@@ -95,7 +96,7 @@ export function ratios(result: BenchResult): Record<string, number> {
   if (links) {
     out["link set-up p50 vs a bare handshake"] = links.setup.relayUp.p50 / links.setup.bareUp.p50;
     out["link set-up p50 vs a bare upgrade"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
-    const rss = perLink(links.memory.rows, 100, 1000);
+    const rss = perLink(links.memory, 100, 1000);
     if (rss) out["RSS per idle link"] = rss.ratio;
   }
   return out;
@@ -223,9 +224,14 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
     [100, 1000],
     [1000, memory.at(-1)?.links ?? 0],
   ] as const) {
-    const growth = perLink(memory, from, to);
+    const growth = perLink(links.memory, from, to);
     if (growth)
-      rows.push([`RSS per idle link (${from} → ${to})`, kib(growth.relay), kib(growth.bare), times(growth.ratio)]);
+      rows.push([
+        `RSS per idle link (${from} → ${to}, slope through ${growth.readings} readings)`,
+        kib(growth.relay),
+        kib(growth.bare),
+        times(growth.ratio),
+      ]);
   }
   const { relay, bare } = links.idle;
   const window = `${links.idle.windowMs / 1000} s`;
@@ -285,7 +291,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
       `≤ ${TARGETS.linkSetUp}×`,
       setUp <= TARGETS.linkSetUp,
     );
-    const rss = perLink(links.memory.rows, 100, 1000);
+    const rss = perLink(links.memory, 100, 1000);
     if (rss)
       goal(
         "RSS per idle hibernated link vs a bare socket",

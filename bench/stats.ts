@@ -34,3 +34,11 @@ export const summary = (runs: readonly number[]): Summary => ({
   max: Math.max(...runs),
   runs: [...runs],
 });
+
+/** The least-squares slope of y over x (NaN with fewer than two distinct x). */
+export function slope(points: readonly { x: number; y: number }[]): number {
+  const mean = (f: (p: { x: number; y: number }) => number) => points.reduce((t, p) => t + f(p), 0) / points.length;
+  const [mx, my] = [mean((p) => p.x), mean((p) => p.y)];
+  const sxx = points.reduce((t, p) => t + (p.x - mx) ** 2, 0);
+  return sxx > 0 ? points.reduce((t, p) => t + (p.x - mx) * (p.y - my), 0) / sxx : Number.NaN;
+}
