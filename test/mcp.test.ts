@@ -93,6 +93,156 @@ describe("the legacy era (2025-03-26 … 2025-11-25)", () => {
   });
 });
 
+/** One POST to /mcp as given (headers and body text), with its status, error (if any) and raw body. */
+async function rawPost(headers: Record<string, string>, body: string) {
+  const res = await SELF.fetch("https://lembas.test/mcp", { method: "POST", headers, body });
+  const text = await res.text();
+  return { status: res.status, text, answer: text ? (JSON.parse(text) as Answer) : null };
+}
+const rpc = (method: string, id?: number, params?: Record<string, unknown>) =>
+  ({ jsonrpc: "2.0", ...(id !== undefined && { id }), method, ...(params && { params }) }) as const;
+
+describe("the legacy era's Streamable HTTP rules", () => {
+  const listing = JSON.stringify(rpc("tools/list", 1));
+
+  it("takes a POST only from a client that accepts JSON and event streams (406)", async () => {
+    const auth = bearer((await createUser()).apiAuth);
+    const type = { "content-type": "application/json" };
+    for (const accept of [
+      "text/html",
+      "application/json",
+      "text/event-stream",
+      "application/json;q=0, text/event-stream",
+    ]) {
+      const res = await rawPost({ ...type, ...auth, accept }, listing);
+      expect(res.status, accept).toBe(406);
+      expect(res.answer, accept).toMatchObject({ jsonrpc: "2.0", id: null, error: { code: -32000 } });
+      expect(res.answer!.error.message).toMatch(
+        /Not Acceptable: Accept must list application\/json and text\/event-stream/,
+      );
+    }
+    expect((await rawPost({ ...type, ...auth }, listing)).status).toBe(406);
+    for (const accept of ["text/event-stream, application/json", "*/*", "application/*, text/*;q=0.5"])
+      expect((await rawPost({ ...type, ...auth, accept }, listing)).answer!.result.tools, accept).toHaveLength(5);
+  });
+
+  it("takes only a JSON body (415)", async () => {
+    const auth = bearer((await createUser()).apiAuth);
+    for (const type of ["text/plain", "application/jsonl", "application/x-www-form-urlencoded"]) {
+      const res = await rawPost({ accept: STREAMABLE.accept, "content-type": type, ...auth }, listing);
+      expect(res.status, type).toBe(415);
+      expect(res.answer!.error).toEqual({
+        code: -32000,
+        message: "Unsupported Media Type: Content-Type must be application/json",
+      });
+    }
+    const charset = { accept: STREAMABLE.accept, "content-type": "Application/JSON; charset=utf-8", ...auth };
+    expect((await rawPost(charset, listing)).status).toBe(200);
+  });
+
+  it("answers a body that is not JSON with -32700 and one that is not JSON-RPC with -32600", async () => {
+    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const unparsed = await rawPost(auth, '{"jsonrpc":"2.0",');
+    expect(unparsed.status).toBe(400);
+    expect(unparsed.answer).toMatchObject({
+      id: null,
+      error: { code: -32700, message: expect.stringMatching(/^Parse error/) },
+    });
+    const bodies = {
+      '"ping"': /JSON-RPC 2.0 object/,
+      '{"jsonrpc":"1.0","id":1,"method":"ping"}': /not a JSON-RPC 2.0 message/,
+      '{"jsonrpc":"2.0","id":1}': /neither a method nor a result or error/,
+      '{"jsonrpc":"2.0","id":{},"method":"ping"}': /not a JSON-RPC 2.0 message/,
+      '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":["library_list"]}':
+        /params of tools\/call must be an object/,
+      [`{"jsonrpc":"2.0","id":"${"x".repeat(201)}","method":"ping"}`]: /string id is at most 200/,
+    };
+    for (const [body, message] of Object.entries(bodies)) {
+      const res = await rawPost(auth, body);
+      expect(res.status, body).toBe(400);
+      expect(res.answer!.error.code, body).toBe(-32600);
+      expect(res.answer!.error.message, body).toMatch(/^Invalid Request: /);
+      expect(res.answer!.error.message, body).toMatch(message);
+    }
+  });
+
+  it("answers a body of notifications or responses alone with 202 and no body", async () => {
+    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const bodies = [
+      rpc("notifications/cancelled", undefined, { requestId: 3 }),
+      { jsonrpc: "2.0", id: 7, result: {} },
+      { jsonrpc: "2.0", id: 8, error: { code: -32601, message: "no sampling here" } },
+      [rpc("notifications/initialized"), { jsonrpc: "2.0", id: 9, result: {} }],
+    ];
+    for (const body of bodies) {
+      const res = await rawPost(auth, JSON.stringify(body));
+      expect(res, JSON.stringify(body)).toMatchObject({ status: 202, text: "" });
+    }
+  });
+
+  it("takes batches in 2025-03-26 (the header's default) and refuses them from 2025-06-18 on", async () => {
+    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const batch = JSON.stringify([
+      rpc("ping", 1),
+      rpc("notifications/initialized"),
+      rpc("tools/list", 2),
+      rpc("x/y", 3),
+    ]);
+    const eras: Record<string, string>[] = [{}, { "mcp-protocol-version": "2025-03-26" }];
+    for (const era of eras) {
+      const res = await rawPost({ ...auth, ...era }, batch);
+      expect(res.status).toBe(200);
+      expect(res.answer!.map((a: Answer) => a.id)).toEqual([1, 2, 3]);
+      expect(res.answer![0].result).toEqual({});
+      expect(res.answer![1].result.tools).toHaveLength(5);
+      expect(res.answer![2].error.code).toBe(-32601);
+    }
+    const alone = await rawPost(auth, JSON.stringify([rpc("ping", 4)]));
+    expect(alone.answer).toEqual([{ jsonrpc: "2.0", id: 4, result: {} }]);
+    for (const version of ["2025-06-18", "2025-11-25"]) {
+      const res = await rawPost({ ...auth, "mcp-protocol-version": version }, batch);
+      expect(res.status, version).toBe(400);
+      expect(res.answer!.error).toMatchObject({ code: -32600, message: expect.stringMatching(/2025-03-26 only/) });
+    }
+    const refusals = {
+      "[]": /an empty batch/,
+      [JSON.stringify(Array.from({ length: 101 }, (_, i) => rpc("ping", i)))]: /more than 100 messages/,
+      [JSON.stringify([rpc("ping", 1), { jsonrpc: "2.0", id: 2 }])]: /message 2 of the batch/,
+      [JSON.stringify([rpc("initialize", 1, { protocolVersion: "2025-03-26", capabilities: {} }), rpc("ping", 2)])]:
+        /initialize must be sent alone/,
+    };
+    for (const [body, message] of Object.entries(refusals)) {
+      const res = await rawPost(auth, body);
+      expect(res.status, body.slice(0, 60)).toBe(400);
+      expect(res.answer!.error).toMatchObject({ code: -32600, message: expect.stringMatching(message) });
+    }
+  });
+
+  it("refuses an MCP-Protocol-Version it does not serve (400), except on initialize (where it is agreed)", async () => {
+    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    for (const version of ["1900-01-01", "not-a-version", "2024-11-05"]) {
+      const res = await rawPost({ ...auth, "mcp-protocol-version": version }, listing);
+      expect(res.status, version).toBe(400);
+      expect(res.answer!.error).toEqual({
+        code: -32000,
+        message: `Bad Request: unsupported protocol version ${version} (supported: 2025-11-25, 2025-06-18, 2025-03-26)`,
+      });
+    }
+    for (const era of [{}, ...["2025-11-25", "2025-06-18", "2025-03-26"].map((v) => ({ "mcp-protocol-version": v }))])
+      expect((await rawPost({ ...auth, ...era }, listing)).answer!.result.tools).toHaveLength(5);
+    for (const asked of ["2025-03-26", "2025-06-18", "2025-11-25", "2099-01-01"]) {
+      const init = rpc("initialize", 1, {
+        protocolVersion: asked,
+        capabilities: {},
+        clientInfo: { name: "t", version: "1" },
+      });
+      const res = await rawPost({ ...auth, "mcp-protocol-version": "1900-01-01" }, JSON.stringify(init));
+      expect(res.status, asked).toBe(200);
+      expect(res.answer!.result.protocolVersion, asked).toBe(asked === "2099-01-01" ? "2025-11-25" : asked);
+    }
+  });
+});
+
 describe("the modern era (2026-07-28)", () => {
   it("discovers, and marks every result complete with the server's identity", async () => {
     const auth = bearer((await createUser()).apiAuth);

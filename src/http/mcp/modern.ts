@@ -6,9 +6,8 @@
  * 400); a method the server does not have is 404 with -32601; `server/discover` says what the server speaks; every
  * result has `resultType` and the server's identity. One JSON answer a request; a notification 202.
  */
-import * as z from "zod";
-import { describeIssues } from "../body";
 import { json } from "../respond";
+import { answerOf, invalidRequest, parseBody, readMessage, refuse } from "./messages";
 import {
   CAPABILITIES,
   dispatch,
@@ -24,19 +23,13 @@ import {
 const META = "io.modelcontextprotocol/";
 const SUPPORTED = [...MODERN_VERSIONS, ...LEGACY_VERSIONS];
 
-const Message = z.object({
-  jsonrpc: z.literal("2.0"),
-  id: z.union([z.string().max(200), z.number().int()]).optional(),
-  method: z.string().min(1).max(200),
-  params: z.record(z.string(), z.unknown()).optional(),
-});
-
 /**
- * Whether a request declares the modern era: its MCP-Protocol-Version header is a revision from 2026 on, or its
- * `_meta` names a protocol version (which only a modern request carries; one whose header disagrees is refused).
+ * Whether a request declares the modern era: its MCP-Protocol-Version header is a revision (a date) from 2026 on, or
+ * its `_meta` names a protocol version (which only a modern request carries; one whose header disagrees is refused).
  */
 export function isModernRequest(headers: Headers, text: string): boolean {
-  if ((headers.get("mcp-protocol-version") ?? "") >= "2026") return true;
+  const header = headers.get("mcp-protocol-version") ?? "";
+  if (/^\d{4}-\d\d-\d\d$/.test(header) && header >= "2026") return true;
   try {
     const meta: unknown = JSON.parse(text)?.params?._meta;
     return typeof meta === "object" && meta !== null && `${META}protocolVersion` in meta;
@@ -44,11 +37,6 @@ export function isModernRequest(headers: Headers, text: string): boolean {
     return false;
   }
 }
-
-const answer = (status: number, id: unknown, outcome: Outcome) =>
-  json({ jsonrpc: "2.0", id: id ?? null, ...outcome }, status);
-const refuse = (status: number, id: unknown, code: number, message: string, data?: unknown) =>
-  answer(status, id, { error: { code, message, ...(data !== undefined && { data }) } });
 
 /** A header value as the client meant it: `=?base64?…?=` is how it sends one plain ASCII cannot carry. */
 function headerValue(value: string | null): string | null {
@@ -67,15 +55,12 @@ export async function modernExchange(
   tools: readonly Tool[],
   context: ToolContext,
 ): Promise<Response> {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    return refuse(400, null, -32700, "Parse error: the body is not JSON");
-  }
-  const parsed = Message.safeParse(raw);
-  if (!parsed.success) return refuse(400, null, -32600, `Invalid Request: ${describeIssues(parsed.error)}`);
-  const { id, method, params = {} } = parsed.data;
+  const body = parseBody(text);
+  if (body instanceof Response) return body;
+  const message = readMessage(body.value);
+  if (typeof message === "string") return invalidRequest(message);
+  if (message.kind === "response") return invalidRequest("a modern request is a request or a notification");
+  const { id = null, method, params } = message.call;
   const meta = (params._meta ?? {}) as Record<string, unknown>;
   const version = meta[`${META}protocolVersion`];
   const mismatch = (what: string) => refuse(400, id, -32020, `Header mismatch: ${what}`);
@@ -89,7 +74,7 @@ export async function modernExchange(
   const capabilities = meta[`${META}clientCapabilities`];
   if (typeof capabilities !== "object" || capabilities === null)
     return refuse(400, id, -32602, `_meta needs ${META}clientCapabilities (an object)`);
-  if (id === undefined) return new Response(null, { status: 202 });
+  if (id === null) return new Response(null, { status: 202 });
 
   let outcome: Outcome;
   if (method === "server/discover") {
@@ -97,14 +82,16 @@ export async function modernExchange(
   } else if (method === "initialize" || method === "ping") {
     outcome = { error: { code: -32601, message: `Method not found: ${method} (2025 era only)` } };
   } else outcome = await dispatch(method, params, tools, context);
-  if ("error" in outcome) return answer(outcome.error.code === -32601 ? 404 : 200, id, outcome);
+  if ("error" in outcome) return json(answerOf(id, outcome), outcome.error.code === -32601 ? 404 : 200);
   const cacheable = method === "server/discover" || method === "tools/list";
-  return answer(200, id, {
-    result: {
-      resultType: "complete",
-      ...outcome.result,
-      ...(cacheable && { ttlMs: 3_600_000, cacheScope: "public" }),
-      _meta: { [`${META}serverInfo`]: SERVER_INFO },
-    },
-  });
+  return json(
+    answerOf(id, {
+      result: {
+        resultType: "complete",
+        ...outcome.result,
+        ...(cacheable && { ttlMs: 3_600_000, cacheScope: "public" }),
+        _meta: { [`${META}serverInfo`]: SERVER_INFO },
+      },
+    }),
+  );
 }

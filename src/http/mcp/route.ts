@@ -4,20 +4,18 @@
  * Origin other than the instance's own is refused (the spec's DNS-rebinding rule, and what keeps another site from
  * using a person's cookie here).
  *
- * A request of the 2025 era (initialize, then requests; what most clients speak) goes through the MCP SDK's own
- * web-standard Streamable HTTP transport, stateless (no session id) and answering JSON, with the server's methods
- * behind it; one that declares the current revision (2026-07-28) is answered by modern.ts. Nothing is kept between
- * requests and nothing is pushed, so GET (a standing stream) and DELETE (a session's end) are 405.
+ * A request of the 2025 era (initialize, then requests; what most clients speak) is answered by legacy.ts, one that
+ * declares the current revision (2026-07-28) by modern.ts; both read and answer JSON-RPC through messages.ts and
+ * serve the methods of server.ts. Stateless (no session id) and JSON only: nothing is kept between requests and
+ * nothing is pushed, so GET (a standing stream) and DELETE (a session's end) are 405.
  */
-import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
-import { isJSONRPCRequest, type JSONRPCMessage } from "@modelcontextprotocol/sdk/types.js";
 import type { Env } from "../../env";
 import type { Handler } from "../routes";
 import { authenticateCaller, authenticatePerson, type ApiCaller } from "../auth";
 import { readBodyText } from "../body";
 import { json } from "../respond";
 import { assertSameOrigin } from "../origin";
-import { dispatch, type ToolContext } from "./server";
+import { legacyExchange } from "./legacy";
 import { isModernRequest, modernExchange } from "./modern";
 import { LIBRARY_TOOLS } from "./library-tools";
 
@@ -28,34 +26,13 @@ async function mcpCaller(request: Request, env: Env): Promise<ApiCaller> {
   return { userId, deviceId: null, scopes };
 }
 
-/** The 2025 era: the SDK's transport reads and checks the request, the server's methods answer each one in it. */
-async function legacyExchange(request: Request, text: string, context: ToolContext): Promise<Response> {
-  const transport = new WebStandardStreamableHTTPServerTransport({
-    sessionIdGenerator: undefined,
-    enableJsonResponse: true,
-  });
-  transport.onmessage = (message: JSONRPCMessage) => {
-    if (!isJSONRPCRequest(message)) return; // notifications (initialized, cancelled) need nothing
-    const answered = dispatch(message.method, message.params ?? {}, LIBRARY_TOOLS, context).catch((err: unknown) => {
-      console.error("mcp request failed", err);
-      return { error: { code: -32603, message: "internal error" } };
-    });
-    answered
-      .then((outcome) => transport.send({ jsonrpc: "2.0", id: message.id, ...outcome } as JSONRPCMessage))
-      .catch((err: unknown) => console.error("mcp answer not sent", err));
-  };
-  await transport.start();
-  // The body was read within the route's cap; the transport reads it again from this copy.
-  return transport.handleRequest(new Request(request.url, { method: "POST", headers: request.headers, body: text }));
-}
-
 export const mcp: Handler = async (request, env, ctx) => {
   assertSameOrigin(request);
   const context = { env, ctx, caller: await mcpCaller(request, env) };
   const text = await readBodyText(request);
   return isModernRequest(request.headers, text)
     ? modernExchange(request.headers, text, LIBRARY_TOOLS, context)
-    : legacyExchange(request, text, context);
+    : legacyExchange(request.headers, text, LIBRARY_TOOLS, context);
 };
 
 /** GET (a standing stream) and DELETE (a session's end) have nothing to serve: no streams, no sessions. */
