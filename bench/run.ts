@@ -123,6 +123,14 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   };
 }
 
+/** A log's last lines, each cut short: a crash's one-line stack trace would otherwise crowd out its message. */
+const lastLines = (text: string) =>
+  text
+    .split("\n")
+    .slice(-40)
+    .map((line) => (line.length > 240 ? `${line.slice(0, 240)}…` : line))
+    .join("\n");
+
 async function main(): Promise<void> {
   let deadline: NodeJS.Timeout | undefined;
   const overtime = new Promise<never>((_resolve, reject) => {
@@ -147,7 +155,7 @@ async function main(): Promise<void> {
         ["baseline", bare],
       ] as const) {
         log(
-          `${name}'s wrangler dev${dev.reloaded() ? " (reloaded during the run)" : ""} said, last:\n${dev.logs().slice(-3000)}`,
+          `${name}'s wrangler dev${dev.reloaded() ? " (reloaded during the run)" : ""} said, last:\n${lastLines(dev.logs())}`,
         );
       }
       throw error;
