@@ -1,6 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { linkStub, type Peer } from "./helpers/link";
+import { createDevice, createUser } from "./helpers/fixtures";
+import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "./helpers/link";
 import { linkedWithClients, statusOf } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 
@@ -118,5 +119,24 @@ describe("a thrown error answers its request and goes no further", () => {
     expect(failuresLogged()).toEqual([`device ${device.deviceId}: alarm failed:`]);
     const alarm = await runInDurableObject(stub, (_instance, state) => state.storage.getAlarm());
     expect(alarm).toBeGreaterThan(Date.now());
+  });
+
+  it("a link whose set-up cannot be stored is closed 1011 as it opens, logged once; the device's next dial links", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const client = await attachClient(user, device.deviceId);
+    await failOn(device.deviceId, "INSERT", "link");
+    // The 101 does not wait for the link's rows (docs/performance.md): a link they cannot be written for opens and
+    // is closed at once, telling the device to dial again.
+    const refused = await openLink(device);
+    expect(await refused.closed).toMatchObject({ code: 1011, reason: expect.stringContaining("try again") });
+    expect(failuresLogged()).toEqual([`device ${device.deviceId}: the link's set-up failed:`]);
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "down" });
+    await heal(device.deviceId, "INSERT", "link");
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "up" } });
   });
 });

@@ -123,6 +123,9 @@ const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) => json({ detail: text }, status);
 
+/** Resolves on a later turn of the event loop, once what this turn sent (an HTTP response) has gone out. */
+const afterThisTurn = () => new Promise<void>((resolve) => setTimeout(resolve, 0));
+
 /** When an alarm whose work failed rings again. */
 const ALARM_RETRY_MS = 30_000;
 
@@ -179,14 +182,35 @@ export class DeviceLink extends DurableObject<Env> {
     const rt = this.#rt;
     const credential = role === "client" ? identity.credential : undefined;
     const { peer, server, attachment } = acceptSocket(this.ctx, role, identity.userId, credential);
-    try {
-      if (role === "device") await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
-      else rt.links.setMeta("device_id", identity.deviceId);
-      if (role === "client" && identity.expiresAt !== undefined) watchSignIn(rt, attachment.sid, identity.expiresAt);
-      ensureSweep(rt);
-      if (role === "client") await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
-    } catch (err) {
+    const fail = () =>
       closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
+    if (role === "device") {
+      // The link's rows are written once the 101 has gone, so their commit does not hold it back; the input gate is
+      // held until they are, so no event (the hello, a close, a client's call) sees the link before storage has it.
+      // A failure closes the socket 1011 just after it opened (the device dials again, as after a 503).
+      this.ctx
+        .blockConcurrencyWhile(() =>
+          this.#guard("the link's set-up", async () => {
+            await afterThisTurn();
+            try {
+              await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
+              ensureSweep(rt);
+            } catch (err) {
+              fail();
+              throw err;
+            }
+          }),
+        )
+        .catch((err: unknown) => logFailure(rt, "the link's set-up", err));
+      return new Response(null, { status: 101, webSocket: peer });
+    }
+    try {
+      rt.links.setMeta("device_id", identity.deviceId);
+      if (identity.expiresAt !== undefined) watchSignIn(rt, attachment.sid, identity.expiresAt);
+      ensureSweep(rt);
+      await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
+    } catch (err) {
+      fail();
       throw err;
     }
     return new Response(null, { status: 101, webSocket: peer });

@@ -29,6 +29,10 @@ const STEPS_TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND
 const STEPS_TABLE = `CREATE TABLE schema_steps (
   feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))`;
 
+/** Records the steps applied, given as a JSON array of [feature, step] pairs. */
+const RECORD_STEPS = `INSERT INTO schema_steps (feature, step, applied_at)
+  SELECT value ->> 0, value ->> 1, ?1 FROM json_each(?2)`;
+
 /** Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out). */
 export function checkSteps(feature: Migrating): void {
   (feature.migrations ?? []).forEach(({ step }, index) => {
@@ -66,12 +70,13 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
   if (pending.length === 0) return [];
   storage.transactionSync(() => {
     if (!recorded) sql.exec(STEPS_TABLE);
-    const at = Date.now();
-    for (const { feature, step, run } of pending) {
+    for (const { run } of pending) {
       if (typeof run === "function") run(sql);
       else for (const statement of run) sql.exec(statement);
-      sql.exec("INSERT INTO schema_steps (feature, step, applied_at) VALUES (?, ?, ?)", feature, step, at);
     }
+    // Recorded together after the steps, not one statement after each: a statement prepared before a schema change
+    // is prepared again on its next run, so a row per step would prepare it as many times as there are steps.
+    sql.exec(RECORD_STEPS, Date.now(), JSON.stringify(pending.map(({ feature, step }) => [feature, step])));
   });
   return pending.map(({ feature, step }) => `${feature}/${step}`);
 }
