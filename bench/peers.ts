@@ -91,7 +91,8 @@ export interface LinkTimes {
 
 /**
  * A device: on the real Worker it says `_lembas/hello` (protocol 2, capability "status") and answers initialize;
- * on the baseline it just connects, or (bareLink) says and answers the same. Either way it answers every request at once, under the request's own id.
+ * on the baseline it just connects, or (bareLink) says and answers the same. Either way it answers every request at
+ * once, under the request's own id.
  */
 export class ScriptedDevice {
   readonly times: LinkTimes;
