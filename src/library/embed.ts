@@ -2,7 +2,7 @@
  * Embeddings for the library: the instance's embedding model (the first model of kind `embedding`), called like
  * any /v1 request — held against the person's credits first, settled to the usage the provider reports after.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import type { ApiCaller } from "../http/auth";
 import { HttpError } from "../http/respond";
@@ -16,7 +16,9 @@ import { normalise } from "./vectors";
 const BATCH = 64;
 
 const Embeddings = z.object({
-  data: z.array(z.object({ index: z.number().int().nonnegative(), embedding: z.array(z.number()).min(1) })),
+  data: z.array(
+    z.object({ index: z.int().check(z.nonnegative()), embedding: z.array(z.number()).check(z.minLength(1)) }),
+  ),
 });
 
 export function embeddingModel(env: Env): ServedModel {

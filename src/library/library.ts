@@ -3,7 +3,7 @@
  * chunks, embedded with the instance's embedding model (charged to the person) and searched by meaning. The /mcp
  * tools (which the web UI's library page calls too) come here.
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { Env } from "../env";
 import type { ApiCaller } from "../http/auth";
 import { HttpError } from "../http/respond";
@@ -19,20 +19,20 @@ import { limitsOf, quotaReached } from "../limits/config";
 export const LIBRARY_LIMITS = { textBytes: 512 * 1024, results: 20, listed: 1000 };
 
 export const NewDocument = z.object({
-  title: z.string().trim().min(1).max(200),
-  text: z
-    .string()
-    .refine((t) => t.trim() !== "", "the text is empty")
-    .refine((t) => byteLength(t) <= LIBRARY_LIMITS.textBytes, "the text is over 512 KiB"),
-  source: z.string().trim().max(2000).optional(),
+  title: z.string().check(z.trim(), z.minLength(1), z.maxLength(200)),
+  text: z.string().check(
+    z.refine((t) => t.trim() !== "", "the text is empty"),
+    z.refine((t) => byteLength(t) <= LIBRARY_LIMITS.textBytes, "the text is over 512 KiB"),
+  ),
+  source: z.optional(z.string().check(z.trim(), z.maxLength(2000))),
 });
 
 export const Search = z.object({
-  query: z.string().trim().min(1).max(2000),
-  limit: z.number().int().min(1).max(LIBRARY_LIMITS.results).default(5),
+  query: z.string().check(z.trim(), z.minLength(1), z.maxLength(2000)),
+  limit: z._default(z.int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
 });
 
-export const DocumentId = z.object({ id: z.string().min(1).max(64) });
+export const DocumentId = z.object({ id: z.string().check(z.minLength(1), z.maxLength(64)) });
 
 const noSuchDocument = (id: string) => new HttpError(404, `no document ${id} in this library`);
 

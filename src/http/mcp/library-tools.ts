@@ -1,9 +1,9 @@
 /**
  * The account library's MCP tools. Each needs the `library` scope (a tool error says so without it) and is the
  * library service's own operation; `inputSchema` is each zod schema's JSON Schema, written out so the Worker needs
- * no schema converter (test/mcp-tools.test.ts keeps the two equal).
+ * no schema converter (test/mcp.test.ts, "tool definitions", keeps the two equal).
  */
-import * as z from "zod";
+import * as z from "zod/mini";
 import type { ApiCaller } from "../auth";
 import { missingScope } from "../scopes";
 import type { Tool } from "./server";
@@ -22,7 +22,7 @@ import {
 const needsLibrary = (caller: ApiCaller) => (caller.scopes.includes("library") ? null : missingScope("library"));
 
 /** A tool, typed by its own input schema. */
-const tool = <S extends z.ZodType>(t: Omit<Tool<S>, "allowed">): Tool => ({ ...t, allowed: needsLibrary }) as Tool;
+const tool = <S extends z.ZodMiniType>(t: Omit<Tool<S>, "allowed">): Tool => ({ ...t, allowed: needsLibrary }) as Tool;
 
 // Unknown arguments are dropped, not refused: no additionalProperties: false.
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({

@@ -2,7 +2,7 @@
  * The MCP server's methods: what /mcp answers, whichever era the request speaks. Only tools are served (no resources,
  * prompts or subscriptions), so nothing is ever pushed to a client and nothing is kept between requests.
  */
-import type * as z from "zod";
+import type * as z from "zod/mini";
 import type { Env } from "../../env";
 import type { ApiCaller } from "../auth";
 import { describeIssues } from "../body";
@@ -20,7 +20,7 @@ export interface ToolContext {
 }
 
 /** A tool: its arguments checked by `input`, advertised as `inputSchema` (the same shape; a test keeps them equal). */
-export interface Tool<S extends z.ZodType = z.ZodType> {
+export interface Tool<S extends z.ZodMiniType = z.ZodMiniType> {
   name: string;
   title: string;
   description: string;
