@@ -40,7 +40,10 @@ export const HIBERNATE_AFTER_MS = 15_000;
 const WAVE = 100;
 const TIMED_LINKS = 50;
 const PARALLEL = 16;
-/** The heartbeat sweep wakes an object every 60 s; a third of that shows the rate across 1,000 links. */
+/**
+ * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/heartbeat.ts) shows here; the sweep
+ * shows only once links are older than that, as at scale, at 1 in 30 of them a window.
+ */
 const IDLE_WINDOW_MS = 20_000;
 const PROBE_SETTLE_MS = 3_000;
 /** Links woken together by the probe: as many as the stage of 1,000 wakes at once. */
