@@ -17,10 +17,12 @@
  *
  * Writing. Every event that writes must commit before the frames sent after it leave the object, so a row per
  * streamed notification held each next notification back by a commit (about half the fan-out rate during a turn).
- * Kept frames are therefore written together: at most REPLAY_WRITE_WITHIN_MS after the first of them, or sooner,
- * with the next frame that is not a streamed notification (a card, an answer, a client's call: dispatch.ts) or a
- * socket's catch-up. They were already sent to every attached client; what waits in memory is only the late
- * joiners' copy of the last few milliseconds, which an object loses only if it dies within them.
+ * Kept frames are therefore written together: at most REPLAY_WRITE_WITHIN_MS after the first of them, once
+ * REPLAY_WRITE_HELD frames or bytes wait, or sooner, with the next frame that is not a streamed notification (a card,
+ * an answer, a client's call: dispatch.ts) or a socket's catch-up. They were already sent to every attached client;
+ * what waits in memory is only the late joiners' copy of the last second at most, which an object loses only if it
+ * dies within it (its clients then see the numbering jump and import the turn from history). A second, not a few
+ * milliseconds: rows are billed, and a model streaming 50 chunks a second made a row every other chunk.
  *
  * Storing. The frames of one session written together are one row (rows are billed, frames are not): their texts
  * joined by U+001E, a character no JSON text holds unescaped, with their count and size. A row is kept under
@@ -72,7 +74,9 @@ export const SEQ_META = "instance";
 export const SEQ_JUMP = 1000;
 
 /** How long a kept frame may wait in memory for others to be written with it. */
-export const REPLAY_WRITE_WITHIN_MS = 25;
+export const REPLAY_WRITE_WITHIN_MS = 1000;
+/** How many frames, or bytes of them, may wait in memory before they are written at once. */
+export const REPLAY_WRITE_HELD = { frames: 50, bytes: 1 * MiB } as const;
 /** The most a row of frames may hold (a single frame may fill it alone: it is at most REPLAY_LIMITS.frameBytes). */
 export const REPLAY_ROW_BYTES = 1 * MiB;
 const SEPARATOR = "\u001e";
@@ -97,8 +101,11 @@ class Buffers {
   /** Sessions whose last numbered frame was not kept: their next number is written with the next write. */
   readonly #unkeptTail = new Set<string>();
   #held: Held[] = [];
+  #heldBytes = 0;
   readonly #dropped = new Map<string, number>();
   #timer: ReturnType<typeof setTimeout> | null = null;
+  /** The delay the pending timer was set for (0: the held frames are due now). */
+  #timerMs: number | null = null;
   /** Whether the next frame that is not a streamed notification will write the held frames (rt.holdWrites). */
   #withFrame = false;
   /** The link cap replay_bytes (read from the environment as frames are kept). */
@@ -139,6 +146,7 @@ class Buffers {
     } else {
       this.#unkeptTail.delete(sessionId);
       this.#held.push({ sessionId, bytes, frame, seq });
+      this.#heldBytes += bytes;
       const size = this.#size(sessionId);
       size.frames += 1;
       size.bytes += bytes;
@@ -150,15 +158,27 @@ class Buffers {
         this.write();
       });
     }
-    if (this.#timer === null) this.#timer = setTimeout(() => this.write(), REPLAY_WRITE_WITHIN_MS);
+    // Written in an event of its own, as the timer writes: a write in this frame's event would hold whatever is
+    // sent after it in the same turn of the event loop (the next frames of a burst) until its commit.
+    const full = this.#held.length >= REPLAY_WRITE_HELD.frames || this.#heldBytes >= REPLAY_WRITE_HELD.bytes;
+    if (full && this.#timerMs !== 0) this.#writeIn(0);
+    else if (this.#timer === null) this.#writeIn(REPLAY_WRITE_WITHIN_MS);
+  }
+
+  #writeIn(ms: number): void {
+    if (this.#timer !== null) clearTimeout(this.#timer);
+    this.#timer = setTimeout(() => this.write(), ms);
+    this.#timerMs = ms;
   }
 
   /** Writes the held frames, drops the oldest of every buffer over its bounds, and counts what was dropped. */
   write(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
+    this.#timerMs = null;
     const held = this.#held;
     this.#held = [];
+    this.#heldBytes = 0;
     for (const sessionId of new Set(held.map((h) => h.sessionId))) {
       for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
         this.sql.exec(
@@ -188,6 +208,7 @@ class Buffers {
   /** Forgets a session's buffer (its turn ended), written or not. */
   forget(sessionId: string): void {
     this.#held = this.#held.filter((h) => h.sessionId !== sessionId);
+    this.#heldBytes = this.#held.reduce((sum, h) => sum + h.bytes, 0);
     this.#dropped.delete(sessionId);
     this.#sizes.delete(sessionId);
     this.#next.delete(sessionId);
