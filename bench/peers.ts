@@ -136,24 +136,26 @@ export class ScriptedDevice {
   }
 
   /** The real link: /api/devices/link with the device token; hello is sent as soon as the socket opens. */
-  static async link(origin: string, token: string, host: string): Promise<ScriptedDevice> {
-    const start = performance.now();
-    const socket = await openSocket(`${wsOrigin(origin)}/api/devices/link`, { authorization: `Bearer ${token}` });
-    return new ScriptedDevice(socket, start, true, host);
+  static link(origin: string, token: string, host: string): Promise<ScriptedDevice> {
+    const headers = { authorization: `Bearer ${token}` };
+    return ScriptedDevice.#open(`${wsOrigin(origin)}/api/devices/link`, true, host, headers);
   }
 
   /** The baseline's device side of a room. */
-  static async bare(origin: string, room: string): Promise<ScriptedDevice> {
-    const start = performance.now();
-    const socket = await openSocket(`${wsOrigin(origin)}/b/${room}`);
-    return new ScriptedDevice(socket, start, false, room);
+  static bare(origin: string, room: string): Promise<ScriptedDevice> {
+    return ScriptedDevice.#open(`${wsOrigin(origin)}/b/${room}`, false, room);
   }
 
   /** The baseline's device side of a room, opening with the same exchange as a real link (hello, initialize). */
-  static async bareLink(origin: string, room: string): Promise<ScriptedDevice> {
+  static bareLink(origin: string, room: string): Promise<ScriptedDevice> {
+    return ScriptedDevice.#open(`${wsOrigin(origin)}/link/${room}`, true, room);
+  }
+
+  /** Opens the socket, timed from before the upgrade request. */
+  static async #open(url: string, handshake: boolean, host: string, headers?: Record<string, string>) {
     const start = performance.now();
-    const socket = await openSocket(`${wsOrigin(origin)}/link/${room}`);
-    return new ScriptedDevice(socket, start, true, room);
+    const socket = await openSocket(url, headers);
+    return new ScriptedDevice(socket, start, handshake, host);
   }
 
   /** Resolves when the next session/prompt reaches the device (it is then held: a running turn). */
