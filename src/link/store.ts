@@ -44,7 +44,8 @@ const parse = <T>(text: string | null): T | null => (text === null ? null : (JSO
  */
 export class LinkStore {
   #cached: LinkRecord | null | undefined;
-  readonly #meta = new Map<string, string | null>();
+  readonly #meta = new Map<string, string>();
+  #metaRead = false;
   /** The last request id handed out, and the highest one reserved in storage. */
   #nextId = 0;
   #reservedTo = 0;
@@ -111,13 +112,16 @@ export class LinkStore {
     this.#cached = cached?.linkId === linkId ? { ...cached, ...changed } : undefined;
   }
 
+  /**
+   * A meta value. The table holds a handful of rows, read together the first time any is asked (a link's set-up
+   * asks three), so a fresh or woken object prepares and runs one query for them, not one a key.
+   */
   meta(key: string): string | null {
-    let value = this.#meta.get(key);
-    if (value === undefined) {
-      value = this.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = ?", key).toArray()[0]?.v ?? null;
-      this.#meta.set(key, value);
+    if (!this.#metaRead) {
+      for (const { k, v } of this.sql.exec<{ k: string; v: string }>("SELECT k, v FROM meta")) this.#meta.set(k, v);
+      this.#metaRead = true;
     }
-    return value;
+    return this.#meta.get(key) ?? null;
   }
 
   /** Writes a meta value, only when it changes (a write, even of the same value, holds the object's output). */
@@ -131,6 +135,7 @@ export class LinkStore {
   forget(): void {
     this.#cached = undefined;
     this.#meta.clear();
+    this.#metaRead = false;
   }
 
   /**
