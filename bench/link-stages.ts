@@ -72,6 +72,11 @@ export interface SetUpRate {
   perSecond: number;
   /** The Worker's workerd CPU time per link over the same stretch (the devices API polls included). */
   cpuMsPerLink: number;
+  /**
+   * The baseline's links of the same waves, as many at a time, each doing the same exchange bare (bareLink), counted
+   * until each has been sent its initialize: what this machine's runtime does with no work of the relay's in it.
+   */
+  bare?: { perSecond: number; cpuMsPerLink: number };
 }
 
 export interface LinkStagesResult {
@@ -184,6 +189,7 @@ export async function measureLinkStages(
     }
     const rest = Math.max(0, target - relayLinks.length);
     const setUp = { ms: 0, cpuMs: 0 };
+    const bareSetUp = { ms: 0, cpuMs: 0 };
     for (let done = 0; done < rest; done += WAVE) {
       const size = Math.min(WAVE, rest - done);
       const offset = relayLinks.length;
@@ -205,9 +211,17 @@ export async function measureLinkStages(
         setUp.ms += (await allOnline(relay.origin, person, relayLinks.length)) - start;
         setUp.cpuMs += relay.cpuMs() - cpuBefore;
       }
+      const bareStart = performance.now();
+      const bareCpuBefore = bare.cpuMs();
       bareLinks.push(
-        ...(await inBatches(size, parallel, (i) => ScriptedDevice.bare(bare.origin, `idle-${offset + i}`))),
+        ...(await inBatches(size, parallel, async (i) => {
+          const linked = await ScriptedDevice.bareLink(bare.origin, `idle-${offset + i}`);
+          await within(linked.initialized, UP_WITHIN_MS, "a bare link's initialize");
+          return linked;
+        })),
       );
+      bareSetUp.ms += performance.now() - bareStart;
+      bareSetUp.cpuMs += bare.cpuMs() - bareCpuBefore;
       // The wave's objects leave memory before the next wave's come in (not after the last: the stage waits below).
       if (done + size < rest) {
         await sleep(HIBERNATE_AFTER_MS);
@@ -216,8 +230,17 @@ export async function measureLinkStages(
     }
     if (rest >= RATE_FROM_LINKS) {
       const seconds = setUp.ms / 1000;
-      setUpRates.push({ links: rest, parallel, perSecond: rest / seconds, cpuMsPerLink: setUp.cpuMs / rest });
-      log(`  ${rest} links set up in ${seconds.toFixed(1)} s (${Math.round(rest / seconds)}/s, ${parallel} at a time)`);
+      const bareRate = { perSecond: rest / (bareSetUp.ms / 1000), cpuMsPerLink: bareSetUp.cpuMs / rest };
+      setUpRates.push({
+        links: rest,
+        parallel,
+        perSecond: rest / seconds,
+        cpuMsPerLink: setUp.cpuMs / rest,
+        bare: bareRate,
+      });
+      log(
+        `  ${rest} links set up in ${seconds.toFixed(1)} s (${Math.round(rest / seconds)}/s, ${parallel} at a time; bare ${Math.round(bareRate.perSecond)}/s)`,
+      );
     }
     log(`  ${target} links up; idle for ${HIBERNATE_AFTER_MS / 1000} s so their objects hibernate`);
     await sleep(HIBERNATE_AFTER_MS);
