@@ -82,6 +82,9 @@ function perLink(memory: LinkStagesResult["memory"], from: number, to: number) {
   return { from, to, readings: points.length, relay, bare, ratio: relay / bare };
 }
 
+/** RSS growth per link over the widest range a run measured: across 900 links the allocator swings as much as it. */
+const widestPerLink = (memory: LinkStagesResult["memory"]) => perLink(memory, 100, memory.rows.at(-1)?.links ?? 0);
+
 /** How many idle links still had their object in memory at the probe (see link-stages.ts). */
 const held = (side: IdleSide) =>
   Math.max(0, Math.round(side.open - Math.max(0, side.rebuiltOnProbe - side.backgroundDuringProbe)));
@@ -98,8 +101,9 @@ export function ratios(result: BenchResult): Record<string, number> {
   if (links) {
     out["link set-up p50 vs a bare handshake"] = links.setup.relayUp.p50 / links.setup.bareUp.p50;
     out["link set-up p50 vs a bare upgrade"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
-    const rss = perLink(links.memory, 100, 1000);
-    if (rss) out["RSS per idle link"] = rss.ratio;
+    // Keyed by its range: a run is compared with one that measured the same range, not a narrower one.
+    const rss = widestPerLink(links.memory);
+    if (rss) out[`RSS per idle link (${rss.from} → ${rss.to})`] = rss.ratio;
   }
   return out;
 }
@@ -274,8 +278,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
       `≤ ${TARGETS.linkSetUp}×`,
       setUp <= TARGETS.linkSetUp,
     );
-    // Over the widest range measured: across 900 links the allocator's swings are as large as the growth itself.
-    const rss = perLink(links.memory, 100, links.memory.rows.at(-1)?.links ?? 0);
+    const rss = widestPerLink(links.memory);
     if (rss)
       goal(
         `RSS per idle hibernated link vs a bare socket (${rss.from} → ${rss.to} links)`,

@@ -21,8 +21,11 @@ import { type BenchResult, previousRatios, report, writeResults } from "./report
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
-/** Relay and bare echo alternate every block, so both see the same load on the shared cores. */
-const ROUND_TRIPS = { warmup: 100, blocks: 40, perBlock: 25 };
+/**
+ * Relay and bare echo alternate every block, so both see the same load on the shared cores. 3,000 a side: the p99 is
+ * the 30th-slowest request, not the tenth — at 1,000 two consecutive runs' p99 ratios moved 25%.
+ */
+const ROUND_TRIPS = { warmup: 100, blocks: 120, perBlock: 25 };
 /** Client sockets, and the notifications a burst sends to them (see fan-out.ts: each measure lasts ≥ 3 s). */
 const FAN_OUT = [
   { clients: 1, burst: 300 },
