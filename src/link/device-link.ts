@@ -138,6 +138,12 @@ export interface HttpCardRefusal {
 
 export class DeviceLink extends DurableObject<Env> {
   readonly #rt: LinkRuntime;
+  /**
+   * The rows of device sockets accepted and not written yet (#open), in the order they were accepted. Every entry
+   * point waits for them first, so no event — the hello, a close, a client's call — sees a link
+   * that storage does not have.
+   */
+  #unwritten: Promise<void> | null = null;
 
   constructor(ctx: DurableObjectState, env: Env) {
     super(ctx, env);
@@ -151,9 +157,13 @@ export class DeviceLink extends DurableObject<Env> {
       .catch((err: unknown) => logFailure(rt, "reconcile", err));
   }
 
-  /** Runs an entry point: whatever the guards inside did not catch is logged once here and goes no further. */
+  /**
+   * Runs an entry point once the links accepted before it are written: whatever the guards inside did not catch is
+   * logged once here and goes no further.
+   */
   async #guard(entry: string, work: () => Promise<void>): Promise<void> {
     try {
+      if (this.#unwritten !== null) await this.#unwritten;
       await work();
     } catch (err) {
       logFailure(this.#rt, entry, err);
@@ -165,6 +175,7 @@ export class DeviceLink extends DurableObject<Env> {
     if (!identity) return detail("requests reach a device's link only through the instance's routes", 400);
     const path = new URL(request.url).pathname;
     try {
+      if (this.#unwritten !== null) await this.#unwritten;
       if (path.endsWith("/rpc")) return await handleRpc(this.#rt, request, identity.userId);
       if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
         return detail("this endpoint takes a WebSocket upgrade", 426);
@@ -185,23 +196,22 @@ export class DeviceLink extends DurableObject<Env> {
     const fail = () =>
       closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
     if (role === "device") {
-      // The link's rows are written once the 101 has gone, so their commit does not hold it back; the input gate is
-      // held until they are, so no event (the hello, a close, a client's call) sees the link before storage has it.
-      // A failure closes the socket 1011 just after it opened (the device dials again, as after a 503).
-      this.ctx
-        .blockConcurrencyWhile(() =>
-          this.#guard("the link's set-up", async () => {
-            await afterThisTurn();
-            try {
-              await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
-              ensureSweep(rt);
-            } catch (err) {
-              fail();
-              throw err;
-            }
-          }),
-        )
-        .catch((err: unknown) => logFailure(rt, "the link's set-up", err));
+      // The link's rows are written on the next turn of the event loop, once the 101 has gone, so neither they nor
+      // their commit hold it back (blockConcurrencyWhile would: the response waits for its callback). Every event
+      // waits for them first (#unwritten). A failure closes the socket 1011 just after it opened (the device dials
+      // again, as after a 503).
+      const written: Promise<void> = (this.#unwritten ?? Promise.resolve()).then(async () => {
+        await afterThisTurn();
+        try {
+          await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
+          ensureSweep(rt);
+        } catch (err) {
+          fail();
+          logFailure(rt, "the link's set-up", err);
+        }
+        if (this.#unwritten === written) this.#unwritten = null;
+      });
+      this.#unwritten = written;
       return new Response(null, { status: 101, webSocket: peer });
     }
     try {
@@ -248,6 +258,7 @@ export class DeviceLink extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const rt = this.#rt;
     try {
+      if (this.#unwritten !== null) await this.#unwritten;
       let failed = false;
       for (const { kind, key } of rt.deadlines.takeDue(Date.now())) {
         const handler = rt.registry.deadlines.get(kind);
@@ -300,6 +311,7 @@ export class DeviceLink extends DurableObject<Env> {
   /** A person deleted a chat (DELETE /api/chats/…): sent to the device now if it can take it, else kept pending. */
   async deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
     try {
+      if (this.#unwritten !== null) await this.#unwritten;
       return await deleteForPerson(this.#rt, sessionId, userId);
     } catch (err) {
       if (err instanceof RpcError && err.code === ErrorCode.LimitReached)
@@ -314,6 +326,7 @@ export class DeviceLink extends DurableObject<Env> {
    */
   async answerCard(key: CardKey, result: unknown): Promise<HttpCardRefusal | null> {
     try {
+      if (this.#unwritten !== null) await this.#unwritten;
       const refusal = answerCard(this.#rt, key, result, null);
       if (!refusal) return null;
       const reason = (refusal.data as { reason?: unknown } | undefined)?.reason;
