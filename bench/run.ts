@@ -7,7 +7,7 @@
  * its ratios with it). Loopback only; every wait is bounded.
  *
  * BENCH_QUICK=1 measures only the round trip, the fan-out and the relay's commits, with one device made.
- * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 15 minutes more on a quiet
+ * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 13 minutes more on a quiet
  * machine.
  */
 import { createDevices, createPerson } from "./accounts.js";

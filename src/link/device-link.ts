@@ -140,8 +140,8 @@ export class DeviceLink extends DurableObject<Env> {
   readonly #rt: LinkRuntime;
   /**
    * The rows of device sockets accepted and not written yet (#open), in the order they were accepted. Every entry
-   * point waits for them first, so no event — the hello, a close, a client's call — sees a link
-   * that storage does not have.
+   * point waits for them first, so no event — the hello, a close, a client's call — sees a link that storage does
+   * not have.
    */
   #unwritten: Promise<void> | null = null;
 
