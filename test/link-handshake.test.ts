@@ -67,7 +67,7 @@ describe("link handshake", () => {
       .poll(() => runInDurableObject(linkStub(device.deviceId), (_instance, state) => state.storage.getAlarm()))
       .toBeGreaterThan(Date.now() + HELLO_WITHIN_MS);
     const alarm = await runInDurableObject(linkStub(device.deviceId), (_instance, state) => state.storage.getAlarm());
-    // The heartbeat sweep is the only deadline a linked, idle object has.
+    // A client is attached, so the heartbeat sweep is the only deadline the linked, idle object has.
     expect(alarm).toBeLessThanOrEqual(Date.now() + SWEEP_EVERY_MS);
   });
 

@@ -1,9 +1,9 @@
-import { env, runInDurableObject } from "cloudflare:test";
+import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { pings, STALE_AFTER_MS } from "../src/link/heartbeat";
 import { type Attachment, storeAttachment } from "../src/link/sockets";
 import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkedDevice, linkStub } from "./helpers/link";
+import { attachClient, linkDevice, linkedDevice, linkStub } from "./helpers/link";
 import { fireDeadlines } from "./helpers/linked";
 
 /**
@@ -191,5 +191,51 @@ describe("keep-alive and the sweep", () => {
     }
     await link.silent();
     expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
+  });
+
+  it("arms no sweep while no client is attached: an idle device's object never wakes on its own", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer: link } = await linkDevice(device);
+    const stub = linkStub(device.deviceId);
+    const sweeps = () =>
+      runInDurableObject(
+        stub,
+        (_i, state) =>
+          state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
+      );
+    const online = async () =>
+      (
+        await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
+          .bind(device.deviceId)
+          .first<{ online: number }>()
+      )?.online;
+    await expect.poll(online).toBe(1);
+    await expect.poll(() => runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+    expect(await sweeps()).toBe(0);
+    // A client watching arms it; the sweep after the last client left arms no other, and the alarm goes.
+    const client = await attachClient(user, device.deviceId);
+    expect(await sweeps()).toBe(1);
+    client.close();
+    await client.closed;
+    await fireDeadlines(device.deviceId, "sweep");
+    expect(await sweeps()).toBe(0);
+    expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
+    await link.silent();
+  });
+
+  it("sweeps at once when a client attaches to a device silent for too long, which is asked and closed 4410 if it stays silent", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const { peer: link } = await linkDevice(device);
+    await makeSilent(device.deviceId, LONG_SILENT_MS);
+    const client = await attachClient(user, device.deviceId);
+    // Due now: the alarm runs without any deadline moved by the test.
+    expect(await runDurableObjectAlarm(linkStub(device.deviceId))).toBe(true);
+    expect(await link.next()).toEqual(DEVICE_PROBE);
+    await ageProbes(device.deviceId, 60_000);
+    await sweep(device.deviceId);
+    expect((await link.closed).code).toBe(4410);
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down", reason: "stale" } });
   });
 });

@@ -69,7 +69,7 @@ import { core } from "./core";
 import { d1Queue } from "./d1-queue";
 import { drain } from "./drain";
 import { beginLink, endLink, handshake } from "./handshake";
-import { ensureSweep, heartbeat, keepAlive } from "./heartbeat";
+import { heartbeat, keepAlive, watchLiveness } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
 import { identityOf, type Identity } from "./identity";
 import { instanceMethods } from "./instance-methods";
@@ -204,7 +204,6 @@ export class DeviceLink extends DurableObject<Env> {
         await afterThisTurn();
         try {
           await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
-          ensureSweep(rt);
         } catch (err) {
           fail();
           logFailure(rt, "the link's set-up", err);
@@ -217,7 +216,7 @@ export class DeviceLink extends DurableObject<Env> {
     try {
       rt.links.setMeta("device_id", identity.deviceId);
       if (identity.expiresAt !== undefined) watchSignIn(rt, attachment.sid, identity.expiresAt);
-      ensureSweep(rt);
+      watchLiveness(rt);
       await rt.emit("onClientAttached", { sid: attachment.sid, userId: identity.userId });
     } catch (err) {
       fail();

@@ -1,10 +1,11 @@
 /**
  * Keep-alive and the sweep. Peers should send the text frame "ping" at least every PING_EVERY_MS; the runtime
- * answers "pong" itself (setWebSocketAutoResponse) without waking the object, and records when. The deadline alarm
- * sweeps every SWEEP_EVERY_MS while any socket is attached, because webSocketClose may never come for a peer that
- * vanished. Each sweep wakes an idle (hibernated) object — a construction, a billed request and rows written — so it
- * comes every 10 minutes, not every minute: a vanished peer is found within about 20 minutes, and an idle link's
- * object wakes six times an hour.
+ * answers "pong" itself (setWebSocketAutoResponse) without waking the object, and records when. Because
+ * webSocketClose may never come for a peer that vanished, the deadline alarm sweeps every SWEEP_EVERY_MS while a
+ * client is attached — while someone watches this device, whose presence must then be true. A link with no client
+ * arms nothing: an idle device's object never wakes on its own (each wake is a construction, a billed request and
+ * rows written), and a vanished device with nobody watching is found when a client next attaches, which sweeps at
+ * once if the device has been silent too long.
  *
  * A socket whose last ping and last frame are both older than STALE_AFTER_MS is not closed at once — the spec asks
  * no keep-alive of a device, and a quiet device is not a dead one — but asked a question; any frame back counts as
@@ -53,9 +54,18 @@ export const pings = {
 /** The keep-alive pair, set when the object starts. */
 export const keepAlive = () => new WebSocketRequestResponsePair("ping", "pong");
 
-/** Makes sure a sweep is coming while sockets are attached. */
-export function ensureSweep(rt: LinkRuntime): void {
-  rt.deadlines.ensure(SWEEP, "sockets", Date.now() + SWEEP_EVERY_MS);
+/**
+ * A client attached: sweeps are coming while it stays. The first comes at once if the device has been silent too
+ * long, since nothing looked at it while no one watched.
+ */
+export function watchLiveness(rt: LinkRuntime): void {
+  const now = Date.now();
+  const silent = rt.ctx.getWebSockets("device").some((ws) => {
+    const attachment = attachmentOf(ws);
+    return attachment !== null && now - Math.max(attachment.seen, pings.at(rt.ctx, ws)) > STALE_AFTER_MS;
+  });
+  if (silent) rt.deadlines.set(SWEEP, "sockets", now);
+  else rt.deadlines.ensure(SWEEP, "sockets", now + SWEEP_EVERY_MS);
 }
 
 export const heartbeat: LinkFeature = {
@@ -95,7 +105,7 @@ export const heartbeat: LinkFeature = {
         await onSocketGone(rt, attachment, "stale");
       }
       if (asked) rt.deadlines.set(SWEEP, "sockets", now + PROBE_GRACE_MS);
-      else if (rt.ctx.getWebSockets().length > 0) ensureSweep(rt);
+      else if (rt.ctx.getWebSockets("client").length > 0) rt.deadlines.ensure(SWEEP, "sockets", now + SWEEP_EVERY_MS);
     },
   },
 };
