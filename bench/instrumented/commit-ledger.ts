@@ -95,7 +95,7 @@ const ledgers = new WeakMap<object, ObjectLedger>();
  */
 export function watch(ctx: DurableObjectState): ObjectLedger {
   const ledger: ObjectLedger = { storage: ctx.storage, ctx, window: null };
-  for (const handle of [ctx, ctx.storage, ctx.storage.sql]) ledgers.set(handle, ledger);
+  for (const handle of [ctx, ctx.storage, ctx.storage.sql, ctx.storage.kv]) ledgers.set(handle, ledger);
   patchRuntime(ctx);
   return ledger;
 }
@@ -150,10 +150,22 @@ function patchRuntime(ctx: DurableObjectState): void {
   for (const name of STORAGE_WRITES) {
     around(Object.getPrototypeOf(ctx.storage) as object, name, (self, args, call) => {
       const ledger = ledgers.get(self);
+      if (!counting || !ledger) return call();
       const options = args.at(-1) as { allowUnconfirmed?: boolean } | undefined;
-      if (counting && ledger && !(typeof options === "object" && options?.allowUnconfirmed)) {
-        wrote(ledger, `storage.${name}()`);
-        if (name === "setAlarm" || name === "deleteAlarm") tally.rowsWritten++;
+      // An unconfirmed write opens no commit window that output waits for, but its rows are billed all the same.
+      if (!(typeof options === "object" && options?.allowUnconfirmed)) wrote(ledger, `storage.${name}()`);
+      if (name === "setAlarm" || name === "deleteAlarm") tally.rowsWritten++;
+      if (name === "put" || name === "delete") tally.rowsWritten += keysOf(args[0]);
+      return call();
+    });
+  }
+  // The synchronous key-value API (ctx.storage.kv): every write confirmed, a row a key.
+  for (const name of ["put", "delete"] as const) {
+    around(Object.getPrototypeOf(ctx.storage.kv) as object, name, (self, _args, call) => {
+      const ledger = ledgers.get(self);
+      if (counting && ledger) {
+        wrote(ledger, `storage.kv.${name}()`);
+        tally.rowsWritten++;
       }
       return call();
     });
@@ -178,6 +190,12 @@ function patchRuntime(ctx: DurableObjectState): void {
       return call();
     });
   }
+}
+
+/** How many keys a key-value put or delete names: one key, an array of them, or an object of entries. */
+function keysOf(first: unknown): number {
+  if (typeof first === "string") return 1;
+  return Array.isArray(first) ? first.length : Object.keys(first as object).length;
 }
 
 /** A socket's role tag ("device" or "client"), to say what was held. */

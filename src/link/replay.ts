@@ -24,10 +24,16 @@
  * dies within it (its clients then see the numbering jump and import the turn from history). A second, not a few
  * milliseconds: rows are billed, and a model streaming 50 chunks a second made a row every other chunk.
  *
- * Storing. The frames of one session written together are one row (rows are billed, frames are not): their texts
- * joined by U+001E, a character no JSON text holds unescaped, with their count and size. A row is kept under
- * REPLAY_ROW_BYTES (SQLite takes a value of at most about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch
- * makes several rows. Dropping the oldest frames deletes the oldest rows, or rewrites the one they end in.
+ * Storing. The buffers are key-value entries, not SQL rows: a batch written on its own (the timer's, or a full one's)
+ * is put with `allowUnconfirmed`, which applies it at once but does not hold the object's output for its commit — a
+ * SQL write would hold the frames that follow it, which a stream at a model's pace sends within the commit's
+ * replication time. The failure accepted: a batch lost with its host within that time, as the frames in memory
+ * are (the numbering jumps). The frames of one session written together are one entry (rows are billed, frames are
+ * not), `replay/<n>` in write order: their texts joined by U+001E, a character no JSON text holds unescaped, with
+ * their session, count, size and last number. An entry is kept under REPLAY_ROW_BYTES (a key and value together may
+ * be about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch makes several. Dropping the oldest frames deletes
+ * the oldest entries, or rewrites the one they end in. What a session dropped and where its numbering goes on are in
+ * one entry for all sessions, `replay-counts`.
  */
 import { DEFAULT_LINK_CAPS, limitsOf } from "../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
@@ -42,6 +48,29 @@ import { TurnStore } from "./turn-store";
 const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
 export const INSTANCE_REPLAY = "_instance/replay";
+
+/** A batch of one session's frames, as stored under `replay/<n>`. */
+interface Batch {
+  session: string;
+  frames: number;
+  bytes: number;
+  /** The frames' texts, joined by SEPARATOR. */
+  texts: string;
+  /** The number of the batch's last frame (null: written before frames were numbered). */
+  lastSeq: number | null;
+}
+
+/** What a session dropped, and where its numbering goes on when its batches cannot say (a reset, an unkept tail). */
+interface Counts {
+  dropped?: number;
+  next?: number;
+}
+
+const BATCHES = "replay/";
+const COUNTS = "replay-counts";
+/** Zero-padded, so that keys list in write order. */
+const batchKey = (n: number) => `${BATCHES}${String(n).padStart(12, "0")}`;
+const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 const REPLAY_STEPS: readonly SchemaStep[] = [
   {
@@ -65,6 +94,36 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
       // Where a session's numbering goes on when its rows cannot say: after a reset, or a last frame not kept.
       `CREATE TABLE replay_seq (session_id TEXT PRIMARY KEY, next INTEGER NOT NULL)`,
     ],
+  },
+  {
+    step: 3,
+    // The buffers move to key-value entries (see Storing above), a running turn's rows and counts with them.
+    run: (sql, kv) => {
+      let n = 0;
+      for (const row of sql.exec<{
+        session: string;
+        frames: number;
+        bytes: number;
+        texts: string;
+        lastSeq: number | null;
+      }>("SELECT session_id AS session, frames, bytes, texts, last_seq AS lastSeq FROM replay_batches ORDER BY seq")) {
+        n += 1;
+        kv.put<Batch>(batchKey(n), { ...row });
+      }
+      const counts: Record<string, Counts> = {};
+      for (const { session, dropped } of sql.exec<{ session: string; dropped: number }>(
+        "SELECT session_id AS session, dropped FROM replay_dropped",
+      )) {
+        counts[session] = { dropped };
+      }
+      for (const { session, next } of sql.exec<{ session: string; next: number }>(
+        "SELECT session_id AS session, next FROM replay_seq",
+      )) {
+        counts[session] = { ...counts[session], next };
+      }
+      if (Object.keys(counts).length > 0) kv.put(COUNTS, counts);
+      for (const table of ["replay_batches", "replay_dropped", "replay_seq"]) sql.exec(`DROP TABLE ${table}`);
+    },
   },
 ];
 
@@ -93,8 +152,22 @@ interface Held {
   seq: number;
 }
 
-/** One object instance's buffers: their sizes (rows and held frames; read from the rows once), what is not written yet. */
+/** Where a stored batch is, and what it holds (its texts stay in storage). */
+interface Stored {
+  key: string;
+  frames: number;
+  bytes: number;
+  lastSeq: number | null;
+}
+
+/** One object instance's buffers: what is stored (listed once), the sizes, and what is not written yet. */
 class Buffers {
+  /** Each session's stored batches in order, listed from storage once. */
+  #stored: Map<string, Stored[]> | null = null;
+  /** The number of the last batch key. */
+  #lastKey = 0;
+  #counts: Record<string, Counts> | null = null;
+  /** Each session's size: its stored batches and held frames. */
   readonly #sizes = new Map<string, Size>();
   /** Each numbered session's next frame number (read from storage once). */
   readonly #next = new Map<string, number>();
@@ -110,10 +183,8 @@ class Buffers {
   #withFrame = false;
   /** The link cap replay_bytes (read from the environment as frames are kept). */
   #linkBytes: number = DEFAULT_LINK_CAPS.replay_bytes;
-  /** Whether #sizes holds every buffer, not only those this instance has kept frames in. */
-  #allSized = false;
 
-  constructor(private readonly sql: SqlStorage) {}
+  constructor(private readonly storage: DurableObjectStorage) {}
 
   /** The next frame number of a session, taken. */
   number(sessionId: string): number {
@@ -129,11 +200,13 @@ class Buffers {
 
   /** After the object lost its sockets: the numbering of each session with a running turn jumps (written now). */
   jump(): void {
-    for (const sessionId of new Set(new TurnStore(this.sql).running().map((t) => t.sessionId))) {
+    const counts = this.#allCounts();
+    for (const sessionId of new Set(new TurnStore(this.storage.sql).running().map((t) => t.sessionId))) {
       const next = this.#nextOf(sessionId) + SEQ_JUMP;
       this.#next.set(sessionId, next);
-      this.#writeNext(sessionId, next);
+      counts[sessionId] = { ...counts[sessionId], next };
     }
+    this.storage.kv.put(COUNTS, counts);
   }
 
   /** Keeps one frame of a session, numbered `seq` (written soon; see the top of this file). */
@@ -171,7 +244,10 @@ class Buffers {
     this.#timerMs = ms;
   }
 
-  /** Writes the held frames, drops the oldest of every buffer over its bounds, and counts what was dropped. */
+  /**
+   * Writes the held frames, drops the oldest of every buffer over its bounds, and counts what was dropped — all
+   * with `allowUnconfirmed`, so that a write in an event of its own holds no output.
+   */
   write(): void {
     if (this.#timer !== null) clearTimeout(this.#timer);
     this.#timer = null;
@@ -179,30 +255,40 @@ class Buffers {
     const held = this.#held;
     this.#held = [];
     this.#heldBytes = 0;
+    const stored = this.#allStored();
     for (const sessionId of new Set(held.map((h) => h.sessionId))) {
+      const batches = stored.get(sessionId) ?? [];
+      stored.set(sessionId, batches);
       for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
-        this.sql.exec(
-          "INSERT INTO replay_batches (session_id, frames, bytes, texts, last_seq) VALUES (?, ?, ?, ?, ?)",
-          sessionId,
-          row.length,
-          row.reduce((sum, h) => sum + h.bytes, 0),
-          row.map((h) => h.frame).join(SEPARATOR),
-          row.at(-1)?.seq ?? null,
-        );
+        this.#lastKey += 1;
+        const batch: Batch = {
+          session: sessionId,
+          frames: row.length,
+          bytes: row.reduce((sum, h) => sum + h.bytes, 0),
+          texts: row.map((h) => h.frame).join(SEPARATOR),
+          lastSeq: row.at(-1)?.seq ?? null,
+        };
+        this.#put(batchKey(this.#lastKey), batch);
+        batches.push({
+          key: batchKey(this.#lastKey),
+          frames: batch.frames,
+          bytes: batch.bytes,
+          lastSeq: batch.lastSeq,
+        });
       }
       this.#trim(sessionId, (size) => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes);
     }
     if (held.length > 0) this.#trimLink();
+    if (this.#dropped.size === 0 && this.#unkeptTail.size === 0) return;
+    const counts = this.#allCounts();
     for (const [sessionId, dropped] of this.#dropped) {
-      this.sql.exec(
-        "INSERT INTO replay_dropped (session_id, dropped) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET dropped = dropped + excluded.dropped",
-        sessionId,
-        dropped,
-      );
+      counts[sessionId] = { ...counts[sessionId], dropped: (counts[sessionId]?.dropped ?? 0) + dropped };
     }
     this.#dropped.clear();
-    for (const sessionId of this.#unkeptTail) this.#writeNext(sessionId, this.#nextOf(sessionId));
+    for (const sessionId of this.#unkeptTail)
+      counts[sessionId] = { ...counts[sessionId], next: this.#nextOf(sessionId) };
     this.#unkeptTail.clear();
+    this.#put(COUNTS, counts);
   }
 
   /** Forgets a session's buffer (its turn ended), written or not. */
@@ -213,64 +299,83 @@ class Buffers {
     this.#sizes.delete(sessionId);
     this.#next.delete(sessionId);
     this.#unkeptTail.delete(sessionId);
-    this.sql.exec("DELETE FROM replay_batches WHERE session_id = ?", sessionId);
-    this.sql.exec("DELETE FROM replay_dropped WHERE session_id = ?", sessionId);
-    this.sql.exec("DELETE FROM replay_seq WHERE session_id = ?", sessionId);
+    const stored = this.#allStored();
+    for (const { key } of stored.get(sessionId) ?? []) this.storage.kv.delete(key);
+    stored.delete(sessionId);
+    const counts = this.#allCounts();
+    if (counts[sessionId] === undefined) return;
+    delete counts[sessionId];
+    if (Object.keys(counts).length > 0) this.storage.kv.put(COUNTS, counts);
+    else this.storage.kv.delete(COUNTS);
+  }
+
+  /** What a late joiner is sent of a session: its counts, and its frames in order. */
+  kept(sessionId: string): { frames: number; lastSeq: number; dropped: number; texts: string[] } {
+    const batches = this.#allStored().get(sessionId) ?? [];
+    const texts = batches.flatMap(({ key }) => this.storage.kv.get<Batch>(key)?.texts.split(SEPARATOR) ?? []);
+    return {
+      frames: batches.reduce((sum, b) => sum + b.frames, 0),
+      lastSeq: batches.reduce((last, b) => Math.max(last, b.lastSeq ?? 0), 0),
+      dropped: this.#allCounts()[sessionId]?.dropped ?? 0,
+      texts,
+    };
+  }
+
+  /** A write that holds no output (see Storing); a failure is logged, as the timer has no caller to tell. */
+  #put<T>(key: string, value: T): void {
+    this.storage.put(key, value, UNCONFIRMED).catch((err: unknown) => console.error("keeping frames failed", err));
+  }
+
+  #delete(key: string): void {
+    this.storage.delete(key, UNCONFIRMED).catch((err: unknown) => console.error("dropping kept frames failed", err));
+  }
+
+  /** Every session's stored batches, listed once: their texts are read now and then left to storage. */
+  #allStored(): Map<string, Stored[]> {
+    if (this.#stored === null) {
+      const stored = new Map<string, Stored[]>();
+      for (const [key, batch] of this.storage.kv.list<Batch>({ prefix: BATCHES })) {
+        const batches = stored.get(batch.session) ?? [];
+        batches.push({ key, frames: batch.frames, bytes: batch.bytes, lastSeq: batch.lastSeq });
+        stored.set(batch.session, batches);
+        this.#lastKey = Number(key.slice(BATCHES.length));
+      }
+      this.#stored = stored;
+    }
+    return this.#stored;
+  }
+
+  #allCounts(): Record<string, Counts> {
+    this.#counts ??= this.storage.kv.get<Record<string, Counts>>(COUNTS) ?? {};
+    return this.#counts;
   }
 
   #nextOf(sessionId: string): number {
     let next = this.#next.get(sessionId);
     if (next === undefined) {
-      next = this.sql
-        .exec<{ next: number }>(
-          `SELECT MAX(1, COALESCE((SELECT MAX(last_seq) + 1 FROM replay_batches WHERE session_id = ?1), 1),
-                  COALESCE((SELECT next FROM replay_seq WHERE session_id = ?1), 1)) AS next`,
-          sessionId,
-        )
-        .one().next;
+      const stored = this.#allStored().get(sessionId) ?? [];
+      next = Math.max(1, ...stored.map((b) => (b.lastSeq ?? 0) + 1), this.#allCounts()[sessionId]?.next ?? 1);
       this.#next.set(sessionId, next);
     }
     return next;
   }
 
-  #writeNext(sessionId: string, next: number): void {
-    this.sql.exec(
-      "INSERT INTO replay_seq (session_id, next) VALUES (?, ?) ON CONFLICT (session_id) DO UPDATE SET next = excluded.next",
-      sessionId,
-      next,
-    );
-  }
-
   #size(sessionId: string): Size {
     let size = this.#sizes.get(sessionId);
     if (!size) {
-      size = this.sql
-        .exec<{ frames: number; bytes: number }>(
-          "SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(SUM(bytes), 0) AS bytes FROM replay_batches WHERE session_id = ?",
-          sessionId,
-        )
-        .one();
+      const stored = this.#allStored().get(sessionId) ?? [];
+      size = {
+        frames: stored.reduce((sum, b) => sum + b.frames, 0),
+        bytes: stored.reduce((sum, b) => sum + b.bytes, 0),
+      };
       this.#sizes.set(sessionId, size);
     }
     return size;
   }
 
-  /** Every buffer's size: those not yet in memory are read from their rows once (nothing of theirs is held). */
-  #allSizes(): Map<string, Size> {
-    if (!this.#allSized) {
-      for (const row of this.sql.exec<{ sessionId: string; frames: number; bytes: number }>(
-        "SELECT session_id AS sessionId, SUM(frames) AS frames, SUM(bytes) AS bytes FROM replay_batches GROUP BY session_id",
-      )) {
-        if (!this.#sizes.has(row.sessionId)) this.#sizes.set(row.sessionId, { frames: row.frames, bytes: row.bytes });
-      }
-      this.#allSized = true;
-    }
-    return this.#sizes;
-  }
-
   /** While all buffers together are over the link's bound, drops the oldest frames of the largest (written) one. */
   #trimLink(): void {
-    const sizes = this.#allSizes();
+    const sizes = new Map([...this.#allStored().keys()].map((sessionId) => [sessionId, this.#size(sessionId)]));
     const total = () => [...sizes.values()].reduce((sum, size) => sum + size.bytes, 0);
     while (total() > this.#linkBytes) {
       const [largest, next] = [...sizes].sort(([, a], [, b]) => b.bytes - a.bytes);
@@ -280,17 +385,14 @@ class Buffers {
     }
   }
 
-  /** Drops the oldest frames of a session while it is `over` a bound: whole rows, then the first frames of one. */
+  /** Drops the oldest frames of a session while it is `over` a bound: whole batches, then the first frames of one. */
   #trim(sessionId: string, over: (size: Size) => boolean): void {
     const size = this.#size(sessionId);
+    const batches = this.#allStored().get(sessionId) ?? [];
     while (over(size)) {
-      const oldest = this.sql
-        .exec<{ seq: number; texts: string }>(
-          "SELECT seq, texts FROM replay_batches WHERE session_id = ? ORDER BY seq LIMIT 1",
-          sessionId,
-        )
-        .one();
-      const texts = oldest.texts.split(SEPARATOR);
+      const oldest = batches[0]!;
+      const batch = this.storage.kv.get<Batch>(oldest.key)!;
+      const texts = batch.texts.split(SEPARATOR);
       let gone = 0;
       while (gone < texts.length && over(size)) {
         size.frames -= 1;
@@ -299,16 +401,18 @@ class Buffers {
       }
       this.#dropped.set(sessionId, (this.#dropped.get(sessionId) ?? 0) + gone);
       if (gone === texts.length) {
-        this.sql.exec("DELETE FROM replay_batches WHERE seq = ?", oldest.seq);
+        this.#delete(oldest.key);
+        batches.shift();
       } else {
         const kept = texts.slice(gone);
-        this.sql.exec(
-          "UPDATE replay_batches SET frames = ?, bytes = ?, texts = ? WHERE seq = ?",
-          kept.length,
-          kept.reduce((sum, text) => sum + frameBytes(text), 0),
-          kept.join(SEPARATOR),
-          oldest.seq,
-        );
+        oldest.frames = kept.length;
+        oldest.bytes = kept.reduce((sum, text) => sum + frameBytes(text), 0);
+        this.#put<Batch>(oldest.key, {
+          ...batch,
+          frames: oldest.frames,
+          bytes: oldest.bytes,
+          texts: kept.join(SEPARATOR),
+        });
       }
     }
   }
@@ -332,19 +436,19 @@ function rows(held: Held[]): Held[][] {
 }
 
 /** The buffers of each object instance, by its storage. */
-const instances = new WeakMap<SqlStorage, Buffers>();
-function buffersOf(sql: SqlStorage): Buffers {
-  let buffers = instances.get(sql);
+const instances = new WeakMap<DurableObjectStorage, Buffers>();
+function buffersOf(storage: DurableObjectStorage): Buffers {
+  let buffers = instances.get(storage);
   if (!buffers) {
-    buffers = new Buffers(sql);
-    instances.set(sql, buffers);
+    buffers = new Buffers(storage);
+    instances.set(storage, buffers);
   }
   return buffers;
 }
 
 /** Forgets a session's buffered frames (its turn ended). */
-export function clearReplay(sql: SqlStorage, sessionId: string): void {
-  buffersOf(sql).forget(sessionId);
+export function clearReplay(storage: DurableObjectStorage, sessionId: string): void {
+  buffersOf(storage).forget(sessionId);
 }
 
 const sessionOf = (message: NotificationMessage) => {
@@ -364,13 +468,13 @@ const buffered: DeviceNotificationHandler = {
   stamp: (rt, message, text, paramsAt) => {
     const sessionId = sessionOf(message);
     if (sessionId === null || !(startsTask(message) || new TurnStore(rt.sql).isRunning(sessionId))) return text;
-    const meta: InstanceFrameMeta = { seq: buffersOf(rt.sql).number(sessionId) };
+    const meta: InstanceFrameMeta = { seq: buffersOf(rt.ctx.storage).number(sessionId) };
     return withMeta(text, paramsAt, message, { [SEQ_META]: meta });
   },
   handle: (rt, message, text) => {
     const sessionId = sessionOf(message);
     if (sessionId === null || !new TurnStore(rt.sql).isRunning(sessionId)) return;
-    const buffers = buffersOf(rt.sql);
+    const buffers = buffersOf(rt.ctx.storage);
     buffers.keep(rt, sessionId, text, buffers.lastNumber(sessionId));
   },
 };
@@ -382,26 +486,15 @@ const buffered: DeviceNotificationHandler = {
 function catchUp(rt: LinkRuntime, sid: string): void {
   const ws = socketById(rt.ctx, sid);
   if (!ws) return;
-  buffersOf(rt.sql).write();
+  const buffers = buffersOf(rt.ctx.storage);
+  buffers.write();
   const turns = new TurnStore(rt.sql).running();
   for (const sessionId of [...new Set(turns.map((t) => t.sessionId))].sort()) {
-    const kept = rt.sql
-      .exec<{ frames: number; lastSeq: number; dropped: number }>(
-        `SELECT COALESCE(SUM(frames), 0) AS frames, COALESCE(MAX(last_seq), 0) AS lastSeq,
-                COALESCE((SELECT dropped FROM replay_dropped WHERE session_id = ?1), 0) AS dropped
-         FROM replay_batches WHERE session_id = ?1`,
-        sessionId,
-      )
-      .one();
+    const { texts, ...kept } = buffers.kept(sessionId);
     const turnIds = turns.filter((t) => t.sessionId === sessionId).map((t) => t.turnId);
     const notice: InstanceReplay = { sessionId, turnIds, ...kept };
     rt.deliver(ws, JSON.stringify(rpcNotification(INSTANCE_REPLAY, notice)));
-    for (const { texts } of rt.sql.exec<{ texts: string }>(
-      "SELECT texts FROM replay_batches WHERE session_id = ? ORDER BY seq",
-      sessionId,
-    )) {
-      for (const frame of texts.split(SEPARATOR)) rt.deliver(ws, frame);
-    }
+    for (const frame of texts) rt.deliver(ws, frame);
   }
 }
 
@@ -415,6 +508,6 @@ export const replay: LinkFeature = {
   // A link that vanished with the object's sockets (a crash, a reset): frames sent just before may not have been
   // kept, so each running turn's numbering jumps and a client sees that some may be missing.
   onLinkDown: (rt, _link, reason) => {
-    if (reason === "lost") buffersOf(rt.sql).jump();
+    if (reason === "lost") buffersOf(rt.ctx.storage).jump();
   },
 };

@@ -13,10 +13,13 @@
  * its feature declares it runs after.
  */
 
-/** One numbered change of a feature's tables: SQL statements run in order, or a function for what SQL cannot say. */
+/**
+ * One numbered change of a feature's tables: SQL statements run in order, or a function for what SQL cannot say
+ * (given the key-value store too, in the same transaction, for what moves between the two).
+ */
 export interface SchemaStep {
   readonly step: number;
-  readonly run: readonly string[] | ((sql: SqlStorage) => void);
+  readonly run: readonly string[] | ((sql: SqlStorage, kv: SyncKvStorage) => void);
 }
 
 /** What the migration runner needs of a feature. */
@@ -71,7 +74,7 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
   storage.transactionSync(() => {
     if (!recorded) sql.exec(STEPS_TABLE);
     for (const { run } of pending) {
-      if (typeof run === "function") run(sql);
+      if (typeof run === "function") run(sql, storage.kv);
       else for (const statement of run) sql.exec(statement);
     }
     // Recorded together after the steps, not one statement after each: a statement prepared before a schema change

@@ -51,7 +51,7 @@ function roomForTurn(rt: LinkRuntime, store: TurnStore): { ok: true } | { ok: fa
 /** A turn is over: it goes, and so does its session's replay buffer once nothing runs there. */
 function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
   store.remove(turn.id);
-  if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
+  if (!store.isRunning(turn.sessionId)) clearReplay(rt.ctx.storage, turn.sessionId);
 }
 
 /** A turn stopped running (task end); it stays while its prompt's answer is still awaited (by a client whose
@@ -63,7 +63,7 @@ function stopRunning(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
     return;
   }
   store.setRunning(turn.id, false);
-  if (!store.isRunning(turn.sessionId)) clearReplay(rt.sql, turn.sessionId);
+  if (!store.isRunning(turn.sessionId)) clearReplay(rt.ctx.storage, turn.sessionId);
 }
 
 /** The outstanding row a kept turn's prompt was sent under (its client's, or the instance's own re-send), taken. */
@@ -101,7 +101,7 @@ export function withdrawKept(
       continue;
     }
     store.withdraw(turn.id);
-    if (!store.isRunning(sessionId)) clearReplay(rt.sql, sessionId);
+    if (!store.isRunning(sessionId)) clearReplay(rt.ctx.storage, sessionId);
   }
 }
 
