@@ -200,8 +200,10 @@ class Buffers {
 
   /** After the object lost its sockets: the numbering of each session with a running turn jumps (written now). */
   jump(): void {
+    const running = new Set(new TurnStore(this.storage.sql).running().map((t) => t.sessionId));
+    if (running.size === 0) return;
     const counts = this.#allCounts();
-    for (const sessionId of new Set(new TurnStore(this.storage.sql).running().map((t) => t.sessionId))) {
+    for (const sessionId of running) {
       const next = this.#nextOf(sessionId) + SEQ_JUMP;
       this.#next.set(sessionId, next);
       counts[sessionId] = { ...counts[sessionId], next };
