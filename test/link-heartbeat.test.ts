@@ -19,6 +19,18 @@ async function makeSilent(deviceId: string, ago: number): Promise<void> {
   });
 }
 
+/** How many sweeps the object has set (0 or 1). */
+const sweepsArmed = (deviceId: string) =>
+  runInDurableObject(
+    linkStub(deviceId),
+    (_i, state) =>
+      state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
+  );
+
+/** The device's `online` in D1. */
+const onlineOf = async (deviceId: string) =>
+  (await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(deviceId).first<{ online: number }>())?.online;
+
 /** Runs the sweep now. */
 const sweep = (deviceId: string) => fireDeadlines(deviceId, "sweep");
 
@@ -96,10 +108,7 @@ describe("keep-alive and the sweep", () => {
     const closed = await client.closed;
     expect(closed.code).toBe(4410);
     expect(closed.reason).toContain("ping");
-    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
-      .bind(device.deviceId)
-      .first<{ online: number }>();
-    expect(row!.online).toBe(0);
+    expect(await onlineOf(device.deviceId)).toBe(0);
   });
 
   it("keeps a quiet device that answers the question, as any JSON-RPC peer does", async () => {
@@ -125,12 +134,7 @@ describe("keep-alive and the sweep", () => {
     await sweepAsIfSilent(device.deviceId, LONG_SILENT_MS);
     expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "up" });
     // The sweep is armed again while sockets are attached.
-    const due = await runInDurableObject(
-      linkStub(device.deviceId),
-      (_i, state) =>
-        state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
-    );
-    expect(due).toBe(1);
+    expect(await sweepsArmed(device.deviceId)).toBe(1);
   });
 
   it("keeps a socket that sent a frame since, without pings", async () => {
@@ -172,10 +176,7 @@ describe("keep-alive and the sweep", () => {
     expect(closed.reason).toContain("no ping");
     expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "down", reason: "stale" } });
     expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "down" });
-    const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
-      .bind(device.deviceId)
-      .first<{ online: number }>();
-    expect(row!.online).toBe(0);
+    expect(await onlineOf(device.deviceId)).toBe(0);
   });
 
   it("keeps a device that listed nothing to ask while it keeps pinging, long past the silence the sweep tolerates", async () => {
@@ -198,28 +199,16 @@ describe("keep-alive and the sweep", () => {
     const device = await createDevice(user.userId);
     const { peer: link } = await linkDevice(device);
     const stub = linkStub(device.deviceId);
-    const sweeps = () =>
-      runInDurableObject(
-        stub,
-        (_i, state) =>
-          state.storage.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM deadlines WHERE kind = 'sweep'").one().n,
-      );
-    const online = async () =>
-      (
-        await env.DB.prepare("SELECT online FROM devices WHERE id = ?")
-          .bind(device.deviceId)
-          .first<{ online: number }>()
-      )?.online;
-    await expect.poll(online).toBe(1);
+    await expect.poll(() => onlineOf(device.deviceId)).toBe(1);
     await expect.poll(() => runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
-    expect(await sweeps()).toBe(0);
+    expect(await sweepsArmed(device.deviceId)).toBe(0);
     // A client watching arms it; the sweep after the last client left arms no other, and the alarm goes.
     const client = await attachClient(user, device.deviceId);
-    expect(await sweeps()).toBe(1);
+    expect(await sweepsArmed(device.deviceId)).toBe(1);
     client.close();
     await client.closed;
     await fireDeadlines(device.deviceId, "sweep");
-    expect(await sweeps()).toBe(0);
+    expect(await sweepsArmed(device.deviceId)).toBe(0);
     expect(await runInDurableObject(stub, (_i, state) => state.storage.getAlarm())).toBeNull();
     await link.silent();
   });

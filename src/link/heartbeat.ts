@@ -54,6 +54,9 @@ export const pings = {
 /** The keep-alive pair, set when the object starts. */
 export const keepAlive = () => new WebSocketRequestResponsePair("ping", "pong");
 
+/** Makes sure a sweep is coming. */
+const ensureSweep = (rt: LinkRuntime, now: number) => rt.deadlines.ensure(SWEEP, "sockets", now + SWEEP_EVERY_MS);
+
 /**
  * A client attached: sweeps are coming while it stays. The first comes at once if the device has been silent too
  * long, since nothing looked at it while no one watched.
@@ -65,7 +68,7 @@ export function watchLiveness(rt: LinkRuntime): void {
     return attachment !== null && now - Math.max(attachment.seen, pings.at(rt.ctx, ws)) > STALE_AFTER_MS;
   });
   if (silent) rt.deadlines.set(SWEEP, "sockets", now);
-  else rt.deadlines.ensure(SWEEP, "sockets", now + SWEEP_EVERY_MS);
+  else ensureSweep(rt, now);
 }
 
 export const heartbeat: LinkFeature = {
@@ -105,7 +108,7 @@ export const heartbeat: LinkFeature = {
         await onSocketGone(rt, attachment, "stale");
       }
       if (asked) rt.deadlines.set(SWEEP, "sockets", now + PROBE_GRACE_MS);
-      else if (rt.ctx.getWebSockets("client").length > 0) rt.deadlines.ensure(SWEEP, "sockets", now + SWEEP_EVERY_MS);
+      else if (rt.ctx.getWebSockets("client").length > 0) ensureSweep(rt, now);
     },
   },
 };

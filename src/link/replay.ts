@@ -263,6 +263,7 @@ class Buffers {
       stored.set(sessionId, batches);
       for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
         this.#lastKey += 1;
+        const key = batchKey(this.#lastKey);
         const batch: Batch = {
           session: sessionId,
           frames: row.length,
@@ -270,9 +271,9 @@ class Buffers {
           texts: row.map((h) => h.frame).join(SEPARATOR),
           lastSeq: row.at(-1)?.seq ?? null,
         };
-        this.#put(batchKey(this.#lastKey), batch);
+        this.#put(key, batch);
         batches.push({
-          key: batchKey(this.#lastKey),
+          key,
           frames: batch.frames,
           bytes: batch.bytes,
           lastSeq: batch.lastSeq,
