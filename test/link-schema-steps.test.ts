@@ -1,7 +1,8 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feature";
-import { applySteps } from "../src/link/schema-steps";
+import { registry } from "../src/link/device-link";
+import { applySteps, type Migrating } from "../src/link/schema-steps";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
 import { drain, fireDeadlines, statusOf } from "./helpers/linked";
@@ -49,10 +50,10 @@ describe("schema steps", () => {
     const failing = { step: 3, run: ["INSERT INTO notes (text) VALUES ('half')", "INSERT INTO nowhere VALUES (1)"] };
     await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
       const { sql } = state.storage;
-      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }])).toEqual(["notes/1"]);
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }]).applied).toEqual(["notes/1"]);
       sql.exec("INSERT INTO notes (text) VALUES ('kept')");
-      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }])).toEqual([]);
-      expect(applySteps(state.storage, [{ name: "notes", migrations: [first, second] }])).toEqual(["notes/2"]);
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first] }]).applied).toEqual([]);
+      expect(applySteps(state.storage, [{ name: "notes", migrations: [first, second] }]).applied).toEqual(["notes/2"]);
       expect(sql.exec("SELECT text, at FROM notes").toArray()).toEqual([{ text: "kept", at: 7 }]);
       expect(() => applySteps(state.storage, [{ name: "notes", migrations: [first, second, failing] }])).toThrow(
         /no such table: nowhere/,
@@ -90,13 +91,87 @@ describe("schema steps", () => {
           return state.storage.transactionSync(run);
         },
       } as unknown as DurableObjectStorage;
-      expect(applySteps(watched, [notes])).toEqual(["notes/1", "notes/2"]);
+      expect(applySteps(watched, [notes]).applied).toEqual(["notes/1", "notes/2"]);
       expect(transactions).toBe(1);
       statements.length = 0;
-      expect(applySteps(watched, [notes])).toEqual([]);
+      expect(applySteps(watched, [notes]).applied).toEqual([]);
       // A write (CREATE … IF NOT EXISTS included) would hold the first output of every wake behind a commit.
       expect(statements.filter((query) => !/^\s*SELECT\b/i.test(query))).toEqual([]);
       expect(transactions).toBe(1);
+    });
+  });
+
+  it("makes a fresh object's tables from a feature's fresh statements, recording its steps unrun; an object with tables runs the steps", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const notes: Migrating = {
+      name: "notes",
+      migrations: [
+        { step: 1, run: ["CREATE TABLE notes (id INTEGER PRIMARY KEY)"] },
+        {
+          step: 2,
+          run: () => {
+            throw new Error("step 2 ran");
+          },
+        },
+      ],
+      fresh: ["CREATE TABLE notes (id INTEGER PRIMARY KEY, at INTEGER)"],
+    };
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const { sql } = state.storage;
+      const columns = () => sql.exec("SELECT name FROM pragma_table_info('notes')").toArray();
+      dropAllTables(sql);
+      expect(applySteps(state.storage, [notes])).toEqual({ applied: ["notes/1", "notes/2"], fresh: true });
+      expect(columns()).toEqual([{ name: "id" }, { name: "at" }]);
+      expect(sql.exec("SELECT feature, step FROM schema_steps ORDER BY step").toArray()).toEqual([
+        { feature: "notes", step: 1 },
+        { feature: "notes", step: 2 },
+      ]);
+
+      dropAllTables(sql);
+      sql.exec("CREATE TABLE older (id INTEGER PRIMARY KEY)");
+      expect(() => applySteps(state.storage, [notes])).toThrow("step 2 ran");
+      expect(sql.exec("SELECT name FROM sqlite_master WHERE name IN ('notes', 'schema_steps')").toArray()).toEqual([]);
+    });
+  });
+
+  it("holds every feature's fresh tables equal to what its steps make", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    // Every table and index, its SQL in one spelling: SQLite keeps a statement's text as written, quotes a renamed
+    // table's name, and an ADD COLUMN appends to the text.
+    const schemaOf = (sql: SqlStorage) =>
+      sql
+        .exec<{ type: string; name: string; sql: string }>(
+          "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' ORDER BY type, name",
+        )
+        .toArray()
+        .map((entry) => ({
+          ...entry,
+          sql: entry.sql
+            .replace(/IF NOT EXISTS /gi, "")
+            .replaceAll('"', "")
+            .replace(/\s+/g, " ")
+            .replace(/\s*([(),])\s*/g, "$1"),
+        }));
+    const stepsOf = (sql: SqlStorage) =>
+      sql.exec("SELECT feature, step FROM schema_steps ORDER BY feature, step").toArray();
+    const withFresh = registry.features.filter((feature) => feature.fresh !== undefined).map((f) => f.name);
+    expect(withFresh).toEqual(expect.arrayContaining(["cards", "replay"]));
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const { sql } = state.storage;
+      dropAllTables(sql);
+      applySteps(
+        state.storage,
+        registry.features.map(({ fresh: _fresh, ...feature }) => feature),
+      );
+      const bySteps = { schema: schemaOf(sql), steps: stepsOf(sql), kv: [...state.storage.kv.list()] };
+      dropAllTables(sql);
+      applySteps(state.storage, registry.features);
+      expect({ schema: schemaOf(sql), steps: stepsOf(sql), kv: [...state.storage.kv.list()] }).toEqual(bySteps);
+      expect(bySteps.schema.map(({ name }) => name)).toEqual(
+        expect.arrayContaining(["cards", "card_refusals", "link"]),
+      );
     });
   });
 

@@ -42,6 +42,17 @@ export function parseKeyText(text: string): CardKey | null {
   }
 }
 
+/** The tables as step 2 leaves them. */
+export const CARDS_FRESH: readonly string[] = [
+  `CREATE TABLE cards (
+     session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL,
+     link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
+     ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))`,
+  `CREATE TABLE card_refusals (
+     session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL,
+     PRIMARY KEY (session_id, tool_call_id, sid))`,
+];
+
 export const CARDS_STEPS: readonly SchemaStep[] = [
   {
     step: 1,

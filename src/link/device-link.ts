@@ -119,7 +119,7 @@ const FEATURES: readonly LinkFeature[] = [
   terminals,
   signInExpiry,
 ];
-const registry = buildRegistry(FEATURES);
+export const registry = buildRegistry(FEATURES);
 
 const detail = (text: string, status: number) => json({ detail: text }, status);
 

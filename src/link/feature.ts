@@ -136,6 +136,8 @@ export interface LinkFeature {
   after?: readonly string[];
   /** The feature's own tables, as numbered steps applied once each (schema-steps.ts). */
   migrations?: readonly SchemaStep[];
+  /** Its tables as the last step leaves them, for a fresh object (schema-steps.ts); only where steps rebuild. */
+  fresh?: readonly string[];
   clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
   beforeForward?: Readonly<Record<string, BeforeForward>>;
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;

@@ -506,6 +506,8 @@ export const replay: LinkFeature = {
   // A task start must open its turn (turns) before its own frame is kept.
   after: ["turns"],
   migrations: REPLAY_STEPS,
+  // The buffers are key-value entries (step 3): a fresh object has no replay table at all.
+  fresh: [],
   deviceNotifications: { "session/update": buffered, "_lembas/event": buffered },
   onClientAttached: (rt, peer) => catchUp(rt, peer.sid),
   // A link that vanished with the object's sockets (a crash, a reset): frames sent just before may not have been

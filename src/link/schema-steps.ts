@@ -11,6 +11,11 @@
  *
  * Features run their steps in the registry's order (feature.ts), so a step may rely on the tables of the features
  * its feature declares it runs after.
+ *
+ * A fresh object (no tables of its own yet) makes a feature's tables from its `fresh` statements, when it has them,
+ * and records all its steps as applied: steps that rebuild, rename or drop tables are the dearest statements a
+ * device's first link runs, and on an empty object they only undo each other. A test holds every feature's `fresh`
+ * equal to what its steps make.
  */
 
 /**
@@ -26,9 +31,13 @@ export interface SchemaStep {
 export interface Migrating {
   readonly name: string;
   readonly migrations?: readonly SchemaStep[];
+  /** The tables as the last step leaves them, made at once on a fresh object in place of the steps. */
+  readonly fresh?: readonly string[];
 }
 
-const STEPS_TABLE_EXISTS = "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_steps'";
+/** The object's own tables: not SQLite's (`sqlite_sequence`) nor the runtime's (`_cf_KV`, …). */
+export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table'
+  AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'`;
 const STEPS_TABLE = `CREATE TABLE schema_steps (
   feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))`;
 
@@ -47,16 +56,25 @@ export function checkSteps(feature: Migrating): void {
   });
 }
 
+/** What a start did to the schema: the steps it applied (`feature/step`), and whether the object had no tables. */
+export interface SchemaStart {
+  applied: string[];
+  /** Every table was made by this start, so every one is empty. */
+  fresh: boolean;
+}
+
 /**
- * Applies every step not applied yet, feature by feature in the given order; returns the steps applied. All the
+ * Applies every step not applied yet, feature by feature in the given order. All the
  * steps one start applies run in one transaction (a fresh object makes every table at once: one savepoint, not one
  * a step), so a step that fails leaves nothing of that start behind. An object whose steps are all applied only
  * reads: `CREATE TABLE IF NOT EXISTS` is a write even when the table exists, and would hold the first output of
  * every wake behind a commit.
  */
-export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): string[] {
+export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): SchemaStart {
   const { sql } = storage;
-  const recorded = sql.exec(STEPS_TABLE_EXISTS).toArray().length > 0;
+  const tables = sql.exec<{ name: string }>(OWN_TABLES).toArray();
+  const fresh = tables.length === 0;
+  const recorded = tables.some(({ name }) => name === "schema_steps");
   const applied = new Set(
     recorded
       ? sql
@@ -68,18 +86,20 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
   const pending = features.flatMap((feature) =>
     (feature.migrations ?? [])
       .filter(({ step }) => !applied.has(`${feature.name}/${step}`))
-      .map((step) => ({ feature: feature.name, ...step })),
+      .map((step) => ({ feature, ...step })),
   );
-  if (pending.length === 0) return [];
+  if (pending.length === 0) return { applied: [], fresh };
   storage.transactionSync(() => {
     if (!recorded) sql.exec(STEPS_TABLE);
-    for (const { run } of pending) {
-      if (typeof run === "function") run(sql, storage.kv);
+    for (const { feature, step, run } of pending) {
+      if (fresh && feature.fresh) {
+        if (step === 1) for (const statement of feature.fresh) sql.exec(statement);
+      } else if (typeof run === "function") run(sql, storage.kv);
       else for (const statement of run) sql.exec(statement);
     }
     // Recorded together after the steps, not one statement after each: a statement prepared before a schema change
     // is prepared again on its next run, so a row per step would prepare it as many times as there are steps.
-    sql.exec(RECORD_STEPS, Date.now(), JSON.stringify(pending.map(({ feature, step }) => [feature, step])));
+    sql.exec(RECORD_STEPS, Date.now(), JSON.stringify(pending.map(({ feature, step }) => [feature.name, step])));
   });
-  return pending.map(({ feature, step }) => `${feature}/${step}`);
+  return { applied: pending.map(({ feature, step }) => `${feature.name}/${step}`), fresh };
 }

@@ -1,3 +1,5 @@
+import { OWN_TABLES } from "../../src/link/schema-steps";
+
 /**
  * The device object's SQLite schema as objects wrote it before schema steps were numbered: every table created with
  * IF NOT EXISTS on each start, nothing recorded. Frozen here so a test can write an object the way those objects
@@ -31,10 +33,5 @@ export const SCHEMA_BEFORE_STEPS = [
 
 /** Drops every table of the object's own (not the runtime's `_cf_` ones), leaving its storage as if new. */
 export function dropAllTables(sql: SqlStorage): void {
-  const tables = sql
-    .exec<{ name: string }>(
-      "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'",
-    )
-    .toArray();
-  for (const { name } of tables) sql.exec(`DROP TABLE "${name}"`);
+  for (const { name } of sql.exec<{ name: string }>(OWN_TABLES).toArray()) sql.exec(`DROP TABLE "${name}"`);
 }
