@@ -82,7 +82,13 @@ export class Outbound {
   /** The round of held rows now filling (closeRound). */
   #round = 0;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `empty`: the table was made just now, so there is nothing to read. */
+  constructor(
+    private readonly sql: SqlStorage,
+    empty = false,
+  ) {
+    if (empty) this.#rows = new Map();
+  }
 
   #memory(): Map<number, Row> {
     if (this.#rows) return this.#rows;
@@ -206,6 +212,11 @@ export class Outbound {
     return this.#removed(rows)[0] ?? null;
   }
 
+  /** Every request in flight that matches, written or held (the table is wholly in memory once read). */
+  #where(match: (row: Row) => boolean): Row[] {
+    return [...this.#memory().values()].filter(match);
+  }
+
   /** The held rows that match (a take hands them to #removed with the table's). */
   #heldWhere(match: (row: Row) => boolean): Row[] {
     return [...this.#held.values()].map((h) => h.row).filter(match);
@@ -252,18 +263,13 @@ export class Outbound {
 
   /** The clients (sockets, HTTP /rpc calls) with requests in flight. */
   clientOrigins(): string[] {
-    const origins = this.sql
-      .exec<{ origin: string }>("SELECT DISTINCT origin FROM outbound WHERE origin != ?", INSTANCE_ORIGIN)
-      .toArray()
-      .map((row) => row.origin);
-    const held = this.#heldWhere((row) => row.origin !== INSTANCE_ORIGIN).map((row) => row.origin);
-    return [...new Set([...origins, ...held])];
+    const origins = this.#where((row) => row.origin !== INSTANCE_ORIGIN).map((row) => row.origin);
+    return [...new Set(origins)];
   }
 
   /** How many requests of this method are in flight (terminals: opens not yet answered count toward the limit). */
   countOf(method: string): number {
-    const written = this.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM outbound WHERE method = ?", method).one().n;
-    return written + this.#heldWhere((row) => row.method === method).length;
+    return this.#where((row) => row.method === method).length;
   }
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */

@@ -66,9 +66,10 @@ export class LinkRuntime implements Failing {
     readonly registry: Registry,
   ) {
     this.sql = ctx.storage.sql;
-    applySteps(ctx.storage, registry.features);
-    this.links = new LinkStore(this.sql);
-    this.outbound = new Outbound(this.sql);
+    // A fresh object's tables are empty: its stores start known, not read (a device's first link would read each).
+    const { fresh } = applySteps(ctx.storage, registry.features);
+    this.links = new LinkStore(this.sql, fresh);
+    this.outbound = new Outbound(this.sql, fresh);
     this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);
   }
 

@@ -51,7 +51,16 @@ export class LinkStore {
   #reservedTo = 0;
   #blockSaved = true;
 
-  constructor(private readonly sql: SqlStorage) {}
+  /** `empty`: the tables were made just now, so there is nothing to read. */
+  constructor(
+    private readonly sql: SqlStorage,
+    empty = false,
+  ) {
+    if (empty) {
+      this.#cached = null;
+      this.#metaRead = true;
+    }
+  }
 
   current(): LinkRecord | null {
     if (this.#cached !== undefined) return this.#cached;
