@@ -64,11 +64,10 @@ export interface SchemaStart {
 }
 
 /**
- * Applies every step not applied yet, feature by feature in the given order. All the
- * steps one start applies run in one transaction (a fresh object makes every table at once: one savepoint, not one
- * a step), so a step that fails leaves nothing of that start behind. An object whose steps are all applied only
- * reads: `CREATE TABLE IF NOT EXISTS` is a write even when the table exists, and would hold the first output of
- * every wake behind a commit.
+ * Applies every step not applied yet, feature by feature in the given order. All the steps one start applies run in
+ * one transaction (a fresh object makes every table at once: one savepoint, not one a step), so a step that fails
+ * leaves nothing of that start behind. An object whose steps are all applied only reads: `CREATE TABLE IF NOT
+ * EXISTS` is a write even when the table exists, and would hold the first output of every wake behind a commit.
  */
 export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): SchemaStart {
   const { sql } = storage;
