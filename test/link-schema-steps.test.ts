@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feature";
 import { registry } from "../src/link/device-link";
-import { applySteps, type Migrating } from "../src/link/schema-steps";
+import { applySteps, type Migrating, OWN_NAME } from "../src/link/schema-steps";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
 import { drain, fireDeadlines, statusOf } from "./helpers/linked";
@@ -143,7 +143,7 @@ describe("schema steps", () => {
     const schemaOf = (sql: SqlStorage) =>
       sql
         .exec<{ type: string; name: string; sql: string }>(
-          "SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' ORDER BY type, name",
+          `SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL AND ${OWN_NAME} ORDER BY type, name`,
         )
         .toArray()
         .map((entry) => ({

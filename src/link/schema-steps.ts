@@ -35,9 +35,10 @@ export interface Migrating {
   readonly fresh?: readonly string[];
 }
 
-/** The object's own tables: not SQLite's (`sqlite_sequence`) nor the runtime's (`_cf_KV`, …). */
-export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table'
-  AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'`;
+/** A `sqlite_master` condition: the entry is the object's own, not SQLite's (`sqlite_sequence`) nor the runtime's. */
+export const OWN_NAME = `name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'`;
+/** The object's own tables. */
+export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table' AND ${OWN_NAME}`;
 const STEPS_TABLE = `CREATE TABLE schema_steps (
   feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))`;
 
@@ -92,6 +93,7 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
     if (!recorded) sql.exec(STEPS_TABLE);
     for (const { feature, step, run } of pending) {
       if (fresh && feature.fresh) {
+        // Every step is pending on a fresh object: the last shape is made once, in the first step's place.
         if (step === 1) for (const statement of feature.fresh) sql.exec(statement);
       } else if (typeof run === "function") run(sql, storage.kv);
       else for (const statement of run) sql.exec(statement);
