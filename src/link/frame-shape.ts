@@ -44,12 +44,28 @@ const skipSpace = (text: string, at: number) => {
   return at;
 };
 
+const isNumberChar = (c: number) =>
+  (c >= 0x30 && c <= 0x39) || c === 0x2d || c === 0x2b || c === 0x2e || c === 0x65 || c === 0x45;
+
+/** No backslash and no control character between `from` and `to`: the string is its own text between its quotes. */
+function plain(text: string, from: number, to: number): boolean {
+  for (let at = from; at < to; at++) {
+    const c = text.charCodeAt(at);
+    if (c === BACKSLASH || c < 0x20) return false;
+  }
+  return true;
+}
+
 /** The JSON string or number at `at`, read on its own (small: a method name, an id); null for anything else. */
 function scalarAt(text: string, at: number): string | number | null {
   const c = text.charCodeAt(at);
   let end = at;
-  if (c === QUOTE) end = stringEnd(text, at);
-  else while (end < text.length && /[-+.0-9eE]/.test(text[end]!)) end++;
+  if (c === QUOTE) {
+    end = stringEnd(text, at);
+    // Most methods and ids: no escape to decode and nothing JSON forbids, so no parse is needed.
+    const closed = end - 1 > at && text.charCodeAt(end - 1) === QUOTE;
+    if (closed && plain(text, at + 1, end - 1)) return text.slice(at + 1, end - 1);
+  } else while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;
   if (end === at) return null;
   try {
     const value: unknown = JSON.parse(text.slice(at, end));
