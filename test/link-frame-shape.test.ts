@@ -5,7 +5,8 @@
  * members winning — whatever the frame around it, valid JSON or not.
  */
 import { describe, expect, it } from "vitest";
-import { frameShape } from "../src/link/frame-shape";
+import { frameShape, paramsStart } from "../src/link/frame-shape";
+import { JUDGED_UNPARSED_FROM, readFrame } from "../src/link/frames";
 
 // Values as JSON text: plain and escaped strings, strings JSON forbids (raw control characters, an escape left
 // open), numbers in every spelling JSON takes and some it refuses, and values that are neither.
@@ -85,5 +86,59 @@ describe("a frame's method and id, read before it is parsed", () => {
       expect(shape.method).toBeNull();
       expect(shape.id).toBeNull();
     }
+  });
+});
+
+// Frames as a device or a client may send them, well formed or not: members repeated, escaped, reordered or extra;
+// params that are not an object; nesting at and past the limit; text that is not JSON.
+const deep = (levels: number) => `${"[".repeat(levels)}${"]".repeat(levels)}`;
+const FRAMES = [
+  '{"jsonrpc":"2.0","method":"session/update","params":{"sessionId":"s","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"hi \\"params\\": {"}}}}',
+  '{"jsonrpc":"2.0","id":3,"method":"session/prompt","params":{"sessionId":"s","prompt":[]}}',
+  '{"params":{"a":1},"jsonrpc":"2.0","method":"x"}',
+  '{"jsonrpc":"2.0","method":"x","params":{"a":1},"params":{"b":2}}',
+  '{"jsonrpc":"2.0","method":"x","params":{"a":1},"p\\u0061rams":{"b":2}}',
+  '{"jsonrpc":"2.0","method":"x","p\\u0061rams":{"b":2}}',
+  '{"jsonrpc":"2.0","method":"x","params":{"a":{"params":{}}},"id":"q"}',
+  '{"jsonrpc":"2.0","method":"x","params":[1,2]}',
+  '{"jsonrpc":"2.0","method":"x","params":{"a":1},"extra":true}',
+  '{"jsonrpc":"2.0","m\\u0065thod":"x","id":"\\u0041"}',
+  '{"jsonrpc":"2.0","id":7,"result":{"ok":true}}',
+  '{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"no"}}',
+  `{"jsonrpc":"2.0","id":"deep","method":"x","params":{"v":${deep(62)}}}`,
+  `{"jsonrpc":"2.0","id":"deep","method":"x","params":{"v":${deep(63)}}}`,
+  `{"jsonrpc":"2.0","id":"deep","method":"x","params":{"v":${deep(5000)}}}`,
+  `{"jsonrpc":"2.0","id":"deep","method":"x","params":{"v":${"[".repeat(100)}`,
+  '{"jsonrpc":"2.0","method":"x","params":{"a":1}',
+  "[1,2]",
+  "7",
+  "",
+  '{"jsonrpc":"2.0","method":"x","params":{"__proto__":{"a":1}}}',
+];
+
+describe("a short frame, parsed before it is judged", () => {
+  it("gets the verdict a long frame judged from its text gets", () => {
+    for (const from of ["device", "client"] as const) {
+      for (const frame of FRAMES) {
+        expect(frame.length).toBeLessThanOrEqual(JUDGED_UNPARSED_FROM);
+        // Whitespace after the frame takes it past the length where frames are judged unparsed, and moves nothing.
+        const long = readFrame(`${frame}${" ".repeat(JUDGED_UNPARSED_FROM)}`, from);
+        const short = readFrame(frame, from);
+        if (long.kind !== "refused" && long.verbatim !== null) long.verbatim = long.verbatim.trimEnd();
+        expect(short, `${from}: ${frame.slice(0, 80)}`).toEqual(long);
+      }
+    }
+  });
+
+  it("finds where the params open as a whole scan finds it, the last repeated params winning", () => {
+    for (const frame of FRAMES.filter((f) => f.startsWith("{"))) {
+      expect(paramsStart(frame), frame.slice(0, 80)).toBe(frameShape(frame, Number.POSITIVE_INFINITY).paramsAt);
+    }
+    // The last params wins, as in JSON.parse, however its name is spelled.
+    for (const repeated of [
+      '{"jsonrpc":"2.0","method":"x","params":{"a":1},"params":{"b":2}}',
+      '{"jsonrpc":"2.0","method":"x","params":{"a":1},"p\\u0061rams":{"b":2}}',
+    ])
+      expect(paramsStart(repeated)).toBe(repeated.indexOf('{"b"'));
   });
 });

@@ -75,7 +75,20 @@ function scalarAt(text: string, at: number): string | number | null {
   }
 }
 
-export function frameShape(text: string, maxDepth: number): FrameShape {
+/** A top-level member's name: its text, decoded when it has escapes (`"p\u0061rams"` names params too). */
+function memberName(text: string, at: number, end: number): string | null {
+  if (plain(text, at + 1, end - 1)) return text.slice(at + 1, end - 1);
+  const value = scalarAt(text, at);
+  return typeof value === "string" ? value : null;
+}
+
+/**
+ * No top-level member after `from` can be named params: its name would be spelled `"params"` or with a `\u` escape.
+ * A frame's params usually comes last, so a scan for where it opens may stop there.
+ */
+const noParamsAfter = (text: string, from: number) => !text.includes('"params"', from) && !text.includes("\\u", from);
+
+function scan(text: string, maxDepth: number, untilParams: boolean): FrameShape {
   const shape: FrameShape = { tooDeep: false, method: null, id: null, paramsAt: null };
   const topObject = text.charCodeAt(skipSpace(text, 0)) === OPEN_OBJECT;
   let depth = 0;
@@ -87,7 +100,7 @@ export function frameShape(text: string, maxDepth: number): FrameShape {
       if (depth === 1 && topObject) {
         const colon = skipSpace(text, end);
         if (text.charCodeAt(colon) === COLON) {
-          const name = text.slice(at + 1, end - 1);
+          const name = memberName(text, at, end);
           const valueAt = skipSpace(text, colon + 1);
           if (name === "method" || name === "id") {
             const value = scalarAt(text, valueAt);
@@ -95,6 +108,7 @@ export function frameShape(text: string, maxDepth: number): FrameShape {
             else shape.id = value;
           } else if (name === "params") {
             shape.paramsAt = text.charCodeAt(valueAt) === OPEN_OBJECT ? valueAt : null;
+            if (untilParams && noParamsAfter(text, valueAt)) return shape;
           }
         }
       }
@@ -114,3 +128,11 @@ export function frameShape(text: string, maxDepth: number): FrameShape {
   }
   return shape;
 }
+
+export const frameShape = (text: string, maxDepth: number): FrameShape => scan(text, maxDepth, false);
+
+/**
+ * Where the top-level params object opens in a frame already parsed (so judged for depth): what frameShape says,
+ * found without reading past the params when no later member can be params.
+ */
+export const paramsStart = (text: string): number | null => scan(text, Number.POSITIVE_INFINITY, true).paramsAt;

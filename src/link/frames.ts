@@ -17,7 +17,7 @@ import {
   type ErrorMessage,
   type NotificationMessage,
 } from "../protocol/jsonrpc";
-import { frameShape } from "./frame-shape";
+import { frameShape, paramsStart } from "./frame-shape";
 import type { Role } from "./sockets";
 
 const MiB = 1024 * 1024;
@@ -72,10 +72,30 @@ function over(data: string | ArrayBuffer, limit: number): boolean {
 }
 
 /**
- * Reads a frame, judging it before building it: its size against the most any frame may be; its nesting depth and,
- * for a client, its size against what its method may take (read from its shape: frame-shape.ts) — a frame refused
- * here is never parsed; then JSON, the envelope, and once more the size by the parsed method (a frame whose repeated
- * `method` members would mislead the shape). Refusals go under the request's id when it has one.
+ * Frames longer than this are judged from their text before they are parsed; shorter ones — nearly every frame — are
+ * parsed first and judged after, which spares the scan. Parsing a short frame costs little however it nests (a
+ * nesting level takes at least one character), and none of them can be over a client's size limit.
+ */
+export const JUDGED_UNPARSED_FROM = 16 * 1024;
+
+/** Whether a parsed value nests deeper than `levels` (objects and arrays; the value itself is the first level). */
+function deeper(value: unknown, levels: number): boolean {
+  if (typeof value !== "object" || value === null) return false;
+  if (levels === 0) return true;
+  if (Array.isArray(value)) return value.some((item) => deeper(item, levels - 1));
+  for (const key in value) if (deeper((value as Record<string, unknown>)[key], levels - 1)) return true;
+  return false;
+}
+
+const tooDeep = (text: string) =>
+  refused(frameShape(text, MAX_DEPTH).id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+
+/**
+ * Reads a frame, judging it before building it when it is long: its size against the most any frame may be; its
+ * nesting depth and, for a client, its size against what its method may take (read from its shape: frame-shape.ts)
+ * — a long frame refused here is never parsed; then JSON, the envelope, and once more the size by the parsed method
+ * (a frame whose repeated `method` members would mislead the shape). A short frame gets the same verdicts, its depth
+ * judged once it is parsed. Refusals go under the request's id when it has one.
  */
 export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   if (over(data, FRAME_LIMITS.maxFrameBytes)) {
@@ -83,8 +103,8 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
     return refused(null, why, { code: CloseCode.FrameTooLarge, reason: why });
   }
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
-  const shape = frameShape(text, MAX_DEPTH);
-  if (shape.tooDeep) return refused(shape.id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+  const shape = text.length > JUDGED_UNPARSED_FROM ? frameShape(text, MAX_DEPTH) : null;
+  if (shape?.tooDeep) return tooDeep(text);
   const tooLarge = (method: string | null) =>
     from === "client" &&
     !(method !== null && LARGE_CLIENT_METHODS.has(method)) &&
@@ -94,19 +114,23 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
       id,
       `frame of ${mib(frameBytes(data))} is over the ${mib(FRAME_LIMITS.clientFrameBytes)} limit for ${method ?? "an answer"}; only session/prompt may be up to ${mib(FRAME_LIMITS.maxFrameBytes)}`,
     );
-  if (tooLarge(shape.method)) return sizeRefusal(shape.id, shape.method);
+  if (shape && tooLarge(shape.method)) return sizeRefusal(shape.id, shape.method);
   let value: unknown;
   try {
     value = JSON.parse(text);
   } catch {
+    // A short frame too deep is refused as too deep, as it would have been unparsed.
+    if (shape === null && frameShape(text, MAX_DEPTH).tooDeep) return tooDeep(text);
     return { kind: "refused", error: rpcError(null, ErrorCode.ParseError, "the frame is not valid JSON") };
   }
+  if (shape === null && deeper(value, MAX_DEPTH)) return tooDeep(text);
   const frame = classify(value);
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
   const method = "method" in frame.message ? frame.message.method : null;
   if (tooLarge(method)) return sizeRefusal("id" in frame.message ? frame.message.id : null, method);
   const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
-  return { ...frame, verbatim: kept ? text : null, paramsAt: kept ? shape.paramsAt : null };
+  if (!kept) return { ...frame, verbatim: null, paramsAt: null };
+  return { ...frame, verbatim: text, paramsAt: shape ? shape.paramsAt : paramsStart(text) };
 }
 
 /**
