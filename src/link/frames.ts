@@ -12,6 +12,7 @@ import { CloseCode } from "../protocol/close-codes";
 import {
   classify,
   ErrorCode,
+  isRecord,
   rpcError,
   type Classified,
   type ErrorMessage,
@@ -35,7 +36,7 @@ const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
 /**
  * A frame read. `verbatim` is its own text when the envelope dropped nothing from it (no member beyond jsonrpc, id,
  * method, params, result, error), so it can be passed on as it came instead of serialised again; else null.
- * `paramsAt` is where its params object opens in that text (withMeta).
+ * `paramsAt` is where a notification's params object opens in that text (withMeta stamps notifications only).
  */
 export type Frame =
   | (Classified & { verbatim: string | null; paramsAt: number | null })
@@ -130,6 +131,8 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   if (tooLarge(method)) return sizeRefusal("id" in frame.message ? frame.message.id : null, method);
   const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
   if (!kept) return { ...frame, verbatim: null, paramsAt: null };
+  if (frame.kind !== "notification" || !isRecord(frame.message.params))
+    return { ...frame, verbatim: text, paramsAt: null };
   return { ...frame, verbatim: text, paramsAt: shape ? shape.paramsAt : paramsStart(text) };
 }
 
