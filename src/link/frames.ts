@@ -88,8 +88,7 @@ function deeper(value: unknown, levels: number): boolean {
   return false;
 }
 
-const tooDeep = (text: string) =>
-  refused(frameShape(text, MAX_DEPTH).id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+const tooDeep = (id: string | number | null) => refused(id, `the frame nests deeper than ${MAX_DEPTH} levels`);
 
 /**
  * Reads a frame, judging it before building it when it is long: its size against the most any frame may be; its
@@ -105,7 +104,7 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   }
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   const shape = text.length > JUDGED_UNPARSED_FROM ? frameShape(text, MAX_DEPTH) : null;
-  if (shape?.tooDeep) return tooDeep(text);
+  if (shape?.tooDeep) return tooDeep(shape.id);
   const tooLarge = (method: string | null) =>
     from === "client" &&
     !(method !== null && LARGE_CLIENT_METHODS.has(method)) &&
@@ -121,10 +120,11 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
     value = JSON.parse(text);
   } catch {
     // A short frame too deep is refused as too deep, as it would have been unparsed.
-    if (shape === null && frameShape(text, MAX_DEPTH).tooDeep) return tooDeep(text);
+    const judged = shape ?? frameShape(text, MAX_DEPTH);
+    if (judged.tooDeep) return tooDeep(judged.id);
     return { kind: "refused", error: rpcError(null, ErrorCode.ParseError, "the frame is not valid JSON") };
   }
-  if (shape === null && deeper(value, MAX_DEPTH)) return tooDeep(text);
+  if (shape === null && deeper(value, MAX_DEPTH)) return tooDeep(frameShape(text, MAX_DEPTH).id);
   const frame = classify(value);
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
   const method = "method" in frame.message ? frame.message.method : null;
