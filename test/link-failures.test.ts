@@ -139,4 +139,30 @@ describe("a thrown error answers its request and goes no further", () => {
     link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
     expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "up" } });
   });
+
+  it("a link whose hello cannot be stored is closed 1011, logged once; the device's next dial links", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const client = await attachClient(user, device.deviceId);
+    // The hello's event records it with the key-value API alone (handshake.ts HeldHandshake): that write fails.
+    const put = await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const original = state.storage.put.bind(state.storage);
+      state.storage.put = (() => Promise.reject(new Error("injected storage failure"))) as typeof state.storage.put;
+      return () => {
+        state.storage.put = original;
+      };
+    });
+    const refused = await openLink(device);
+    refused.send(hello(2));
+    expect(await refused.next()).toMatchObject({ method: "initialize" });
+    expect(await refused.closed).toMatchObject({ code: 1011, reason: expect.stringContaining("dial again") });
+    expect(failuresLogged()).toEqual([`device ${device.deviceId}: the link's hello failed:`]);
+    expect((await client.call(1, "_instance/status")).result).toMatchObject({ link: "down" });
+    put();
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    expect(await client.next()).toMatchObject({ method: "_instance/link", params: { link: "up" } });
+  });
 });

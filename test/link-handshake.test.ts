@@ -1,6 +1,6 @@
-import { env, evictDurableObject, runInDurableObject, SELF } from "cloudflare:test";
+import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { HELLO_WITHIN_MS } from "../src/link/handshake";
+import { HELD_HANDSHAKE, HELLO_WITHIN_MS } from "../src/link/handshake";
 import { SWEEP_EVERY_MS } from "../src/link/heartbeat";
 import { VERSION } from "../src/version";
 import { createDevice, createUser } from "./helpers/fixtures";
@@ -217,6 +217,60 @@ describe("link handshake", () => {
     link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
     const client = await attachClient(user, device.deviceId);
     await waitUntilUp(client);
+    expect((await deviceRow(device.deviceId))!.online).toBe(1);
+  });
+
+  it("keeps what the hello brought in one entry until the answer, then in the link's rows", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    const stored = () =>
+      runInDurableObject(linkStub(device.deviceId), (_instance, state) => ({
+        link: state.storage.sql.exec<{ state: string; hello: string | null }>("SELECT state, hello FROM link").one(),
+        outbound: state.storage.sql.exec("SELECT id FROM outbound").toArray().length,
+        held: state.storage.kv.get<{ request: { id: number }; hello: unknown }>(HELD_HANDSHAKE),
+        nextId: Number(
+          state.storage.sql.exec<{ v: string }>("SELECT v FROM meta WHERE k = 'next_request_id'").toArray()[0]?.v ?? 0,
+        ),
+      }));
+    const before = await stored();
+    expect(before.link).toEqual({ state: "hello", hello: null });
+    expect(before.outbound).toBe(0);
+    expect(before.held).toMatchObject({ request: { id: init.id }, hello: hello(2).params });
+
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    await waitUntilUp(await attachClient(user, device.deviceId));
+    const after = await stored();
+    expect(after.link.state).toBe("up");
+    expect(JSON.parse(after.link.hello!)).toEqual(hello(2).params);
+    expect(after.held).toBeUndefined();
+    expect(after.nextId).toBeGreaterThanOrEqual(init.id as number);
+  });
+
+  it("links up a device that answers initialize after the hello's deadline, writing what the hello held then", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const link = await openLink(device);
+    link.send(hello(2));
+    const init = await link.next();
+    const stub = linkStub(device.deviceId);
+    await runInDurableObject(stub, (_instance, state) => {
+      state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'handshake'");
+    });
+    await runDurableObjectAlarm(stub);
+    const written = await runInDurableObject(stub, (_instance, state) => ({
+      state: state.storage.sql.exec<{ state: string }>("SELECT state FROM link").one().state,
+      outbound: state.storage.sql.exec<{ id: number }>("SELECT id FROM outbound").toArray(),
+      due: state.storage.sql.exec<{ due: number }>("SELECT due FROM deadlines WHERE kind = 'handshake'").one().due,
+      held: state.storage.kv.get(HELD_HANDSHAKE),
+    }));
+    expect(written).toMatchObject({ state: "initialize", outbound: [{ id: init.id }], held: undefined });
+    expect(written.due).toBeGreaterThan(Date.now() + HELLO_WITHIN_MS);
+
+    link.send({ jsonrpc: "2.0", id: init.id, result: initializeResult(2) });
+    await waitUntilUp(await attachClient(user, device.deviceId));
     expect((await deviceRow(device.deviceId))!.online).toBe(1);
   });
 

@@ -15,10 +15,10 @@ import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
 import { floodCloseReason, floodRefusal } from "./flood";
 import { readFrame, type Frame } from "./frames";
 import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
-import { endLink, onFirstFrame } from "./handshake";
+import { endLink, helloFailed, onFirstFrame } from "./handshake";
 import type { LinkRuntime } from "./runtime";
 import type { LinkRecord } from "./store";
-import { closeSocket, INTERNAL_ERROR_CLOSE, sendJson, type Attachment } from "./sockets";
+import { closeSocket, sendJson, type Attachment } from "./sockets";
 
 async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promise<void> {
   const handler = rt.registry.deviceRequests.get(message.method);
@@ -119,14 +119,11 @@ export async function onDeviceMessage(
   }
 }
 
-/** A link whose handshake cannot be stored is closed (1011) rather than left waiting; the device dials again. */
 async function onHello(rt: LinkRuntime, link: LinkRecord, frame: Exclude<Frame, { kind: "refused" }>): Promise<void> {
   try {
     await onFirstFrame(rt, link, frame);
   } catch (err) {
-    logFailure(rt, "the link's hello", err);
-    rt.closeDevice(INTERNAL_ERROR_CLOSE, "the instance failed to start this link; dial again");
-    await endLink(rt, link, "closed");
+    await helloFailed(rt, link, err);
   }
 }
 

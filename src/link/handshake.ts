@@ -2,7 +2,8 @@
  * The link's handshake and lifecycle. A device socket starts a link (replacing any earlier one, which is closed
  * with 4409); the device must send `_lembas/hello` first, within HELLO_WITHIN_MS; the instance answers with
  * `initialize` and the link is up when the device answers that. Every step is in SQLite (state, hello, the
- * initialize request in the outbound table, the deadline), so an eviction between steps loses nothing.
+ * initialize request in the outbound table, the deadline; between the hello and its answer, one key-value entry:
+ * HeldHandshake), so an eviction between steps loses nothing.
  */
 import { InitializeResult } from "../protocol/acp";
 import { clientInitialize } from "../protocol/capabilities";
@@ -13,16 +14,38 @@ import { check } from "../protocol/issues";
 import type { Classified } from "../protocol/jsonrpc";
 import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../version";
 import type { LinkDownReason, LinkFeature } from "./feature";
+import { logFailure } from "./failures";
 import { announceLinkUp } from "./instance-methods";
+import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import { oweLinked, oweUnlinked } from "./presence";
 import type { LinkRuntime } from "./runtime";
-import { closeSocket, socketById } from "./sockets";
-import type { LinkRecord } from "./store";
+import { closeSocket, INTERNAL_ERROR_CLOSE, socketById } from "./sockets";
+import type { LinkChange, LinkRecord } from "./store";
 
 export const HELLO_WITHIN_MS = 10_000;
 export const INITIALIZE_WITHIN_MS = 30_000;
 const HANDSHAKE_DEADLINE = "handshake";
 const INITIALIZE_PURPOSE = "handshake/initialize";
+
+/**
+ * What the hello's event records: the link's state after its hello, the initialize request's row, that request's
+ * answer deadline and the request ids reserved — one key-value entry put with `allowUnconfirmed`, and nothing else.
+ * Rows written there would hold every output after them until their commit, and a device near the instance answers
+ * initialize sooner: the link-up announcement waited for it. The entry holds nothing back; the failure accepted is
+ * losing it with the object's host within its commit's time, when the device's socket dies too and it dials again.
+ * The answer (or the link's end) writes the link's row and deletes the entry; an object that starts with the entry,
+ * or whose hello deadline passes before the answer, writes it as rows (writeHeldHandshake).
+ */
+interface HeldHandshake {
+  linkId: string;
+  protocol: LinkProtocol;
+  hello: Hello;
+  request: OutboundRequest;
+  answerBy: number;
+  idsTo: number;
+}
+export const HELD_HANDSHAKE = "handshake";
+const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 const speaks = (protocol: number): protocol is LinkProtocol => (LINK_PROTOCOLS as readonly number[]).includes(protocol);
 
@@ -80,10 +103,65 @@ export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Cla
   }
   const { protocol } = hello.value;
   if (!speaks(protocol)) return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
-  // Asked first, recorded after (in the same synchronous run): the writes' commit does not hold the request back.
-  rt.requestDevice("initialize", initializeParams(protocol, VERSION), INITIALIZE_PURPOSE);
-  rt.links.update(link.linkId, { state: "initialize", protocol, hello: hello.value });
-  rt.deadlines.set(HANDSHAKE_DEADLINE, link.linkId, Date.now() + INITIALIZE_WITHIN_MS);
+  const id = rt.sendRequest({
+    method: "initialize",
+    params: initializeParams(protocol, VERSION),
+    origin: INSTANCE_ORIGIN,
+    originId: null,
+    purpose: INITIALIZE_PURPOSE,
+    unrecorded: true,
+  });
+  const request = id === null ? null : rt.outbound.find(id);
+  if (!request) return;
+  rt.links.hold(link.linkId, { state: "initialize", protocol, hello: hello.value });
+  const held: HeldHandshake = {
+    linkId: link.linkId,
+    protocol,
+    hello: hello.value,
+    request,
+    answerBy: Date.now() + INITIALIZE_WITHIN_MS,
+    idsTo: rt.links.reservedIds(),
+  };
+  rt.ctx.storage.put(HELD_HANDSHAKE, held, UNCONFIRMED).catch((err: unknown) => helloFailed(rt, link, err));
+}
+
+/** A link whose hello cannot be stored is closed (1011) rather than left waiting; the device dials again. */
+export async function helloFailed(rt: LinkRuntime, link: LinkRecord, err: unknown): Promise<void> {
+  logFailure(rt, "the link's hello", err);
+  if (rt.link()?.linkId !== link.linkId) return;
+  rt.closeDevice(INTERNAL_ERROR_CLOSE, "the instance failed to start this link; dial again");
+  try {
+    await endLink(rt, link, "closed");
+  } catch (endErr) {
+    logFailure(rt, "the end of a link whose hello failed", endErr);
+  }
+}
+
+/** Writes the link's row, with what the hello's event held (the entry then goes). */
+function writeLink(rt: LinkRuntime, linkId: string, change: LinkChange): void {
+  const held = rt.links.holds();
+  rt.links.update(linkId, change);
+  if (held) rt.ctx.storage.kv.delete(HELD_HANDSHAKE);
+}
+
+/**
+ * Writes what the hello's event held as rows — the link's state, the initialize request's row, its deadline, the
+ * request ids — and deletes the entry: when the object starts with it (reconcile.ts), or when the hello's deadline
+ * passes before the answer. Returns what was held, if anything.
+ */
+export function writeHeldHandshake(rt: LinkRuntime): HeldHandshake | null {
+  const held = rt.ctx.storage.kv.get<HeldHandshake>(HELD_HANDSHAKE) ?? null;
+  if (!held) return null;
+  const link = rt.link();
+  if (link?.linkId === held.linkId && (link.state === "hello" || link.state === "initialize")) {
+    rt.links.update(held.linkId, { state: "initialize", protocol: held.protocol, hello: held.hello });
+    rt.links.reserveIdsTo(held.idsTo);
+    if (rt.outbound.find(held.request.id)) rt.outbound.write(held.request.id);
+    else rt.outbound.add(held.request);
+    rt.deadlines.set(HANDSHAKE_DEADLINE, held.linkId, held.answerBy);
+  }
+  rt.ctx.storage.kv.delete(HELD_HANDSHAKE);
+  return held;
 }
 
 /** Ends a link's state: outstanding requests fail, features are told, D1 says offline (not when replaced). */
@@ -91,7 +169,7 @@ export async function endLink(rt: LinkRuntime, link: LinkRecord, reason: LinkDow
   if (link.state === "down") return;
   const wasUp = link.state === "up";
   const at = Date.now();
-  rt.links.update(link.linkId, { state: "down", downAt: at });
+  writeLink(rt, link.linkId, { state: "down", downAt: at });
   rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
   await rt.emit("onLinkDown", { ...link, state: "down", downAt: at }, reason, wasUp);
   if (reason !== "replaced") oweUnlinked(rt, at);
@@ -138,10 +216,10 @@ export const handshake: LinkFeature = {
         return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
       }
       const at = Date.now();
-      // The clients are told before the link is written up (its row, its deadline, the answered request's row, the
+      // The clients are told before the link is written up (its row with what the hello held, its deadline, the
       // owed presence), so that commit holds nothing of theirs; the features' onLinkUp read the stored link after.
       announceLinkUp(rt, { ...link, state: "up", initialize: result.value, protocol, upAt: at });
-      rt.links.update(link.linkId, { state: "up", initialize: result.value, protocol, upAt: at });
+      writeLink(rt, link.linkId, { state: "up", initialize: result.value, protocol, upAt: at });
       rt.deadlines.clear(HANDSHAKE_DEADLINE, link.linkId);
       const up = rt.link()!;
       await rt.emit("onLinkUp", up);
@@ -167,6 +245,9 @@ export const handshake: LinkFeature = {
     [HANDSHAKE_DEADLINE]: async (rt, linkId) => {
       const link = rt.link();
       if (!link || link.linkId !== linkId || (link.state !== "hello" && link.state !== "initialize")) return;
+      // The hello's deadline passed with initialize asked and its answer not due yet: its own deadline is written now.
+      const held = writeHeldHandshake(rt);
+      if (held?.linkId === linkId && held.answerBy > Date.now()) return;
       const reason =
         link.state === "hello"
           ? `no ${HELLO_METHOD} within ${HELLO_WITHIN_MS / 1000} s`

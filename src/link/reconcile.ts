@@ -6,11 +6,12 @@
  * with every client told, its requests failed or kept as for any dropped link), and the outstanding requests of a
  * client whose socket (or HTTP /rpc call) is gone are dropped as if it had closed.
  */
-import { endLink } from "./handshake";
+import { endLink, writeHeldHandshake } from "./handshake";
 import type { LinkRuntime } from "./runtime";
 import { socketById } from "./sockets";
 
 export async function reconcile(rt: LinkRuntime): Promise<void> {
+  writeHeldHandshake(rt);
   const link = rt.link();
   if (link && link.state !== "down" && !socketById(rt.ctx, link.linkId)) await endLink(rt, link, "lost");
   for (const origin of rt.outbound.clientOrigins()) {

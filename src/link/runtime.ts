@@ -46,6 +46,11 @@ export interface SendRequest {
    * for a request sent outside any transaction, and not kept across links.
    */
   hold?: boolean;
+  /**
+   * Neither its row nor a new block of request ids is written: both stay in memory, and the caller records them its
+   * own way (the handshake's initialize, handshake.ts).
+   */
+  unrecorded?: boolean;
 }
 
 export class LinkRuntime implements Failing {
@@ -136,7 +141,7 @@ export class LinkRuntime implements Failing {
     const text = JSON.stringify(rpcRequest(id, request.method, request.params));
     sendText(ws, text);
     try {
-      this.links.saveRequestIds();
+      if (!request.unrecorded) this.links.saveRequestIds();
       this.track(
         {
           id,
@@ -150,7 +155,7 @@ export class LinkRuntime implements Failing {
           memo: request.memo ?? null,
           due: request.answerWithinMs == null ? null : Date.now() + request.answerWithinMs,
         },
-        request.hold === true && request.keep !== true,
+        request.unrecorded === true || (request.hold === true && request.keep !== true),
       );
     } catch (err) {
       sendText(ws, JSON.stringify(rpcNotification(CANCEL_REQUEST, { requestId: id })));

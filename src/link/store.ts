@@ -36,7 +36,14 @@ interface LinkRow extends Record<string, SqlStorageValue> {
 /** Request ids reserved per counter write. */
 const ID_BLOCK = 1000;
 
+/** What an update may change. */
+export type LinkChange = Partial<Omit<LinkRecord, "linkId" | "connectedAt">>;
+
 const parse = <T>(text: string | null): T | null => (text === null ? null : (JSON.parse(text) as T));
+
+/** The change without its undefined members (which change nothing). */
+const defined = (change: LinkChange): LinkChange =>
+  Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
 
 /**
  * Reads go through a cached copy (the link, the meta values); every write goes through here and changes the copy
@@ -44,6 +51,11 @@ const parse = <T>(text: string | null): T | null => (text === null ? null : (JSO
  */
 export class LinkStore {
   #cached: LinkRecord | null | undefined;
+  /**
+   * Changes of the current link kept in memory only (hold): the row is read with them laid over it, and the next
+   * update of the link writes them with its own. The caller keeps them durable its own way (handshake.ts).
+   */
+  #unwritten: { linkId: string; change: LinkChange } | null = null;
   readonly #meta = new Map<string, string>();
   #metaRead = false;
   /** The last request id handed out, and the highest one reserved in storage. */
@@ -65,7 +77,7 @@ export class LinkStore {
   current(): LinkRecord | null {
     if (this.#cached !== undefined) return this.#cached;
     const row = this.sql.exec<LinkRow>("SELECT * FROM link WHERE one = 1").toArray()[0];
-    this.#cached = row
+    const stored: LinkRecord | null = row
       ? {
           linkId: row.link_id,
           state: row.state as LinkState,
@@ -77,11 +89,14 @@ export class LinkStore {
           downAt: row.down_at,
         }
       : null;
+    const unwritten = this.#unwritten;
+    this.#cached = stored && unwritten?.linkId === stored.linkId ? { ...stored, ...unwritten.change } : stored;
     return this.#cached;
   }
 
   /** A new link starts: it replaces whatever was recorded. */
   begin(linkId: string, at: number): LinkRecord {
+    this.#unwritten = null;
     this.sql.exec(
       "INSERT OR REPLACE INTO link (one, link_id, state, protocol, hello, initialize, connected_at, up_at, down_at) VALUES (1, ?, 'hello', NULL, NULL, NULL, ?, NULL, NULL)",
       linkId,
@@ -100,7 +115,28 @@ export class LinkStore {
     return this.#cached;
   }
 
-  update(linkId: string, change: Partial<Omit<LinkRecord, "linkId" | "connectedAt">>): void {
+  /**
+   * Changes the link in memory only: read back by current(), written by the link's next update. The request ids
+   * handed out meanwhile are saved with that update too (saveRequestIds waits for it).
+   */
+  hold(linkId: string, change: LinkChange): void {
+    const cached = this.current();
+    if (cached?.linkId !== linkId) return;
+    this.#unwritten = { linkId, change: { ...this.#unwritten?.change, ...defined(change) } };
+    this.#cached = { ...cached, ...defined(change) };
+  }
+
+  /** Whether the current link has changes held in memory (hold). */
+  holds(): boolean {
+    return this.#unwritten !== null;
+  }
+
+  update(linkId: string, change: LinkChange): void {
+    const held = this.#unwritten?.linkId === linkId ? this.#unwritten.change : null;
+    if (held) {
+      change = { ...held, ...defined(change) };
+      this.#unwritten = null;
+    }
     const columns: Record<string, SqlStorageValue> = {};
     if (change.state !== undefined) columns.state = change.state;
     if (change.protocol !== undefined) columns.protocol = change.protocol;
@@ -117,8 +153,8 @@ export class LinkStore {
     );
     // The row changed as the copy does (no re-read: the hello and initialize result are not parsed again).
     const cached = this.#cached;
-    const changed = Object.fromEntries(Object.entries(change).filter(([, value]) => value !== undefined));
-    this.#cached = cached?.linkId === linkId ? { ...cached, ...changed } : undefined;
+    this.#cached = cached?.linkId === linkId ? { ...cached, ...defined(change) } : undefined;
+    if (held) this.saveRequestIds();
   }
 
   /**
@@ -162,10 +198,23 @@ export class LinkStore {
     return ++this.#nextId;
   }
 
-  /** Saves the block nextRequestId took, if it is new: in the same synchronous run as that id's first use. */
+  /**
+   * Saves the block nextRequestId took, if it is new: in the same synchronous run as that id's first use — or, while
+   * the link holds changes in memory, with them (their keeper records reservedIds meanwhile).
+   */
   saveRequestIds(): void {
-    if (this.#blockSaved) return;
+    if (this.#blockSaved || this.#unwritten !== null) return;
     this.setMeta("next_request_id", String(this.#reservedTo));
     this.#blockSaved = true;
+  }
+
+  /** The end of the block of request ids reserved (in memory, saved or not). */
+  reservedIds(): number {
+    return this.#reservedTo;
+  }
+
+  /** Makes sure the stored block reaches `to` (a block recorded elsewhere, handshake.ts): ids never repeat. */
+  reserveIdsTo(to: number): void {
+    if (Number(this.meta("next_request_id") ?? 0) < to) this.setMeta("next_request_id", String(to));
   }
 }
