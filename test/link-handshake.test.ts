@@ -22,6 +22,15 @@ const deviceRow = (id: string) =>
       agent_info: string | null;
     }>();
 
+/** A fresh device's link that said its hello and was asked initialize, not answered yet. */
+async function initializeAsked() {
+  const user = await createUser();
+  const device = await createDevice(user.userId);
+  const link = await openLink(device);
+  link.send(hello(2));
+  return { user, device, link, init: await link.next() };
+}
+
 describe("link handshake", () => {
   it("answers a protocol 2 hello with initialize saying LLeMbas and protocol 2, then records the link", async () => {
     const user = await createUser();
@@ -221,11 +230,7 @@ describe("link handshake", () => {
   });
 
   it("keeps what the hello brought in one entry until the answer, then in the link's rows", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const link = await openLink(device);
-    link.send(hello(2));
-    const init = await link.next();
+    const { user, device, link, init } = await initializeAsked();
     const stored = () =>
       runInDurableObject(linkStub(device.deviceId), (_instance, state) => ({
         link: state.storage.sql.exec<{ state: string; hello: string | null }>("SELECT state, hello FROM link").one(),
@@ -250,11 +255,7 @@ describe("link handshake", () => {
   });
 
   it("links up a device that answers initialize after the hello's deadline, writing what the hello held then", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const link = await openLink(device);
-    link.send(hello(2));
-    const init = await link.next();
+    const { user, device, link, init } = await initializeAsked();
     const stub = linkStub(device.deviceId);
     await runInDurableObject(stub, (_instance, state) => {
       state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = 'handshake'");
