@@ -147,17 +147,19 @@ function writeLink(rt: LinkRuntime, linkId: string, change: LinkChange): void {
 /**
  * Writes what the hello's event held as rows — the link's state, the initialize request's row, its deadline, the
  * request ids — and deletes the entry: when the object starts with it (reconcile.ts), or when the hello's deadline
- * passes before the answer. Returns what was held, if anything.
+ * passes before the answer. Returns what was held, if anything. The entry exists only while the link is between its
+ * hello and the answer (every write past that deletes it), so any other object reads nothing here.
  */
 export function writeHeldHandshake(rt: LinkRuntime): HeldHandshake | null {
+  const link = rt.link();
+  if (link?.state !== "hello" && link?.state !== "initialize") return null;
   const held = rt.ctx.storage.kv.get<HeldHandshake>(HELD_HANDSHAKE) ?? null;
   if (!held) return null;
-  const link = rt.link();
-  if (link?.linkId === held.linkId && (link.state === "hello" || link.state === "initialize")) {
+  if (link.linkId === held.linkId) {
     rt.links.update(held.linkId, { state: "initialize", protocol: held.protocol, hello: held.hello });
     rt.links.reserveIdsTo(held.idsTo);
-    if (rt.outbound.find(held.request.id)) rt.outbound.write(held.request.id);
-    else rt.outbound.add(held.request);
+    if (rt.outbound.find(held.request.id)) rt.writeHeldRequest(held.request);
+    else rt.track(held.request);
     rt.deadlines.set(HANDSHAKE_DEADLINE, held.linkId, held.answerBy);
   }
   rt.ctx.storage.kv.delete(HELD_HANDSHAKE);
