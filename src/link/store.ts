@@ -116,8 +116,8 @@ export class LinkStore {
   }
 
   /**
-   * Changes the link in memory only: read back by current(), written by the link's next update. The request ids
-   * handed out meanwhile are saved with that update too (saveRequestIds waits for it).
+   * Changes the link in memory only: read back by current(), written by the link's next update. A new block of
+   * request ids taken by a request sent unrecorded is saved with that update too.
    */
   hold(linkId: string, change: LinkChange): void {
     const cached = this.current();
@@ -199,11 +199,11 @@ export class LinkStore {
   }
 
   /**
-   * Saves the block nextRequestId took, if it is new: in the same synchronous run as that id's first use — or, while
-   * the link holds changes in memory, with them (their keeper records reservedIds meanwhile).
+   * Saves the block nextRequestId took, if it is new: in the same synchronous run as that id's first use, or — for a
+   * request sent unrecorded while the link holds changes in memory — with those changes (update).
    */
   saveRequestIds(): void {
-    if (this.#blockSaved || this.#unwritten !== null) return;
+    if (this.#blockSaved) return;
     this.setMeta("next_request_id", String(this.#reservedTo));
     this.#blockSaved = true;
   }
