@@ -10,7 +10,7 @@
  */
 import type WebSocket from "ws";
 import { arrivals, type ScriptedDevice } from "./peers.js";
-import { log } from "./progress.js";
+import { log, sleep } from "./progress.js";
 import { summary, type Summary } from "./stats.js";
 
 export interface FanOutSide {
@@ -41,6 +41,42 @@ export const MEASURE_MS = 3_000;
 export const REPEATS = 5;
 const BURST_WITHIN_MS = 60_000;
 
+/**
+ * A device's flood budget (src/link/flood.ts, BUDGETS.device): 5,000 frames at once, 1,000 a second after. A relay
+ * that keeps up with back-to-back bursts takes more than 1,000 a second, and past the budget by another 5,000 it
+ * closes the device's link (4429) as a runaway. The scripted device keeps within it, as an agent does: before a burst
+ * it waits, untimed, until its bucket holds the burst. Counted at 90% of the refill rate, so the relay's clock never
+ * sees it over. Both sides' devices are paced alike.
+ */
+const DEVICE_BUDGET = { burst: 5_000, perSecond: 900 };
+
+class Pace {
+  #tokens = DEVICE_BUDGET.burst;
+  #at = performance.now();
+
+  #refill(): void {
+    const now = performance.now();
+    this.#tokens = Math.min(DEVICE_BUDGET.burst, this.#tokens + ((now - this.#at) * DEVICE_BUDGET.perSecond) / 1000);
+    this.#at = now;
+  }
+
+  /** Waits until `frames` fit the budget, then spends them. */
+  async take(frames: number): Promise<void> {
+    this.#refill();
+    if (this.#tokens < frames) await sleep(((frames - this.#tokens) * 1000) / DEVICE_BUDGET.perSecond);
+    this.#refill();
+    this.#tokens -= frames;
+  }
+}
+
+/** Each device's pace, kept across measures (both fan-out runs and their sizes drive the same devices). */
+const paces = new WeakMap<ScriptedDevice, Pace>();
+const paceOf = (device: ScriptedDevice): Pace => {
+  const pace = paces.get(device) ?? new Pace();
+  paces.set(device, pace);
+  return pace;
+};
+
 /** CPU time (ms) each side's workerd spent on its own bursts, and the frames they delivered. */
 type Cpu = Record<"relay" | "bare", { ms: number; frames: number }>;
 
@@ -51,6 +87,7 @@ async function burstOn(
   burst: number,
   cpu: Cpu["relay"],
 ): Promise<number> {
+  await paceOf(side.device).take(burst);
   const cpuBefore = side.cpuMs();
   const start = performance.now();
   const done = arrivals(sockets, '"session/update"', burst, BURST_WITHIN_MS);

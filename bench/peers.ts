@@ -35,6 +35,25 @@ export function openSocket(url: string, headers: Record<string, string> = {}): P
   });
 }
 
+/** The relay's drain probe (src/link/drain.ts), and the answer a plain ACP client gives it. */
+const PROBE = Buffer.from('"method":"$/ping"');
+const NOT_FOUND = { code: -32601, message: "method not found" };
+
+/**
+ * A client socket of the real Worker (`/api/devices/:id/client`) that answers the relay's drain probes as any
+ * JSON-RPC peer does: a socket that never answers is closed 4503 once 16 MiB of frames are past its last answer, which
+ * the fan-out's bursts reach in a few seconds. Only a frame holding the probe's method is read as text.
+ */
+export async function openClientSocket(origin: string, deviceId: string, auth: string): Promise<WebSocket> {
+  const socket = await openSocket(`${wsOrigin(origin)}/api/devices/${deviceId}/client`, { authorization: auth });
+  socket.on("message", (data: Buffer) => {
+    if (!data.includes(PROBE)) return;
+    const { id } = JSON.parse(data.toString()) as { id: string };
+    socket.send(JSON.stringify({ jsonrpc: "2.0", id, error: NOT_FOUND }));
+  });
+  return socket;
+}
+
 /** Closes a socket and waits (boundedly) for the close to complete. */
 export function closeSocket(socket: WebSocket): Promise<void> {
   if (socket.readyState === WebSocket.CLOSED) return Promise.resolve();
@@ -198,6 +217,7 @@ export class Client {
       const text = data.toString();
       if (text === "pong") return;
       const message = JSON.parse(text) as Answer & { method?: string; params?: unknown };
+      if (message.method === "$/ping") return;
       if (message.method !== undefined) return this.onNotification(message.method, message.params);
       this.waiting.get(message.id)?.(message);
     });
@@ -205,7 +225,7 @@ export class Client {
 
   /** The real client interface of a device, as a person's script opens it (API token). */
   static async attach(origin: string, deviceId: string, auth: string): Promise<Client> {
-    return new Client(await openSocket(`${wsOrigin(origin)}/api/devices/${deviceId}/client`, { authorization: auth }));
+    return new Client(await openClientSocket(origin, deviceId, auth));
   }
 
   /** The baseline's client side of a room. */

@@ -11,7 +11,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createDevices, createPerson } from "./accounts.js";
 import { devtools, type Profile } from "./devtools.js";
-import { arrivals, Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
+import { arrivals, Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log, sleep } from "./progress.js";
 import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
@@ -89,9 +89,7 @@ async function run(relay: Dev, bare: Dev): Promise<void> {
     log(`${side.name}: ${FRAMES} frames to one client socket during a turn`);
     const watcher =
       side.name === "relay"
-        ? await openSocket(`${wsOrigin(side.dev.origin)}/api/devices/${main!.id}/client`, {
-            authorization: person.auth,
-          })
+        ? await openClientSocket(side.dev.origin, main!.id, person.auth)
         : await openSocket(`${wsOrigin(side.dev.origin)}/a/main`);
     let endTurn = async () => {};
     if (side.name === "relay") {

@@ -15,7 +15,7 @@ import { measureBundle } from "./bundle.js";
 import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
 import { measureFanOut } from "./fan-out.js";
 import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
-import { Client, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
+import { Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log } from "./progress.js";
 import { type BenchResult, previousRatios, report, writeResults } from "./report.js";
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
@@ -69,8 +69,7 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   const relaySide = {
     device,
     cpuMs: relay.cpuMs,
-    attach: () =>
-      openSocket(`${wsOrigin(relay.origin)}/api/devices/${main!.id}/client`, { authorization: person.auth }),
+    attach: () => openClientSocket(relay.origin, main!.id, person.auth),
   };
   const bareSide = {
     device: bareDevice,
