@@ -11,6 +11,7 @@ import { type CommitCounts, type Counted, PACED_EVERY_MS } from "./commits.js";
 import type { FanOutRow } from "./fan-out.js";
 import type { IdleSide, LinkStagesResult } from "./link-stages.js";
 import { slope, type Spread, type Summary } from "./stats.js";
+import { HARNESS } from "./wrangler-dev.js";
 
 export interface BenchResult {
   /** BENCH_QUICK=1: round trip, fan-out and relay commits only. */
@@ -387,6 +388,8 @@ export function report(result: BenchResult, previous: Record<string, number> | n
     shapes(result.commits),
     "",
     bundleParts(result.bundle),
+    "",
+    `Harness: state in ${HARNESS.stateIn}, wrangler dev's local observability ${HARNESS.localObservability ? "on" : "off"} (BENCH_DEV_DEFAULTS=1 runs with wrangler dev's defaults).`,
   ];
   if (result.disturbed)
     parts.push(
@@ -398,10 +401,17 @@ export function report(result: BenchResult, previous: Record<string, number> | n
 
 const RESULTS = (root: string) => path.join(root, "bench", "results.json");
 
-/** The previous run's ratios, if it left a bench/results.json of this shape. */
+/**
+ * The previous run's ratios, if it left a bench/results.json of this shape and ran on the same harness (the harness
+ * moves every ratio: a run on the other one is not a run to agree with).
+ */
 export async function previousRatios(root: string): Promise<Record<string, number> | null> {
   try {
-    const saved = JSON.parse(await readFile(RESULTS(root), "utf8")) as { ratios?: Record<string, number> };
+    const saved = JSON.parse(await readFile(RESULTS(root), "utf8")) as {
+      ratios?: Record<string, number>;
+      harness?: unknown;
+    };
+    if (JSON.stringify(saved.harness) !== JSON.stringify(HARNESS)) return null;
     return saved.ratios ?? null;
   } catch {
     return null;
@@ -416,7 +426,14 @@ export async function writeResults(root: string, result: BenchResult): Promise<s
     platform: `${os.platform()} ${os.release()}`,
     loadAverage: os.loadavg(),
   };
-  const saved = { at: new Date().toISOString(), machine, targets: TARGETS, ratios: ratios(result), ...result };
+  const saved = {
+    at: new Date().toISOString(),
+    machine,
+    harness: HARNESS,
+    targets: TARGETS,
+    ratios: ratios(result),
+    ...result,
+  };
   await writeFile(RESULTS(root), `${JSON.stringify(saved, null, 2)}\n`);
   return RESULTS(root);
 }

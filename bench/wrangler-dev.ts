@@ -31,8 +31,27 @@ export const WRANGLER = path.join(ROOT, "node_modules/wrangler/bin/wrangler.js")
 const READY_WITHIN_MS = 180_000;
 const OPEN_FILES = 65_536;
 const STOP_GRACE_MS = 5_000;
+/**
+ * Two things wrangler dev does on the runtime's one thread that a deployed Worker does not, and that weigh on the
+ * side that does more (docs/performance.md, "What the harness costs"): its local observability (every event's trace
+ * sent to a collector that writes it to SQLite), and an fsync for every SQLite commit — the objects', the alarms',
+ * D1's, the traces' — on a disk. The bench turns the first off and keeps each run's state in memory (tmpfs) where
+ * the machine has one. BENCH_DEV_DEFAULTS=1 keeps wrangler dev's defaults, to measure what they cost.
+ */
+const DEV_DEFAULTS = process.env.BENCH_DEV_DEFAULTS === "1";
+const STATE_ROOT = !DEV_DEFAULTS && existsSync("/dev/shm") ? "/dev/shm" : tmpdir();
+
 /** CI=true keeps wrangler from asking anything; no metrics. */
-export const WRANGLER_ENV = { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false", NO_COLOR: "1" };
+export const WRANGLER_ENV = {
+  ...process.env,
+  CI: "true",
+  WRANGLER_SEND_METRICS: "false",
+  NO_COLOR: "1",
+  ...(DEV_DEFAULTS ? {} : { X_LOCAL_OBSERVABILITY: "false" }),
+};
+
+/** Where the run's Workers keep their state, and whether wrangler dev's local observability is on. */
+export const HARNESS = { stateIn: STATE_ROOT, localObservability: DEV_DEFAULTS } as const;
 
 export interface DevOptions {
   /** For progress lines and errors. */
@@ -110,7 +129,7 @@ export const BASELINE: DevOptions = {
 };
 
 export async function startDev(options: DevOptions): Promise<Dev> {
-  const work = await mkdtemp(path.join(tmpdir(), `lembas-edge-bench-${options.label}-`));
+  const work = await mkdtemp(path.join(STATE_ROOT, `lembas-edge-bench-${options.label}-`));
   const persistTo = options.persistTo ?? path.join(work, "state");
   const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
   const configArgs = config ? ["--config", config] : [];
