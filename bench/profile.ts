@@ -5,7 +5,8 @@
  * most time themselves (self time per operation), and writes the raw `.cpuprofile` files to `bench/profiles/` (open
  * them in Chrome's DevTools). The Worker is the same bundle the benchmark runs (not minified, so names stay).
  *
- * BENCH_PROFILE_ROUND_TRIPS and BENCH_PROFILE_FRAMES set the amount of work (default 600 round trips, 6,000 frames).
+ * BENCH_PROFILE_ROUND_TRIPS and BENCH_PROFILE_FRAMES set the amount of work (default 600 round trips, 6,000 frames);
+ * BENCH_PROFILE_WATCHERS how many client sockets the fan-out reaches (default 1; the benchmark goes up to 100).
  */
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
@@ -18,6 +19,7 @@ import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 const ROUND_TRIPS = Number(process.env.BENCH_PROFILE_ROUND_TRIPS ?? 600);
 const FRAMES = Number(process.env.BENCH_PROFILE_FRAMES ?? 6000);
+const WATCHERS = Number(process.env.BENCH_PROFILE_WATCHERS ?? 1);
 const BURST = 300;
 const ANSWER_WITHIN_MS = 60_000;
 
@@ -86,11 +88,14 @@ async function run(relay: Dev, bare: Dev): Promise<void> {
     await paced(100);
     log(`${side.name}: ${ROUND_TRIPS} round trips`);
     const roundTrips = await tools.profile(() => paced(ROUND_TRIPS));
-    log(`${side.name}: ${FRAMES} frames to one client socket during a turn`);
-    const watcher =
-      side.name === "relay"
-        ? await openClientSocket(side.dev.origin, main!.id, person.auth)
-        : await openSocket(`${wsOrigin(side.dev.origin)}/a/main`);
+    log(`${side.name}: ${FRAMES} frames to ${WATCHERS} client socket(s) during a turn`);
+    const watchers = await Promise.all(
+      Array.from({ length: WATCHERS }, () =>
+        side.name === "relay"
+          ? openClientSocket(side.dev.origin, main!.id, person.auth)
+          : openSocket(`${wsOrigin(side.dev.origin)}/a/main`),
+      ),
+    );
     let endTurn = async () => {};
     if (side.name === "relay") {
       const arrived = device.nextPrompt();
@@ -107,13 +112,13 @@ async function run(relay: Dev, bare: Dev): Promise<void> {
     }
     const fanOut = await tools.profile(async () => {
       for (let sent = 0; sent < FRAMES; sent += BURST) {
-        const arrived = arrivals([watcher], "chunk ", BURST, ANSWER_WITHIN_MS);
+        const arrived = arrivals(watchers, "chunk ", BURST, ANSWER_WITHIN_MS);
         side.device.sendUpdates(BURST);
         await arrived;
       }
     });
     await endTurn();
-    watcher.close();
+    for (const watcher of watchers) watcher.close();
     tools.close();
     for (const [what, profile, count] of [
       ["round-trips", roundTrips, ROUND_TRIPS],
