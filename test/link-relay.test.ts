@@ -226,6 +226,35 @@ describe("relay: fan-out and the device's requests", () => {
     }
   });
 
+  it("fans out to the clients attached now, as they come and go and across an eviction", async () => {
+    const { user, device, link, client: a } = await linkedDevice();
+    const b = await attachClient(user, device.deviceId);
+    const chunk = (text: string) => ({
+      jsonrpc: "2.0",
+      method: "session/update",
+      params: { sessionId: "ses_1", update: { sessionUpdate: "agent_message_chunk", content: { type: "text", text } } },
+    });
+    link.send(chunk("both"));
+    expect(await a.next()).toEqual(chunk("both"));
+    expect(await b.next()).toEqual(chunk("both"));
+    const c = await attachClient(user, device.deviceId);
+    link.send(chunk("after c came"));
+    for (const client of [a, b, c]) expect(await client.next()).toEqual(chunk("after c came"));
+    a.close();
+    link.send(chunk("after a left"));
+    expect(await b.next()).toEqual(chunk("after a left"));
+    expect(await c.next()).toEqual(chunk("after a left"));
+    await evictDurableObject(linkStub(device.deviceId));
+    const d = await attachClient(user, device.deviceId);
+    link.send(chunk("after the eviction"));
+    for (const client of [b, c, d]) expect(await client.next()).toEqual(chunk("after the eviction"));
+    // A request from a socket accepted before the eviction still finds its way back.
+    c.send({ jsonrpc: "2.0", id: 3, method: "session/new", params: { cwd: "/home/c" } });
+    const request = await link.next();
+    link.send({ jsonrpc: "2.0", id: request.id, result: { sessionId: "ses_c" } });
+    expect(await c.next()).toEqual({ jsonrpc: "2.0", id: 3, result: { sessionId: "ses_c" } });
+  });
+
   it("passes on only the JSON-RPC members of a notification: a member the envelope does not know is not fanned out", async () => {
     const { link, client } = await linkedDevice();
     const update = {

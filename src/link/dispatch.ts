@@ -18,7 +18,7 @@ import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, helloFailed, onFirstFrame } from "./handshake";
 import type { LinkRuntime } from "./runtime";
 import type { LinkRecord } from "./store";
-import { closeSocket, sendJson, type Attachment } from "./sockets";
+import { closeSocket, forgetClients, sendJson, type Attachment } from "./sockets";
 
 async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promise<void> {
   const handler = rt.registry.deviceRequests.get(message.method);
@@ -227,5 +227,6 @@ export async function onSocketGone(rt: LinkRuntime, attachment: Attachment, reas
     if (link && link.linkId === attachment.sid) await endLink(rt, link, reason);
     return;
   }
+  forgetClients(rt.ctx);
   await rt.emit("onClientDetached", attachment.sid);
 }

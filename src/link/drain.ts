@@ -51,6 +51,8 @@ interface Lag {
   probes: Map<string, number>;
   /** Large frames not acknowledged yet: `sent` right after each, and its length. */
   large: { mark: number; length: number }[];
+  /** The longest of them (0: none), kept as they come and go rather than found on every delivery. */
+  largest: number;
   closed: boolean;
 }
 
@@ -59,7 +61,17 @@ const lags = new WeakMap<WebSocket, Lag>();
 function lagOf(ws: WebSocket): Lag {
   let lag = lags.get(ws);
   if (!lag) {
-    lag = { sent: 0, acked: 0, probedAt: 0, heardAt: Date.now(), seq: 0, probes: new Map(), large: [], closed: false };
+    lag = {
+      sent: 0,
+      acked: 0,
+      probedAt: 0,
+      heardAt: Date.now(),
+      seq: 0,
+      probes: new Map(),
+      large: [],
+      largest: 0,
+      closed: false,
+    };
     lags.set(ws, lag);
   }
   return lag;
@@ -97,7 +109,7 @@ function fallBehind(rt: LinkRuntime, ws: WebSocket, lag: Lag): void {
 
 /** Past the hard limit, or past the limit with no answer for the grace. */
 function lagging(lag: Lag): boolean {
-  const behind = lag.sent - lag.acked - lag.large.reduce((most, frame) => Math.max(most, frame.length), 0);
+  const behind = lag.sent - lag.acked - lag.largest;
   if (behind > LAG_HARD_LIMIT) return true;
   return behind > LAG_LIMIT && Date.now() - lag.heardAt > LAG_GRACE_MS;
 }
@@ -106,7 +118,10 @@ function lagging(lag: Lag): boolean {
 export function deliver(rt: LinkRuntime, ws: WebSocket, text: string): boolean {
   const lag = lagOf(ws);
   if (lag.closed || !send(ws, lag, text)) return false;
-  if (text.length >= LARGE_FRAME) lag.large.push({ mark: lag.sent, length: text.length });
+  if (text.length >= LARGE_FRAME) {
+    lag.large.push({ mark: lag.sent, length: text.length });
+    lag.largest = Math.max(lag.largest, text.length);
+  }
   if (lagging(lag)) {
     fallBehind(rt, ws, lag);
     return true;
@@ -124,6 +139,7 @@ function acknowledge(ws: WebSocket, id: string): void {
   lag.acked = Math.max(lag.acked, mark);
   for (const [probeId, probeMark] of lag.probes) if (probeMark <= lag.acked) lag.probes.delete(probeId);
   lag.large = lag.large.filter((frame) => frame.mark > lag.acked);
+  lag.largest = lag.large.reduce((most, frame) => Math.max(most, frame.length), 0);
 }
 
 export const drain: LinkFeature = {

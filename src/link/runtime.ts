@@ -22,7 +22,7 @@ import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps } from "./schema-steps";
-import { closeSocket, sendJson, sendText, socketById } from "./sockets";
+import { closeSocket, fanOutSockets, sendJson, sendText, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
 
 /** The deadline kind of a request's answer time (its outbound row's `due`); its key is the device-side id. */
@@ -211,7 +211,7 @@ export class LinkRuntime implements Failing {
 
   /** Sends one JSON-RPC message's text to every client socket as it is. */
   broadcastText(text: string): void {
-    for (const ws of this.clientSockets()) deliver(this, ws, text);
+    for (const ws of fanOutSockets(this.ctx)) deliver(this, ws, text);
   }
 
   /** Holds a write back until writeHeld (the feature also does it itself, on a short timer). */

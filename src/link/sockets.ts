@@ -41,7 +41,48 @@ export function acceptSocket(
   const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
   ctx.acceptWebSocket(server, [role, sidTag(attachment.sid), ...(credential ? [credentialTag(credential)] : [])]);
   storeAttachment(server, attachment);
+  const known = knownOf(ctx);
+  known.byId.set(attachment.sid, server);
+  if (role === "client") known.clients = null;
   return { peer: pair[0], server, attachment };
+}
+
+/**
+ * The object's sockets as this instance last found them, so a relayed frame finds its peer, and a fan-out its
+ * clients, without asking the runtime each time (getWebSockets: a native call and a new array). A woken instance
+ * starts empty and asks the runtime on a miss.
+ */
+interface KnownSockets {
+  /** By socket id; an entry is trusted only while its socket is open (else the runtime is asked again). */
+  byId: Map<string, WebSocket>;
+  /** The client sockets to fan out to; null: ask the runtime (after a socket was accepted or went away). */
+  clients: WebSocket[] | null;
+}
+
+const knownSockets = new WeakMap<DurableObjectState, KnownSockets>();
+
+function knownOf(ctx: DurableObjectState): KnownSockets {
+  let known = knownSockets.get(ctx);
+  if (!known) {
+    known = { byId: new Map(), clients: null };
+    knownSockets.set(ctx, known);
+  }
+  return known;
+}
+
+/** A client socket went away: the next fan-out asks the runtime for the client sockets again. */
+export function forgetClients(ctx: DurableObjectState): void {
+  knownOf(ctx).clients = null;
+}
+
+/**
+ * The client sockets a fan-out sends to. Between an accept and a socket's going it may still hold a socket that
+ * closed: a send to it fails quietly, as to a socket closing while the fan-out runs.
+ */
+export function fanOutSockets(ctx: DurableObjectState): readonly WebSocket[] {
+  const known = knownOf(ctx);
+  known.clients ??= ctx.getWebSockets("client");
+  return known.clients;
 }
 
 /**
@@ -73,8 +114,15 @@ export function markSeen(ws: WebSocket, attachment: Attachment): void {
   storeAttachment(ws, { ...attachment, seen: now });
 }
 
+/** The socket with this id, open or closing; null once the runtime no longer has it. */
 export function socketById(ctx: DurableObjectState, sid: string): WebSocket | null {
-  return ctx.getWebSockets(sidTag(sid))[0] ?? null;
+  const { byId } = knownOf(ctx);
+  const known = byId.get(sid);
+  if (known?.readyState === WebSocket.OPEN) return known;
+  const ws = ctx.getWebSockets(sidTag(sid))[0] ?? null;
+  if (ws) byId.set(sid, ws);
+  else byId.delete(sid);
+  return ws;
 }
 
 /**
