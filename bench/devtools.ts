@@ -26,6 +26,17 @@ export interface Profile {
   endTime: number;
 }
 
+/**
+ * The time each node of a profile ran itself, in µs: its samples times the sampling interval. Not the samples' time
+ * deltas: the isolate is sampled only while it runs, so the first sample after a wait carries the whole wait in its
+ * delta (a paced round trip's 25 ms), which would make whatever runs first after a wait look the dearest.
+ */
+export function selfTimes(profile: Profile): Map<number, number> {
+  const self = new Map<number, number>();
+  for (const id of profile.samples) self.set(id, (self.get(id) ?? 0) + SAMPLE_EVERY_US);
+  return self;
+}
+
 /** One DevTools session on a wrangler dev's inspector (its first target: the Worker, objects included). */
 export async function devtools(port: number) {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl: string }[];

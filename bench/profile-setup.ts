@@ -15,7 +15,7 @@ import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createDevices, createPerson, type Device } from "./accounts.js";
 import { COUNTED, countLinkCommits } from "./commits.js";
-import { devtools, type Profile, type ProfileNode } from "./devtools.js";
+import { devtools, selfTimes, type Profile, type ProfileNode } from "./devtools.js";
 import { ScriptedDevice } from "./peers.js";
 import { inBatches, log, sleep } from "./progress.js";
 import { RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
@@ -59,8 +59,7 @@ function summarise(profile: Profile, moduleAt: (url: string, line: number) => st
   const byId = new Map(profile.nodes.map((node) => [node.id, node]));
   const parent = new Map<number, number>();
   for (const node of profile.nodes) for (const child of node.children ?? []) parent.set(child, node.id);
-  const selfUs = new Map<number, number>();
-  for (const [i, id] of profile.samples.entries()) selfUs.set(id, (selfUs.get(id) ?? 0) + (profile.timeDeltas[i] ?? 0));
+  const selfUs = selfTimes(profile);
   const moduleOf = (node: ProfileNode) =>
     node.callFrame.url ? moduleAt(node.callFrame.url, node.callFrame.lineNumber) : "(native)";
   const keyOf = (node: ProfileNode) => `${node.callFrame.functionName || "(anonymous)"}  [${moduleOf(node)}]`;
@@ -108,7 +107,7 @@ function summarise(profile: Profile, moduleAt: (url: string, line: number) => st
       .map(row)
       .join("\n");
   return [
-    `profiled ${(all / 1e6).toFixed(1)} s, of it busy ${(busy / 1e6).toFixed(2)} s: ${(busy / 1000 / links).toFixed(2)} ms of the isolate's CPU per set-up (${links} set-ups)`,
+    `sampled ${(all / 1e6).toFixed(2)} s, of it busy ${(busy / 1e6).toFixed(2)} s: ${(busy / 1000 / links).toFixed(2)} ms of the isolate's CPU per set-up (${links} set-ups)`,
     "",
     "per set-up  share  by module (self time)",
     top(byModule, 25),

@@ -11,7 +11,7 @@
 import { mkdir, writeFile } from "node:fs/promises";
 import path from "node:path";
 import { createDevices, createPerson } from "./accounts.js";
-import { devtools, type Profile } from "./devtools.js";
+import { devtools, selfTimes, type Profile } from "./devtools.js";
 import { arrivals, Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log, sleep } from "./progress.js";
 import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
@@ -23,19 +23,17 @@ const WATCHERS = Number(process.env.BENCH_PROFILE_WATCHERS ?? 1);
 const BURST = 300;
 const ANSWER_WITHIN_MS = 60_000;
 
-/** Self time by function (name and place), in µs per operation, the largest first; idle and GC kept apart. */
-function selfTimes(profile: Profile, operations: number): string {
+/** Self time by function (name and place), in µs per operation, the largest first; idle kept apart. */
+function summary(profile: Profile, operations: number): string {
   const byId = new Map(profile.nodes.map((n) => [n.id, n]));
   const self = new Map<string, number>();
-  profile.samples.forEach((id, i) => {
+  for (const [id, us] of selfTimes(profile)) {
     const { functionName, url, lineNumber } = byId.get(id)!.callFrame;
     const where = url ? `${path.basename(url)}:${lineNumber + 1}` : "";
     const key = `${functionName || "(anonymous)"} ${where}`.trim();
-    self.set(key, (self.get(key) ?? 0) + (profile.timeDeltas[i] ?? 0));
-  });
-  const idle = self.get("(idle)") ?? 0;
-  const total = profile.endTime - profile.startTime;
-  const busy = total - idle;
+    self.set(key, (self.get(key) ?? 0) + us);
+  }
+  const busy = [...self].reduce((sum, [key, us]) => (key === "(idle)" ? sum : sum + us), 0);
   const lines = [...self]
     .filter(([key]) => key !== "(idle)")
     .sort(([, a], [, b]) => b - a)
@@ -125,7 +123,7 @@ async function run(relay: Dev, bare: Dev): Promise<void> {
       ["fan-out-turn", fanOut, FRAMES],
     ] as const) {
       await writeFile(path.join(out, `${side.name}-${what}.cpuprofile`), JSON.stringify(profile));
-      report.push(`${side.name}, ${what}:\n${selfTimes(profile, count)}`);
+      report.push(`${side.name}, ${what}:\n${summary(profile, count)}`);
     }
   }
   process.stdout.write(`${report.join("\n\n")}\n`);
