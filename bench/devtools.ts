@@ -27,9 +27,11 @@ export interface Profile {
 }
 
 /**
- * The time each node of a profile ran itself, in µs: its samples times the sampling interval. Not the samples' time
- * deltas: the isolate is sampled only while it runs, so the first sample after a wait carries the whole wait in its
- * delta (a paced round trip's 25 ms), which would make whatever runs first after a wait look the dearest.
+ * The time each node of a profile ran itself, in µs: its samples times the sampling interval asked for. Not the
+ * samples' time deltas: the isolate is sampled only while it runs, so the first sample after a wait carries the whole
+ * wait in its delta (a paced round trip's 25 ms), which would make whatever runs first after a wait look the dearest.
+ * On a busy machine the sampler fires later than asked (about every 200 µs for 100 on 2 cores), so the times are low
+ * by that much, on both sides alike: compare shares and sides, and take the benchmark's CPU rows for amounts.
  */
 export function selfTimes(profile: Profile): Map<number, number> {
   const self = new Map<number, number>();
