@@ -18,7 +18,7 @@ import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, helloFailed, onFirstFrame } from "./handshake";
 import type { LinkRuntime } from "./runtime";
 import type { LinkRecord } from "./store";
-import { closeSocket, forgetClients, sendJson, type Attachment } from "./sockets";
+import { closeSocket, forgetSocket, sendJson, type Attachment } from "./sockets";
 
 async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promise<void> {
   const handler = rt.registry.deviceRequests.get(message.method);
@@ -222,11 +222,11 @@ async function handleClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocke
 
 /** A socket is gone (closed, errored or swept): a device socket ends its link if it is the current one. */
 export async function onSocketGone(rt: LinkRuntime, attachment: Attachment, reason: LinkDownReason): Promise<void> {
+  forgetSocket(rt.ctx, attachment);
   if (attachment.role === "device") {
     const link = rt.link();
     if (link && link.linkId === attachment.sid) await endLink(rt, link, reason);
     return;
   }
-  forgetClients(rt.ctx);
   await rt.emit("onClientDetached", attachment.sid);
 }

@@ -53,7 +53,7 @@ export function acceptSocket(
  * starts empty and asks the runtime on a miss.
  */
 interface KnownSockets {
-  /** By socket id; an entry is trusted only while its socket is open (else the runtime is asked again). */
+  /** Open sockets by id; an entry is trusted only while its socket is still open (else the runtime is asked again). */
   byId: Map<string, WebSocket>;
   /** The client sockets to fan out to; null: ask the runtime (after a socket was accepted or went away). */
   clients: WebSocket[] | null;
@@ -70,9 +70,14 @@ function knownOf(ctx: DurableObjectState): KnownSockets {
   return known;
 }
 
-/** A client socket went away: the next fan-out asks the runtime for the client sockets again. */
-export function forgetClients(ctx: DurableObjectState): void {
-  knownOf(ctx).clients = null;
+/**
+ * A socket went away: its entry goes (an object that stays in memory would otherwise keep one for every socket it ever
+ * had), and after a client the next fan-out asks the runtime for the client sockets again.
+ */
+export function forgetSocket(ctx: DurableObjectState, attachment: Attachment): void {
+  const known = knownOf(ctx);
+  known.byId.delete(attachment.sid);
+  if (attachment.role === "client") known.clients = null;
 }
 
 /**
@@ -120,7 +125,8 @@ export function socketById(ctx: DurableObjectState, sid: string): WebSocket | nu
   const known = byId.get(sid);
   if (known?.readyState === WebSocket.OPEN) return known;
   const ws = ctx.getWebSockets(sidTag(sid))[0] ?? null;
-  if (ws) byId.set(sid, ws);
+  // Only an open socket is kept: a closing one's entry could outlive its going (forgetSocket) and stay for good.
+  if (ws?.readyState === WebSocket.OPEN) byId.set(sid, ws);
   else byId.delete(sid);
   return ws;
 }
