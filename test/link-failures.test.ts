@@ -1,5 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { registry } from "../src/link/device-link";
+import { OnDemandTables } from "../src/link/tables-on-demand";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "./helpers/link";
 import { linkedWithClients, statusOf } from "./helpers/linked";
@@ -8,6 +10,11 @@ import { call, jsonOf } from "./helpers/requests";
 /** Makes one kind of statement on one of the object's tables fail, as a full or locked storage would. */
 const failOn = (deviceId: string, operation: "INSERT" | "UPDATE" | "DELETE", table: string) =>
   runInDurableObject(linkStub(deviceId), (_instance, state) => {
+    // A table of a feature made on demand exists once first written: made here when missing, as that write would.
+    const exists = state.storage.sql.exec("SELECT 1 FROM sqlite_master WHERE name = ?", table).toArray().length > 0;
+    for (const feature of exists ? [] : registry.features.filter((f) => f.onDemand)) {
+      new OnDemandTables(state.storage.sql, feature).making(() => undefined);
+    }
     state.storage.sql.exec(
       `CREATE TRIGGER fail_${operation}_${table} BEFORE ${operation} ON ${table} BEGIN SELECT RAISE(ABORT, 'injected storage failure'); END`,
     );
@@ -106,6 +113,22 @@ describe("a thrown error answers its request and goes no further", () => {
     await heal(device.deviceId, "UPDATE", "cards");
     b.send({ jsonrpc: "2.0", id: "card:ses_1/call_2", result: answered });
     expect(await link.answer(1)).toMatchObject({ result: answered });
+  });
+
+  it("a first card whose params cannot be stored leaves no cards' tables behind, and the next card is shown", async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    // The card's row makes the cards' tables, in the transaction its params' chunk then fails.
+    await failOn(device.deviceId, "INSERT", "chunks");
+    link.send({ jsonrpc: "2.0", id: 0, method: "_lembas/question", params: question("call_1") });
+    expect(await link.answer(0)).toMatchObject({ error: { code: -32603 } });
+    await a.silent();
+    expect((await statusOf(a)).cards).toEqual([]);
+
+    await heal(device.deviceId, "INSERT", "chunks");
+    link.send({ jsonrpc: "2.0", id: 1, method: "_lembas/question", params: question("call_2") });
+    expect(await a.next()).toMatchObject({ id: "card:ses_1/call_2" });
+    expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_2" }]);
   });
 
   it("an alarm whose deadlines cannot be read is logged and rings again instead of throwing", async () => {

@@ -6,6 +6,8 @@
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { PUSH_OUTBOX } from "../src/link/push-outbox";
+import { OnDemandTables } from "../src/link/tables-on-demand";
 import { permissionParams } from "./helpers/cards";
 import { announceParams, until } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
@@ -80,7 +82,10 @@ async function announce(link: Peer, device: TestDevice, user: TestUser, sessionI
 
 const outboxRows = (deviceId: string) =>
   runInDurableObject(linkStub(deviceId), (_instance, state) =>
-    state.storage.sql.exec("SELECT kind, session_id, tool_call_id FROM push_outbox").toArray(),
+    // No table until the first message is queued.
+    new OnDemandTables(state.storage.sql, PUSH_OUTBOX).ifMade([], (sql) =>
+      sql.exec("SELECT kind, session_id, tool_call_id FROM push_outbox").toArray(),
+    ),
   );
 
 describe("push when a card waits", () => {

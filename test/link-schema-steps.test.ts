@@ -2,7 +2,8 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feature";
 import { registry } from "../src/link/device-link";
-import { applySteps, type Migrating, OWN_NAME } from "../src/link/schema-steps";
+import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../src/link/schema-steps";
+import { forgetTables, knowTables, OnDemandTables } from "../src/link/tables-on-demand";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
 import { drain, fireDeadlines, statusOf } from "./helpers/linked";
@@ -38,6 +39,13 @@ describe("feature order", () => {
       "a's schema steps must be numbered 1, 2, 3, … in order; step 2 is numbered 3",
     );
     expect(() => buildRegistry([{ name: "a", migrations: [step(1), step(1)] }])).toThrow("step 2 is numbered 1");
+    const moving = { step: 2, run: () => undefined };
+    expect(() => buildRegistry([{ name: "a", onDemand: true, migrations: [step(1), moving] }])).toThrow(
+      "a is made on demand, so its step 2 must be statements (or give fresh)",
+    );
+    expect(() =>
+      buildRegistry([{ name: "a", onDemand: true, migrations: [step(1), moving], fresh: [] }]),
+    ).not.toThrow();
   });
 });
 
@@ -121,7 +129,11 @@ describe("schema steps", () => {
       const { sql } = state.storage;
       const columns = () => sql.exec("SELECT name FROM pragma_table_info('notes')").toArray();
       dropAllTables(sql);
-      expect(applySteps(state.storage, [notes])).toEqual({ applied: ["notes/1", "notes/2"], fresh: true });
+      expect(applySteps(state.storage, [notes])).toEqual({
+        applied: ["notes/1", "notes/2"],
+        fresh: true,
+        made: ["notes"],
+      });
       expect(columns()).toEqual([{ name: "id" }, { name: "at" }]);
       expect(sql.exec("SELECT feature, step FROM schema_steps ORDER BY step").toArray()).toEqual([
         { feature: "notes", step: 1 },
@@ -158,21 +170,113 @@ describe("schema steps", () => {
       sql.exec("SELECT feature, step FROM schema_steps ORDER BY feature, step").toArray();
     const withFresh = registry.features.filter((feature) => feature.fresh !== undefined).map((f) => f.name);
     expect(withFresh).toEqual(expect.arrayContaining(["cards", "replay"]));
+    const onDemand = registry.features.filter((feature) => feature.onDemand);
+    expect(names(onDemand)).toEqual(expect.arrayContaining(["cards", "turns"]));
     await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
       const { sql } = state.storage;
       dropAllTables(sql);
       applySteps(
         state.storage,
-        registry.features.map(({ fresh: _fresh, ...feature }) => feature),
+        registry.features.map(({ fresh: _fresh, onDemand: _onDemand, ...feature }) => feature),
       );
       const bySteps = { schema: schemaOf(sql), steps: stepsOf(sql), kv: [...state.storage.kv.list()] };
       dropAllTables(sql);
       applySteps(state.storage, registry.features);
+      // What a start leaves unmade, each feature's first write makes.
+      for (const feature of onDemand) new OnDemandTables(sql, feature).making(() => undefined);
       expect({ schema: schemaOf(sql), steps: stepsOf(sql), kv: [...state.storage.kv.list()] }).toEqual(bySteps);
       expect(bySteps.schema.map(({ name }) => name)).toEqual(
         expect.arrayContaining(["cards", "card_refusals", "link"]),
       );
     });
+  });
+
+  it("makes a feature's tables made on demand at its first write, reading nothing before; a start runs its later steps once it is made", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const base: Migrating = { name: "base", migrations: [{ step: 1, run: ["CREATE TABLE base (id INTEGER)"] }] };
+    const first = { step: 1, run: ["CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL)"] };
+    const notes: Migrating = { name: "notes", onDemand: true, migrations: [first] };
+    const later: Migrating = {
+      ...notes,
+      migrations: [first, { step: 2, run: ["ALTER TABLE notes ADD COLUMN at INTEGER", "UPDATE notes SET at = 7"] }],
+    };
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const { sql } = state.storage;
+      const own = () =>
+        sql
+          .exec<{ name: string }>(OWN_TABLES)
+          .toArray()
+          .map(({ name }) => name)
+          .sort();
+      const texts = () =>
+        new OnDemandTables(sql, notes).ifMade([], (s) => s.exec<{ text: string }>("SELECT text FROM notes").toArray());
+      dropAllTables(sql);
+      const start = applySteps(state.storage, [base, notes]);
+      expect(start).toEqual({ applied: ["base/1"], fresh: true, made: ["base"] });
+      knowTables(sql, start.made);
+      expect(own()).toEqual(["base", "schema_steps"]);
+      expect(texts()).toEqual([]);
+      // A wake before anything was written leaves it unmade, a later step included.
+      expect(applySteps(state.storage, [base, later])).toEqual({ applied: [], fresh: false, made: ["base"] });
+
+      new OnDemandTables(sql, notes).making((s) => s.exec("INSERT INTO notes (text) VALUES ('first')"));
+      expect(own()).toEqual(["base", "notes", "schema_steps"]);
+      expect(texts()).toEqual([{ text: "first" }]);
+      expect(applySteps(state.storage, [base, notes]).applied).toEqual([]);
+      expect(applySteps(state.storage, [base, later])).toEqual({
+        applied: ["notes/2"],
+        fresh: false,
+        made: ["base", "notes"],
+      });
+      expect(sql.exec("SELECT text, at FROM notes").toArray()).toEqual([{ text: "first", at: 7 }]);
+    });
+  });
+
+  it("reads a feature made on demand as empty again after the transaction that made its tables rolled back", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const notes: Migrating = {
+      name: "notes",
+      onDemand: true,
+      migrations: [{ step: 1, run: ["CREATE TABLE notes (text TEXT NOT NULL)"] }],
+    };
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const { sql } = state.storage;
+      dropAllTables(sql);
+      knowTables(sql, applySteps(state.storage, [notes]).made);
+      const tables = new OnDemandTables(sql, notes);
+      const texts = () => tables.ifMade([], (s) => s.exec<{ text: string }>("SELECT text FROM notes").toArray());
+      expect(() =>
+        state.storage.transactionSync(() => {
+          tables.making((s) => s.exec("INSERT INTO notes (text) VALUES ('undone')"));
+          throw new Error("the handler failed");
+        }),
+      ).toThrow("the handler failed");
+      // The object was told its tables were made; the rollback undid them.
+      expect(texts).toThrow(/no such table: notes/);
+      forgetTables(sql);
+      expect(texts()).toEqual([]);
+      tables.making((s) => s.exec("INSERT INTO notes (text) VALUES ('kept')"));
+      expect(texts()).toEqual([{ text: "kept" }]);
+    });
+  });
+
+  it("leaves a device's first link without the tables of cards, turns, terminals and push, until they are used", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    await linkDevice(device);
+    const own = () =>
+      runInDurableObject(linkStub(device.deviceId), (_instance, state) =>
+        state.storage.sql
+          .exec<{ name: string }>(OWN_TABLES)
+          .toArray()
+          .map(({ name }) => name),
+      );
+    const tables = await own();
+    expect(tables).toEqual(expect.arrayContaining(["link", "meta", "outbound", "deadlines", "d1_queue"]));
+    for (const name of ["cards", "card_refusals", "turns", "terminals", "push_outbox"])
+      expect(tables).not.toContain(name);
   });
 
   it("opens an object written by the schema before numbered steps and finds its rows: the last link, a kept prompt, its turn's frames, an ended card", async () => {

@@ -11,7 +11,8 @@
 import type { CardKey } from "../protocol/cards";
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { Chunks } from "./chunks";
-import type { SchemaStep } from "./schema-steps";
+import type { Migrating, SchemaStep } from "./schema-steps";
+import { OnDemandTables } from "./tables-on-demand";
 
 export type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
 
@@ -43,7 +44,7 @@ export function parseKeyText(text: string): CardKey | null {
 }
 
 /** The tables as step 2 leaves them. */
-export const CARDS_FRESH: readonly string[] = [
+const CARDS_FRESH: readonly string[] = [
   `CREATE TABLE cards (
      session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL,
      link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
@@ -53,7 +54,7 @@ export const CARDS_FRESH: readonly string[] = [
      PRIMARY KEY (session_id, tool_call_id, sid))`,
 ];
 
-export const CARDS_STEPS: readonly SchemaStep[] = [
+const CARDS_STEPS: readonly SchemaStep[] = [
   {
     step: 1,
     run: [
@@ -89,6 +90,9 @@ export const CARDS_STEPS: readonly SchemaStep[] = [
   },
 ];
 
+/** The cards feature's tables (cards.ts): made by the first card. */
+export const CARD_TABLES: Migrating = { name: "cards", onDemand: true, migrations: CARDS_STEPS, fresh: CARDS_FRESH };
+
 interface CardRow extends Record<string, SqlStorageValue> {
   session_id: string;
   tool_call_id: string;
@@ -114,56 +118,64 @@ const toCard = (row: CardRow): Card => ({
   endedHow: row.ended_how as EndedHow | null,
 });
 
+const keyArgs = (key: CardKey) => [key.sessionId, key.toolCallId] as const;
+
 export class CardStore {
   readonly #params: Chunks;
+  readonly #tables: OnDemandTables;
 
-  constructor(private readonly sql: SqlStorage) {
+  constructor(sql: SqlStorage) {
     this.#params = new Chunks(sql, "card");
+    this.#tables = new OnDemandTables(sql, CARD_TABLES);
+  }
+
+  /** The cards `where` picks (none while the tables are not made). */
+  #rows(where: string, ...args: SqlStorageValue[]): Card[] {
+    return this.#tables.ifMade([], (sql) =>
+      sql
+        .exec<CardRow>(`SELECT * FROM cards WHERE ${where}`, ...args)
+        .toArray()
+        .map(toCard),
+    );
   }
 
   get(key: CardKey): Card | null {
-    const row = this.sql
-      .exec<CardRow>("SELECT * FROM cards WHERE session_id = ? AND tool_call_id = ?", key.sessionId, key.toolCallId)
-      .toArray()[0];
-    return row ? toCard(row) : null;
+    return this.#rows("session_id = ? AND tool_call_id = ?", key.sessionId, key.toolCallId)[0] ?? null;
   }
 
   /** The open cards, oldest first. */
   open(): Card[] {
-    return this.sql
-      .exec<CardRow>("SELECT * FROM cards WHERE ended_at IS NULL ORDER BY opened_at, rowid")
-      .toArray()
-      .map(toCard);
+    return this.#rows("ended_at IS NULL ORDER BY opened_at, rowid");
   }
 
   /** How many cards are open, and their params' UTF-8 bytes together (an ended card's params are gone). */
   openSize(): { count: number; bytes: number } {
-    const { count } = this.sql
-      .exec<{ count: number }>("SELECT COUNT(*) AS count FROM cards WHERE ended_at IS NULL")
-      .one();
+    const count = this.#tables.ifMade(
+      0,
+      (sql) => sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM cards WHERE ended_at IS NULL").one().count,
+    );
     return { count, bytes: this.#params.totalBytes() };
   }
 
   /** The open card the device asked with this request id, if any. */
   openByDeviceRequest(id: JsonRpcId): Card | null {
-    const row = this.sql
-      .exec<CardRow>("SELECT * FROM cards WHERE device_request_id = ? AND ended_at IS NULL", JSON.stringify(id))
-      .toArray()[0];
-    return row ? toCard(row) : null;
+    return this.#rows("device_request_id = ? AND ended_at IS NULL", JSON.stringify(id))[0] ?? null;
   }
 
   /** Records a newly opened card (replacing an ended one of the same key) and its params. */
   add(card: Omit<Card, "endedAt" | "endedHow">, params: string): void {
-    this.sql.exec(
-      "INSERT OR REPLACE INTO cards (session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-      card.key.sessionId,
-      card.key.toolCallId,
-      card.method,
-      JSON.stringify(card.deviceRequestId),
-      card.linkId,
-      card.patient ? 1 : 0,
-      card.openedAt,
-      card.dueAt,
+    this.#tables.making((sql) =>
+      sql.exec(
+        "INSERT OR REPLACE INTO cards (session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        card.key.sessionId,
+        card.key.toolCallId,
+        card.method,
+        JSON.stringify(card.deviceRequestId),
+        card.linkId,
+        card.patient ? 1 : 0,
+        card.openedAt,
+        card.dueAt,
+      ),
     );
     this.#params.put(keyText(card.key), params);
   }
@@ -175,48 +187,55 @@ export class CardStore {
 
   /** Ends an open card exactly once: its row as it was, or null when it was not open. Its params go. */
   end(key: CardKey, how: EndedHow): Card | null {
-    const row = this.sql
-      .exec<CardRow>(
-        "UPDATE cards SET ended_at = ?, ended_how = ? WHERE session_id = ? AND tool_call_id = ? AND ended_at IS NULL RETURNING *",
-        Date.now(),
-        how,
-        key.sessionId,
-        key.toolCallId,
-      )
-      .toArray()[0];
+    const row = this.#tables.ifMade(undefined, (sql) => {
+      const ended = sql
+        .exec<CardRow>(
+          "UPDATE cards SET ended_at = ?, ended_how = ? WHERE session_id = ? AND tool_call_id = ? AND ended_at IS NULL RETURNING *",
+          Date.now(),
+          how,
+          key.sessionId,
+          key.toolCallId,
+        )
+        .toArray()[0];
+      if (ended) sql.exec("DELETE FROM card_refusals WHERE session_id = ? AND tool_call_id = ?", ...keyArgs(key));
+      return ended;
+    });
     if (!row) return null;
     this.#params.delete(keyText(key));
-    this.sql.exec("DELETE FROM card_refusals WHERE session_id = ? AND tool_call_id = ?", key.sessionId, key.toolCallId);
     return toCard(row);
   }
 
   /** Forgets cards that ended before `time`. */
   forgetEndedBefore(time: number): void {
-    this.sql.exec("DELETE FROM cards WHERE ended_at < ?", time);
+    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM cards WHERE ended_at < ?", time));
   }
 
   /** A client socket answered the card with an error: it cannot show it. */
   refuse(key: CardKey, sid: string): void {
-    this.sql.exec(
-      "INSERT OR IGNORE INTO card_refusals (session_id, tool_call_id, sid) VALUES (?, ?, ?)",
-      key.sessionId,
-      key.toolCallId,
-      sid,
+    this.#tables.making((sql) =>
+      sql.exec(
+        "INSERT OR IGNORE INTO card_refusals (session_id, tool_call_id, sid) VALUES (?, ?, ?)",
+        ...keyArgs(key),
+        sid,
+      ),
     );
   }
 
   /** The sockets that answered the card with an error. */
   refusedBy(key: CardKey): Set<string> {
-    const rows = this.sql.exec<{ sid: string }>(
-      "SELECT sid FROM card_refusals WHERE session_id = ? AND tool_call_id = ?",
-      key.sessionId,
-      key.toolCallId,
+    const rows = this.#tables.ifMade([], (sql) =>
+      sql
+        .exec<{ sid: string }>(
+          "SELECT sid FROM card_refusals WHERE session_id = ? AND tool_call_id = ?",
+          ...keyArgs(key),
+        )
+        .toArray(),
     );
-    return new Set(rows.toArray().map((row) => row.sid));
+    return new Set(rows.map((row) => row.sid));
   }
 
   /** A socket went away: its refusals no longer count. */
   forgetRefusalsOf(sid: string): void {
-    this.sql.exec("DELETE FROM card_refusals WHERE sid = ?", sid);
+    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM card_refusals WHERE sid = ?", sid));
   }
 }

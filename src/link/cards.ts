@@ -22,7 +22,7 @@ import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../protocol/acp"
 import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../protocol/cards";
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
-import { type Card, CardStore, CARDS_FRESH, CARDS_STEPS, type EndedHow, keyText, parseKeyText } from "./card-store";
+import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
 import type { DeviceRequestHandler, LinkFeature } from "./feature";
 import type { LinkRuntime } from "./runtime";
 import type { OpenCardStatus } from "../protocol/instance";
@@ -233,11 +233,9 @@ function onClientAnswer(rt: LinkRuntime, sid: string, answer: ResponseMessage): 
 }
 
 export const cards: LinkFeature = {
-  name: "cards",
+  ...CARD_TABLES,
   // A late joiner sees the running turn's transcript (replay), then the cards open in it.
   after: ["core", "replay"],
-  migrations: CARDS_STEPS,
-  fresh: CARDS_FRESH,
   deviceRequests: Object.fromEntries(Object.keys(CARDS).map((method) => [method, onCardRequest])),
   clientAnswers: {
     [CARD_PREFIX]: (rt, peer, answer) => {

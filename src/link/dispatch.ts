@@ -29,9 +29,7 @@ async function onDeviceRequest(rt: LinkRuntime, message: RequestMessage): Promis
     // What the handler does before it first awaits is one transaction: a card that cannot be shown leaves no row.
     await rt.ctx.storage.transactionSync(() => handler(rt, message));
   } catch (err) {
-    // The transaction may have rolled back what it recorded: requests, the link's state.
-    rt.outbound.forget();
-    rt.links.forget();
+    rt.rolledBack();
     rt.sendToDevice(
       failureAnswer(rt, message.id, rt.registry.hookName(handler, "deviceRequests", message.method), err),
     );

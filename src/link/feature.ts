@@ -14,7 +14,7 @@ import type { JsonRpcId, NotificationMessage, RequestMessage, ResponseMessage } 
 import type { LinkRuntime } from "./runtime";
 import type { OutboundRequest } from "./outbound";
 import type { D1WriteRun } from "./d1-queue";
-import { checkSteps, type SchemaStep } from "./schema-steps";
+import { checkSteps, type Migrating } from "./schema-steps";
 import type { LinkRecord } from "./store";
 
 /** A client: a browser or script socket, or one HTTP /rpc call (sid `http:…`). */
@@ -129,15 +129,10 @@ export type LinkDownReason =
   /** Its socket vanished with no close: the object was reset or crashed (reconcile.ts). */
   | "lost";
 
-export interface LinkFeature {
-  /** Unique, and never renamed: its schema steps are recorded under it. */
-  name: string;
+/** Its name and its own tables (schema-steps.ts), then its handlers. */
+export interface LinkFeature extends Migrating {
   /** Features whose hooks and schema steps must run before this one's. */
   after?: readonly string[];
-  /** The feature's own tables, as numbered steps applied once each (schema-steps.ts). */
-  migrations?: readonly SchemaStep[];
-  /** Its tables as the last step leaves them, for a fresh object (schema-steps.ts); only where steps rebuild. */
-  fresh?: readonly string[];
   clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
   beforeForward?: Readonly<Record<string, BeforeForward>>;
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;

@@ -181,9 +181,7 @@ export async function forward(
   try {
     sent = hold ? relay() : rt.ctx.storage.transactionSync(relay);
   } catch (err) {
-    // The transaction rolled back what it wrote.
-    rt.outbound.forget();
-    rt.links.forget();
+    rt.rolledBack();
     // A notification's refusal goes under id null, so the client still learns why.
     rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
     return;

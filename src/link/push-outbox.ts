@@ -15,7 +15,8 @@ import type { PushKind, PushPayload } from "../protocol/push";
 import { fitPayload } from "../push/payload";
 import { sendPush, topicOf, type Delivery, type PushMessage } from "../push/send";
 import { pushSetup } from "../push/setup";
-import type { SchemaStep } from "./schema-steps";
+import type { Migrating } from "./schema-steps";
+import { OnDemandTables } from "./tables-on-demand";
 import { deviceOf } from "./background";
 import type { LinkRuntime } from "./runtime";
 
@@ -24,19 +25,26 @@ export const PUSH_DEADLINE = "push";
 const BACKOFF_MS = [30_000, 2 * 60_000, 10 * 60_000, 30 * 60_000] as const;
 export const MAX_ATTEMPTS = BACKOFF_MS.length + 1;
 
-export const PUSH_OUTBOX_STEPS: SchemaStep[] = [
-  {
-    step: 1,
-    run: [
-      `CREATE TABLE push_outbox (
+/** The push feature's tables (push.ts): made by the first message queued. */
+export const PUSH_OUTBOX: Migrating = {
+  name: "push",
+  onDemand: true,
+  migrations: [
+    {
+      step: 1,
+      run: [
+        `CREATE TABLE push_outbox (
          id INTEGER PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT, tool_call_id TEXT,
          payload TEXT NOT NULL, ttl INTEGER NOT NULL, urgency TEXT NOT NULL,
          only_to TEXT, delivered TEXT NOT NULL DEFAULT '[]', finished TEXT NOT NULL DEFAULT '[]',
          attempts INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL)`,
-      `CREATE INDEX push_outbox_card ON push_outbox (session_id, tool_call_id)`,
-    ],
-  },
-];
+        `CREATE INDEX push_outbox_card ON push_outbox (session_id, tool_call_id)`,
+      ],
+    },
+  ],
+};
+
+const outboxOf = (rt: LinkRuntime) => new OnDemandTables(rt.sql, PUSH_OUTBOX);
 
 export interface PushDraft {
   kind: PushKind | "settled";
@@ -72,20 +80,23 @@ const list = (text: string | null) => (text === null ? null : (JSON.parse(text) 
 export function queuePush(rt: LinkRuntime, draft: PushDraft): void {
   const payload = draft.payload;
   const toolCallId = payload.kind === "card" || payload.kind === "settled" ? payload.toolCallId : null;
-  const id = rt.sql
-    .exec<{ id: number }>(
-      `INSERT INTO push_outbox (kind, session_id, tool_call_id, payload, ttl, urgency, only_to, created_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
-      draft.kind,
-      payload.sessionId,
-      toolCallId,
-      JSON.stringify(payload),
-      draft.ttl,
-      draft.urgency,
-      draft.onlyTo ? JSON.stringify(draft.onlyTo) : null,
-      Date.now(),
-    )
-    .one().id;
+  const id = outboxOf(rt).making(
+    (sql) =>
+      sql
+        .exec<{ id: number }>(
+          `INSERT INTO push_outbox (kind, session_id, tool_call_id, payload, ttl, urgency, only_to, created_at)
+           VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          draft.kind,
+          payload.sessionId,
+          toolCallId,
+          JSON.stringify(payload),
+          draft.ttl,
+          draft.urgency,
+          draft.onlyTo ? JSON.stringify(draft.onlyTo) : null,
+          Date.now(),
+        )
+        .one().id,
+  );
   rt.deadlines.set(PUSH_DEADLINE, String(id), Date.now() + BACKOFF_MS[0]);
   startSending(rt, id);
 }
@@ -117,7 +128,10 @@ function decorate(payload: PushPayload, context: PushContext): PushPayload {
 }
 
 async function attempt(rt: LinkRuntime, id: number): Promise<void> {
-  const row = rt.sql.exec<OutboxRow>("SELECT * FROM push_outbox WHERE id = ?", id).toArray()[0];
+  const row = outboxOf(rt).ifMade(
+    undefined,
+    (sql) => sql.exec<OutboxRow>("SELECT * FROM push_outbox WHERE id = ?", id).toArray()[0],
+  );
   if (!row || row.sent === 1) return;
   const setup = await pushSetup(rt.env);
   const { deviceId, ownerId } = deviceOf(rt);
@@ -158,14 +172,18 @@ async function attempt(rt: LinkRuntime, id: number): Promise<void> {
       console.error(`push service refused message ${id} (${delivery.status}): ${delivery.detail}`);
   }
   const now = Date.now();
-  const stored = rt.sql
-    .exec<OutboxRow>(
-      "UPDATE push_outbox SET delivered = ?, finished = ?, attempts = attempts + 1 WHERE id = ? RETURNING *",
-      JSON.stringify([...(list(row.delivered) ?? []), ...delivered]),
-      JSON.stringify([...finished]),
-      id,
-    )
-    .toArray()[0];
+  const stored = outboxOf(rt).ifMade(
+    undefined,
+    (sql) =>
+      sql
+        .exec<OutboxRow>(
+          "UPDATE push_outbox SET delivered = ?, finished = ?, attempts = attempts + 1 WHERE id = ? RETURNING *",
+          JSON.stringify([...(list(row.delivered) ?? []), ...delivered]),
+          JSON.stringify([...finished]),
+          id,
+        )
+        .toArray()[0],
+  );
   if (!stored) {
     // The card ended while this was being sent: the browsers that just got it are told at once.
     if (row.kind === "cards" && delivered.length > 0) settleCard(rt, payload, delivered);
@@ -186,8 +204,10 @@ async function attempt(rt: LinkRuntime, id: number): Promise<void> {
 /** Sending is over: a card's row stays (marked sent) while its card is open and some browser got it. */
 function finish(rt: LinkRuntime, row: OutboxRow, delivered: string[]): void {
   rt.deadlines.clear(PUSH_DEADLINE, String(row.id));
-  if (row.kind === "cards" && delivered.length > 0) rt.sql.exec("UPDATE push_outbox SET sent = 1 WHERE id = ?", row.id);
-  else rt.sql.exec("DELETE FROM push_outbox WHERE id = ?", row.id);
+  outboxOf(rt).ifMade(undefined, (sql) => {
+    if (row.kind === "cards" && delivered.length > 0) sql.exec("UPDATE push_outbox SET sent = 1 WHERE id = ?", row.id);
+    else sql.exec("DELETE FROM push_outbox WHERE id = ?", row.id);
+  });
 }
 
 function settleCard(rt: LinkRuntime, card: PushPayload, endpoints: string[]): void {
@@ -207,13 +227,15 @@ function settleCard(rt: LinkRuntime, card: PushPayload, endpoints: string[]): vo
  * under way settles what it delivers itself (attempt, above).
  */
 export function cardEnded(rt: LinkRuntime, sessionId: string, toolCallId: string): void {
-  const rows = rt.sql
-    .exec<OutboxRow>(
-      "DELETE FROM push_outbox WHERE kind = 'cards' AND session_id = ? AND tool_call_id = ? RETURNING *",
-      sessionId,
-      toolCallId,
-    )
-    .toArray();
+  const rows = outboxOf(rt).ifMade([], (sql) =>
+    sql
+      .exec<OutboxRow>(
+        "DELETE FROM push_outbox WHERE kind = 'cards' AND session_id = ? AND tool_call_id = ? RETURNING *",
+        sessionId,
+        toolCallId,
+      )
+      .toArray(),
+  );
   for (const row of rows) {
     rt.deadlines.clear(PUSH_DEADLINE, String(row.id));
     const delivered = list(row.delivered) ?? [];

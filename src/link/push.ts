@@ -16,7 +16,7 @@ import { cardNotice, cardTag, chatUrl, linkTag, turnTag } from "../push/payload"
 import { pushConfigured } from "../push/setup";
 import { deviceOf } from "./background";
 import type { LinkFeature } from "./feature";
-import { cardEnded, PUSH_DEADLINE, PUSH_OUTBOX_STEPS, queuePush, retryPush } from "./push-outbox";
+import { cardEnded, PUSH_DEADLINE, PUSH_OUTBOX, queuePush, retryPush } from "./push-outbox";
 import { TurnStore } from "./turn-store";
 import { isWatched, watch, WATCH } from "./watchers";
 
@@ -34,10 +34,9 @@ const STOPPED: Record<string, string> = {
 };
 
 export const push: LinkFeature = {
-  name: "push",
+  ...PUSH_OUTBOX,
   // Before turns (listed first, nothing else in between): a dropped link's running turns are still there to see.
   after: ["core"],
-  migrations: PUSH_OUTBOX_STEPS,
   clientMethods: { [WATCH]: watch },
   deadlines: { [PUSH_DEADLINE]: retryPush },
   onCardOpened: (rt, card) => {

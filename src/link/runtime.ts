@@ -22,6 +22,7 @@ import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps } from "./schema-steps";
+import { forgetTables, knowTables } from "./tables-on-demand";
 import { closeSocket, fanOutSockets, sendJson, sendText, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
 
@@ -72,10 +73,18 @@ export class LinkRuntime implements Failing {
   ) {
     this.sql = ctx.storage.sql;
     // A fresh object's tables are empty: its stores start known, not read (a device's first link would read each).
-    const { fresh } = applySteps(ctx.storage, registry.features);
+    const { fresh, made } = applySteps(ctx.storage, registry.features);
+    knowTables(this.sql, made);
     this.links = new LinkStore(this.sql, fresh);
     this.outbound = new Outbound(this.sql, fresh);
     this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);
+  }
+
+  /** A transaction rolled back what it wrote: what is kept in memory of requests, the link and tables is read again. */
+  rolledBack(): void {
+    this.outbound.forget();
+    this.links.forget();
+    forgetTables(this.sql);
   }
 
   /** The current link, whatever its state, or the last one (state "down"). */

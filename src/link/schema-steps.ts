@@ -16,6 +16,9 @@
  * and records all its steps as applied: steps that rebuild, rename or drop tables are the dearest statements a
  * device's first link runs, and on an empty object they only undo each other. A test holds every feature's `fresh`
  * equal to what its steps make.
+ *
+ * A feature made on demand (`onDemand`) has no tables until its first write makes them (tables-on-demand.ts); a start
+ * runs the pending steps only of the ones made.
  */
 
 /**
@@ -29,10 +32,18 @@ export interface SchemaStep {
 
 /** What the migration runner needs of a feature. */
 export interface Migrating {
+  /** Unique, and never renamed: its schema steps are recorded under it. */
   readonly name: string;
+  /** The feature's own tables, as numbered steps applied once each. */
   readonly migrations?: readonly SchemaStep[];
   /** The tables as the last step leaves them, made at once on a fresh object in place of the steps. */
   readonly fresh?: readonly string[];
+  /**
+   * Its tables are made by the feature's first write instead of at the object's start: most links never open a card,
+   * a terminal or a turn, and every table a start makes is a statement of every device's first link. Its steps are
+   * statements (or it has `fresh`), since they run inside whichever event writes first.
+   */
+  readonly onDemand?: boolean;
 }
 
 /** A `sqlite_master` condition: the entry is the object's own, not SQLite's (`sqlite_sequence`) nor the runtime's. */
@@ -46,7 +57,10 @@ const STEPS_TABLE = `CREATE TABLE schema_steps (
 const RECORD_STEPS = `INSERT INTO schema_steps (feature, step, applied_at)
   SELECT value ->> 0, value ->> 1, ?1 FROM json_each(?2)`;
 
-/** Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out). */
+/**
+ * Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out), and a
+ * feature made on demand that could not be made by statements alone.
+ */
 export function checkSteps(feature: Migrating): void {
   (feature.migrations ?? []).forEach(({ step }, index) => {
     if (step !== index + 1) {
@@ -55,6 +69,36 @@ export function checkSteps(feature: Migrating): void {
       );
     }
   });
+  if (feature.onDemand) onDemandStatements(feature);
+}
+
+/** The statements that make a feature made on demand: its last shape, or its steps' statements in order. */
+function onDemandStatements(feature: Migrating): readonly string[] {
+  return (
+    feature.fresh ??
+    (feature.migrations ?? []).flatMap(({ step, run }) => {
+      if (typeof run === "function") {
+        throw new Error(`${feature.name} is made on demand, so its step ${step} must be statements (or give fresh)`);
+      }
+      return run;
+    })
+  );
+}
+
+/** Records the given steps of a feature as applied. */
+const recordSteps = (sql: SqlStorage, steps: readonly (readonly [string, number])[]) =>
+  sql.exec(RECORD_STEPS, Date.now(), JSON.stringify(steps));
+
+/**
+ * Makes the tables of a feature made on demand, all its steps recorded as applied, in the caller's transaction (the
+ * write that needs them): the feature has no tables yet, so its last shape is all there is to make.
+ */
+export function makeOnDemand(sql: SqlStorage, feature: Migrating): void {
+  for (const statement of onDemandStatements(feature)) sql.exec(statement);
+  recordSteps(
+    sql,
+    (feature.migrations ?? []).map(({ step }) => [feature.name, step] as const),
+  );
 }
 
 /** What a start did to the schema: the steps it applied (`feature/step`), and whether the object had no tables. */
@@ -62,6 +106,8 @@ export interface SchemaStart {
   applied: string[];
   /** Every table was made by this start, so every one is empty. */
   fresh: boolean;
+  /** The features whose tables the object has now: all but those made on demand that nothing has made yet. */
+  made: string[];
 }
 
 /**
@@ -75,20 +121,22 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
   const tables = sql.exec<{ name: string }>(OWN_TABLES).toArray();
   const fresh = tables.length === 0;
   const recorded = tables.some(({ name }) => name === "schema_steps");
-  const applied = new Set(
-    recorded
-      ? sql
-          .exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps")
-          .toArray()
-          .map((row) => `${row.feature}/${row.step}`)
-      : [],
-  );
-  const pending = features.flatMap((feature) =>
+  const steps = recorded
+    ? sql.exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps").toArray()
+    : [];
+  const applied = new Set(steps.map((row) => `${row.feature}/${row.step}`));
+  const withSteps = new Set(steps.map((row) => row.feature));
+  // One made on demand waits for its first write; an object from before numbered steps adopts every feature's
+  // tables, as step 1 of the features it knew says.
+  const made = features.filter((feature) => !feature.onDemand || withSteps.has(feature.name) || (!fresh && !recorded));
+  const pending = made.flatMap((feature) =>
     (feature.migrations ?? [])
       .filter(({ step }) => !applied.has(`${feature.name}/${step}`))
       .map((step) => ({ feature, ...step })),
   );
-  if (pending.length === 0) return { applied: [], fresh };
+  const names = made.map(({ name }) => name);
+  // A fresh object records its steps even when it has none to run: features made on demand record theirs there.
+  if (pending.length === 0 && recorded) return { applied: [], fresh, made: names };
   storage.transactionSync(() => {
     if (!recorded) sql.exec(STEPS_TABLE);
     for (const { feature, step, run } of pending) {
@@ -100,7 +148,10 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
     }
     // Recorded together after the steps, not one statement after each: a statement prepared before a schema change
     // is prepared again on its next run, so a row per step would prepare it as many times as there are steps.
-    sql.exec(RECORD_STEPS, Date.now(), JSON.stringify(pending.map(({ feature, step }) => [feature.name, step])));
+    recordSteps(
+      sql,
+      pending.map(({ feature, step }) => [feature.name, step] as const),
+    );
   });
-  return { applied: pending.map(({ feature, step }) => `${feature.name}/${step}`), fresh };
+  return { applied: pending.map(({ feature, step }) => `${feature.name}/${step}`), fresh, made: names };
 }

@@ -25,6 +25,7 @@ import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import type { LinkRuntime } from "./runtime";
 import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
+import { OnDemandTables } from "./tables-on-demand";
 
 export const MAX_TERMINALS = 4;
 const OPEN = "_lembas/terminal/open";
@@ -37,13 +38,30 @@ const STEPS: readonly SchemaStep[] = [
   { step: 1, run: [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`] },
 ];
 
+const tablesOf = (rt: LinkRuntime) => new OnDemandTables(rt.sql, terminals);
+
 const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
-  rt.sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]?.owner ??
-  null;
+  tablesOf(rt).ifMade(
+    null,
+    (sql) =>
+      sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]
+        ?.owner ?? null,
+  );
 
 const forget = (rt: LinkRuntime, terminalId: string): void => {
-  rt.sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId);
+  tablesOf(rt).ifMade(undefined, (sql) => sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId));
 };
+
+/** The terminals of whoever `where` picks, removed, each with its owner. */
+const removeTerminals = (rt: LinkRuntime, where: string, ...args: string[]) =>
+  tablesOf(rt).ifMade([], (sql) =>
+    sql
+      .exec<{ terminal_id: string; owner: string }>(
+        `DELETE FROM terminals ${where} RETURNING terminal_id, owner`,
+        ...args,
+      )
+      .toArray(),
+  );
 
 /** The terminal an open's answer says the device opened, or null (an error, or a result not understood). */
 function openedTerminal(answer: ResponseMessage): string | null {
@@ -98,6 +116,7 @@ function toOwner(schema: z.ZodMiniType<{ terminalId: string }>, ends: boolean): 
 export const terminals: LinkFeature = {
   name: "terminals",
   migrations: STEPS,
+  onDemand: true,
   beforeForward: {
     [OPEN]: (rt, call) => {
       if (!socketById(rt.ctx, call.from.sid)) {
@@ -107,7 +126,8 @@ export const terminals: LinkFeature = {
         );
       }
       const open =
-        rt.sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM terminals").one().n + rt.outbound.countOf(OPEN);
+        tablesOf(rt).ifMade(0, (sql) => sql.exec<{ n: number }>("SELECT COUNT(*) AS n FROM terminals").one().n) +
+        rt.outbound.countOf(OPEN);
       if (open >= MAX_TERMINALS) {
         throw new RpcError(
           ErrorCode.InvalidParams,
@@ -125,7 +145,9 @@ export const terminals: LinkFeature = {
       const terminalId = openedTerminal(answer);
       // A terminal of a link that has since gone closed with it.
       if (terminalId === null || rt.upLink()?.linkId !== request.linkId) return;
-      rt.sql.exec("INSERT OR REPLACE INTO terminals (terminal_id, owner) VALUES (?, ?)", terminalId, request.origin);
+      tablesOf(rt).making((sql) =>
+        sql.exec("INSERT OR REPLACE INTO terminals (terminal_id, owner) VALUES (?, ?)", terminalId, request.origin),
+      );
     },
   },
   deviceAnswers: {
@@ -139,17 +161,13 @@ export const terminals: LinkFeature = {
     [EXIT]: toOwner(TerminalExit, true),
   },
   onClientDetached: (rt, sid) => {
-    const owned = rt.sql
-      .exec<{ terminal_id: string }>("DELETE FROM terminals WHERE owner = ? RETURNING terminal_id", sid)
-      .toArray();
-    for (const { terminal_id } of owned) rt.sendToDevice(rpcNotification(CLOSE, { terminalId: terminal_id }));
+    for (const { terminal_id } of removeTerminals(rt, "WHERE owner = ?", sid)) {
+      rt.sendToDevice(rpcNotification(CLOSE, { terminalId: terminal_id }));
+    }
   },
   // Every terminal closes with the link (spec): each owner is told its terminal ended, with no exit status known.
   onLinkDown: (rt) => {
-    const ended = rt.sql.exec<{ terminal_id: string; owner: string }>(
-      "DELETE FROM terminals RETURNING terminal_id, owner",
-    );
-    for (const { terminal_id, owner } of ended.toArray()) {
+    for (const { terminal_id, owner } of removeTerminals(rt, "")) {
       rt.sendToClient(owner, { jsonrpc: "2.0", method: EXIT, params: { terminalId: terminal_id, code: null } });
     }
   },

@@ -8,22 +8,28 @@
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
 import { Chunks } from "./chunks";
-import type { SchemaStep } from "./schema-steps";
+import type { Migrating } from "./schema-steps";
+import { OnDemandTables } from "./tables-on-demand";
 
-export const TURNS_STEPS: readonly SchemaStep[] = [
-  {
-    step: 1,
-    run: [
-      `CREATE TABLE IF NOT EXISTS turns (
+/** The turns feature's tables (turns.ts): made by the first turn. */
+export const TURN_TABLES: Migrating = {
+  name: "turns",
+  onDemand: true,
+  migrations: [
+    {
+      step: 1,
+      run: [
+        `CREATE TABLE IF NOT EXISTS turns (
          id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL,
          running INTEGER NOT NULL DEFAULT 1,
          origin TEXT, origin_id TEXT, device_request_id INTEGER,
          kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)`,
-      `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
-      `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
-    ],
-  },
-];
+        `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
+        `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
+      ],
+    },
+  ],
+};
 
 interface TurnRow extends Record<string, SqlStorageValue> {
   id: number;
@@ -78,16 +84,25 @@ const runningSessions = new WeakMap<SqlStorage, Set<string>>();
 
 export class TurnStore {
   readonly prompts: Chunks;
+  readonly #tables: OnDemandTables;
 
   constructor(private readonly sql: SqlStorage) {
     this.prompts = new Chunks(sql, "turn");
+    this.#tables = new OnDemandTables(sql, TURN_TABLES);
   }
 
   #rows(where: string, ...args: SqlStorageValue[]): Turn[] {
-    return this.sql
-      .exec<TurnRow>(`SELECT * FROM turns WHERE ${where} ORDER BY id`, ...args)
-      .toArray()
-      .map(toTurn);
+    return this.#tables.ifMade([], (sql) =>
+      sql
+        .exec<TurnRow>(`SELECT * FROM turns WHERE ${where} ORDER BY id`, ...args)
+        .toArray()
+        .map(toTurn),
+    );
+  }
+
+  /** Changes the rows of turns there are (none while the table is not made). */
+  #change(statement: string, ...args: SqlStorageValue[]): void {
+    this.#tables.ifMade(undefined, (sql) => sql.exec(statement, ...args));
   }
 
   /** Records a running turn; its prompt params, when given, are kept for re-sending. */
@@ -100,18 +115,20 @@ export class TurnStore {
     prompt?: string;
   }): number {
     runningSessions.delete(this.sql);
-    const { id } = this.sql
-      .exec<{ id: number }>(
-        "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        turn.sessionId,
-        turn.turnId,
-        Date.now(),
-        turn.origin,
-        turn.originId === null ? null : JSON.stringify(turn.originId),
-        turn.prompt === undefined ? 0 : 1,
-        turn.linkId,
-      )
-      .one();
+    const { id } = this.#tables.making((sql) =>
+      sql
+        .exec<{ id: number }>(
+          "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+          turn.sessionId,
+          turn.turnId,
+          Date.now(),
+          turn.origin,
+          turn.originId === null ? null : JSON.stringify(turn.originId),
+          turn.prompt === undefined ? 0 : 1,
+          turn.linkId,
+        )
+        .one(),
+    );
     if (turn.prompt !== undefined) this.prompts.put(String(id), turn.prompt);
     return id;
   }
@@ -134,7 +151,10 @@ export class TurnStore {
 
   /** How many turns are running. */
   runningCount(): number {
-    return this.sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM turns WHERE running = 1").one().count;
+    return this.#tables.ifMade(
+      0,
+      (sql) => sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM turns WHERE running = 1").one().count,
+    );
   }
 
   /** Prompts kept for the next link: those last sent on another link than this one. */
@@ -154,31 +174,33 @@ export class TurnStore {
   isRunning(sessionId: string): boolean {
     let sessions = runningSessions.get(this.sql);
     if (!sessions) {
-      const rows = this.sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1");
-      sessions = new Set(rows.toArray().map((row) => row.session_id));
+      const rows = this.#tables.ifMade([], (sql) =>
+        sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1").toArray(),
+      );
+      sessions = new Set(rows.map((row) => row.session_id));
       runningSessions.set(this.sql, sessions);
     }
     return sessions.has(sessionId);
   }
 
   setRunning(id: number, running: boolean): void {
-    this.sql.exec("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
+    this.#change("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
     runningSessions.delete(this.sql);
   }
 
   /** Nobody waits for the prompt's answer any more (its client went away). */
   forgetOrigin(id: number): void {
-    this.sql.exec("UPDATE turns SET origin = NULL, origin_id = NULL WHERE id = ?", id);
+    this.#change("UPDATE turns SET origin = NULL, origin_id = NULL WHERE id = ?", id);
   }
 
   /** The prompt went out again on `linkId`, awaited by its client or (deviceRequestId) by the instance. */
   resent(id: number, linkId: string, deviceRequestId: number | null): void {
-    this.sql.exec("UPDATE turns SET link_id = ?, device_request_id = ? WHERE id = ?", linkId, deviceRequestId, id);
+    this.#change("UPDATE turns SET link_id = ?, device_request_id = ? WHERE id = ?", linkId, deviceRequestId, id);
   }
 
   /** A kept prompt is withdrawn: never sent again, nobody waits for it; the row stays until the next link. */
   withdraw(id: number): void {
-    this.sql.exec(
+    this.#change(
       "UPDATE turns SET running = 0, origin = NULL, origin_id = NULL, device_request_id = NULL WHERE id = ?",
       id,
     );
@@ -187,7 +209,7 @@ export class TurnStore {
   }
 
   remove(id: number): void {
-    this.sql.exec("DELETE FROM turns WHERE id = ?", id);
+    this.#change("DELETE FROM turns WHERE id = ?", id);
     runningSessions.delete(this.sql);
     this.prompts.delete(String(id));
   }

@@ -23,7 +23,7 @@ import { INSTANCE_ORIGIN } from "./outbound";
 import { clearReplay } from "./replay";
 import type { LinkRuntime } from "./runtime";
 import type { RunningTurn } from "../protocol/instance";
-import { TurnStore, TURNS_STEPS, type Turn } from "./turn-store";
+import { TurnStore, TURN_TABLES, type Turn } from "./turn-store";
 
 export const SESSION_CANCEL = "session/cancel";
 /** The purpose of a prompt the instance sent again for a client that left. */
@@ -147,9 +147,8 @@ function resendKept(rt: LinkRuntime, linkId: string): void {
 }
 
 export const turns: LinkFeature = {
-  name: "turns",
+  ...TURN_TABLES,
   after: ["core"],
-  migrations: TURNS_STEPS,
   beforeForward: {
     "session/prompt": (rt, call) => {
       if (call.id === null) return;
