@@ -17,7 +17,7 @@ import { pushConfigured } from "../push/setup";
 import { deviceOf } from "./background";
 import type { LinkFeature } from "./feature";
 import { cardEnded, PUSH_DEADLINE, PUSH_OUTBOX, queuePush, retryPush } from "./push-outbox";
-import { TurnStore } from "./turn-store";
+import { turnsOf } from "./turn-store";
 import { isWatched, watch, WATCH } from "./watchers";
 
 const DEFAULT_TURN_SECONDS = 60;
@@ -97,7 +97,7 @@ export const push: LinkFeature = {
   },
   onLinkDown: (rt, _link, reason, wasUp) => {
     if (!wasUp || reason === "replaced" || reason === "revoked" || !pushConfigured(rt.env)) return;
-    const running = new TurnStore(rt.sql).running();
+    const running = turnsOf(rt.sql).running();
     if (running.length === 0 || running.some((turn) => isWatched(rt, turn.sessionId))) return;
     const { deviceId } = deviceOf(rt);
     const sessionId = running[0]!.sessionId;

@@ -43,7 +43,7 @@ import { frameBytes, withMeta } from "./frames";
 import type { LinkRuntime } from "./runtime";
 import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
-import { TurnStore } from "./turn-store";
+import { turnsOf } from "./turn-store";
 
 const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
@@ -200,7 +200,11 @@ class Buffers {
 
   /** After the object lost its sockets: the numbering of each session with a running turn jumps (written now). */
   jump(): void {
-    const running = new Set(new TurnStore(this.storage.sql).running().map((t) => t.sessionId));
+    const running = new Set(
+      turnsOf(this.storage.sql)
+        .running()
+        .map((t) => t.sessionId),
+    );
     if (running.size === 0) return;
     const counts = this.#allCounts();
     for (const sessionId of running) {
@@ -470,13 +474,13 @@ const buffered: DeviceNotificationHandler = {
   fanOut: true,
   stamp: (rt, message, text, paramsAt) => {
     const sessionId = sessionOf(message);
-    if (sessionId === null || !(startsTask(message) || new TurnStore(rt.sql).isRunning(sessionId))) return text;
+    if (sessionId === null || !(startsTask(message) || turnsOf(rt.sql).isRunning(sessionId))) return text;
     const meta: InstanceFrameMeta = { seq: buffersOf(rt.ctx.storage).number(sessionId) };
     return withMeta(text, paramsAt, message, { [SEQ_META]: meta });
   },
   handle: (rt, message, text) => {
     const sessionId = sessionOf(message);
-    if (sessionId === null || !new TurnStore(rt.sql).isRunning(sessionId)) return;
+    if (sessionId === null || !turnsOf(rt.sql).isRunning(sessionId)) return;
     const buffers = buffersOf(rt.ctx.storage);
     buffers.keep(rt, sessionId, text, buffers.lastNumber(sessionId));
   },
@@ -491,7 +495,7 @@ function catchUp(rt: LinkRuntime, sid: string): void {
   if (!ws) return;
   const buffers = buffersOf(rt.ctx.storage);
   buffers.write();
-  const turns = new TurnStore(rt.sql).running();
+  const turns = turnsOf(rt.sql).running();
   for (const sessionId of [...new Set(turns.map((t) => t.sessionId))].sort()) {
     const { texts, ...kept } = buffers.kept(sessionId);
     const turnIds = turns.filter((t) => t.sessionId === sessionId).map((t) => t.turnId);

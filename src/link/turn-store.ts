@@ -82,6 +82,18 @@ const toTurn = (row: TurnRow): Turn => ({
  */
 const runningSessions = new WeakMap<SqlStorage, Set<string>>();
 
+/** Each object's store, by its storage: it keeps nothing of its own, and every frame of a turn asks it. */
+const stores = new WeakMap<SqlStorage, TurnStore>();
+
+export function turnsOf(sql: SqlStorage): TurnStore {
+  let store = stores.get(sql);
+  if (!store) {
+    store = new TurnStore(sql);
+    stores.set(sql, store);
+  }
+  return store;
+}
+
 export class TurnStore {
   readonly prompts: Chunks;
   readonly #tables: OnDemandTables;

@@ -23,7 +23,7 @@ import { INSTANCE_ORIGIN } from "./outbound";
 import { clearReplay } from "./replay";
 import type { LinkRuntime } from "./runtime";
 import type { RunningTurn } from "../protocol/instance";
-import { TurnStore, TURN_TABLES, type Turn } from "./turn-store";
+import { turnsOf, TURN_TABLES, type Turn, type TurnStore } from "./turn-store";
 
 export const SESSION_CANCEL = "session/cancel";
 /** The purpose of a prompt the instance sent again for a client that left. */
@@ -89,7 +89,7 @@ export function withdrawKept(
   sessionId: string,
   { cancelOnRelink, only }: { cancelOnRelink: boolean; only?: number },
 ): void {
-  const store = new TurnStore(rt.sql);
+  const store = turnsOf(rt.sql);
   for (const turn of store.keptOf(sessionId, rt.upLink()?.linkId ?? null)) {
     if (only !== undefined && turn.id !== only) continue;
     const request = takeOutstanding(rt, turn);
@@ -110,7 +110,7 @@ export function withdrawKept(
  * the withdrawn ones, session/cancel (once a session).
  */
 function resendKept(rt: LinkRuntime, linkId: string): void {
-  const store = new TurnStore(rt.sql);
+  const store = turnsOf(rt.sql);
   const told = new Set<string>();
   for (const turn of store.keptFor(linkId)) {
     const previous = takeOutstanding(rt, turn);
@@ -152,7 +152,7 @@ export const turns: LinkFeature = {
   beforeForward: {
     "session/prompt": (rt, call) => {
       if (call.id === null) return;
-      const store = new TurnStore(rt.sql);
+      const store = turnsOf(rt.sql);
       const room = roomForTurn(rt, store);
       if (!room.ok) {
         throw capReached(
@@ -180,7 +180,7 @@ export const turns: LinkFeature = {
   },
   relayedAnswers: {
     "session/prompt": (rt, request, answer) => {
-      const store = new TurnStore(rt.sql);
+      const store = turnsOf(rt.sql);
       const id = turnOf(request.memo);
       const turn = id === null ? null : store.get(id);
       if (!turn) return;
@@ -194,7 +194,7 @@ export const turns: LinkFeature = {
   },
   deviceAnswers: {
     [TURN_ANSWER]: (rt, request) => {
-      const store = new TurnStore(rt.sql);
+      const store = turnsOf(rt.sql);
       const turn = store.byDeviceRequest(request.id);
       if (turn) endTurn(rt, store, turn);
     },
@@ -206,7 +206,7 @@ export const turns: LinkFeature = {
         const params = EventParams.safeParse(message.params);
         const event = params.success ? KnownEvent.safeParse(params.data.event) : null;
         if (!params.success || !event?.success || event.data.type !== "task" || !event.data.turnId) return;
-        const store = new TurnStore(rt.sql);
+        const store = turnsOf(rt.sql);
         const known = store.byTurnId(event.data.turnId);
         if (event.data.state === "end") {
           for (const turn of known) stopRunning(rt, store, turn);
@@ -230,11 +230,13 @@ export const turns: LinkFeature = {
     },
   },
   onLinkDown: (rt) => {
-    const store = new TurnStore(rt.sql);
+    const store = turnsOf(rt.sql);
     for (const turn of store.all()) if (!turn.kept) endTurn(rt, store, turn);
   },
   onLinkUp: (rt, link) => resendKept(rt, link.linkId),
   status: (rt): { turns: RunningTurn[] } => ({
-    turns: new TurnStore(rt.sql).running().map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })),
+    turns: turnsOf(rt.sql)
+      .running()
+      .map((t) => ({ sessionId: t.sessionId, turnId: t.turnId, since: t.since })),
   }),
 };
