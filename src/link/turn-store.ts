@@ -74,15 +74,7 @@ const toTurn = (row: TurnRow): Turn => ({
   linkId: row.link_id,
 });
 
-/**
- * The sessions with a running turn, per object instance (by its storage): read once, then asked on every streamed
- * notification (replay.ts) without a query. Every write of a turn's running state here drops it, so it is read again
- * at the next question (no turn write rolled back in a transaction is read through it in between: the prompt's
- * beforeForward hook only starts a turn).
- */
-const runningSessions = new WeakMap<SqlStorage, Set<string>>();
-
-/** Each object's store, by its storage: it keeps nothing of its own, and every frame of a turn asks it. */
+/** Each object's one store, by its storage: what it knows of running sessions is asked on every frame of a turn. */
 const stores = new WeakMap<SqlStorage, TurnStore>();
 
 export function turnsOf(sql: SqlStorage): TurnStore {
@@ -94,11 +86,19 @@ export function turnsOf(sql: SqlStorage): TurnStore {
   return store;
 }
 
-export class TurnStore {
+/** Reached through turnsOf only, so an object's running sessions are known in one place. */
+class TurnStore {
   readonly prompts: Chunks;
   readonly #tables: OnDemandTables;
+  /**
+   * The sessions with a running turn: read once, then asked on every streamed notification (replay.ts) without a
+   * query. Every write of a turn's running state here drops it, so it is read again at the next question (no turn
+   * write rolled back in a transaction is read through it in between: the prompt's beforeForward hook only starts a
+   * turn).
+   */
+  #running: Set<string> | null = null;
 
-  constructor(private readonly sql: SqlStorage) {
+  constructor(sql: SqlStorage) {
     this.prompts = new Chunks(sql, "turn");
     this.#tables = new OnDemandTables(sql, TURN_TABLES);
   }
@@ -126,7 +126,7 @@ export class TurnStore {
     linkId: string | null;
     prompt?: string;
   }): number {
-    runningSessions.delete(this.sql);
+    this.#running = null;
     const { id } = this.#tables.making((sql) =>
       sql
         .exec<{ id: number }>(
@@ -184,20 +184,19 @@ export class TurnStore {
   }
 
   isRunning(sessionId: string): boolean {
-    let sessions = runningSessions.get(this.sql);
-    if (!sessions) {
-      const rows = this.#tables.ifMade([], (sql) =>
-        sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1").toArray(),
-      );
-      sessions = new Set(rows.map((row) => row.session_id));
-      runningSessions.set(this.sql, sessions);
-    }
-    return sessions.has(sessionId);
+    this.#running ??= new Set(
+      this.#tables
+        .ifMade([], (sql) =>
+          sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1").toArray(),
+        )
+        .map((row) => row.session_id),
+    );
+    return this.#running.has(sessionId);
   }
 
   setRunning(id: number, running: boolean): void {
     this.#change("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
-    runningSessions.delete(this.sql);
+    this.#running = null;
   }
 
   /** Nobody waits for the prompt's answer any more (its client went away). */
@@ -216,13 +215,15 @@ export class TurnStore {
       "UPDATE turns SET running = 0, origin = NULL, origin_id = NULL, device_request_id = NULL WHERE id = ?",
       id,
     );
-    runningSessions.delete(this.sql);
+    this.#running = null;
     this.prompts.delete(String(id));
   }
 
   remove(id: number): void {
     this.#change("DELETE FROM turns WHERE id = ?", id);
-    runningSessions.delete(this.sql);
+    this.#running = null;
     this.prompts.delete(String(id));
   }
 }
+
+export type { TurnStore };
