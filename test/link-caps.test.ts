@@ -1,7 +1,7 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../src/env";
-import { HttpError } from "../src/http/respond";
+import { HttpError } from "../src/respond";
 import { DEFAULT_LINK_CAPS, limitsOf } from "../src/limits/config";
 import type { TestUser } from "./helpers/fixtures";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";

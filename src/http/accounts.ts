@@ -4,7 +4,7 @@
 import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
 import { personWriting } from "./guards";
 import { closeCredentialSockets } from "./devices";

@@ -17,7 +17,7 @@ import type { Env } from "../env";
 import type { Handler } from "./routes";
 import { requireAdmin } from "./guards";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { deletePlan, listPlans, planExists, putPlan } from "../db/plans";
 import {
   assignPlan,

@@ -2,7 +2,7 @@
 import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { issueToken } from "../crypto/tokens";

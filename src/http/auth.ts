@@ -7,7 +7,7 @@ import { parseToken, secretMatches, type TokenKind } from "../crypto/tokens";
 import { findSession } from "../db/sessions";
 import { findApiToken } from "../db/api-tokens";
 import { findDeviceCredential } from "../db/devices";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 import { readSessionCookie } from "./session-cookie";
 import { SCOPES, type Scope } from "../protocol/http-api";
 import { readScopes } from "../db/scopes";

@@ -6,7 +6,7 @@
  */
 import type * as z from "zod/mini";
 import { describeIssues } from "../protocol/issues";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 // Re-exported so modules that read it from here keep working; it lives with the protocol's validation.
 export { describeIssues };

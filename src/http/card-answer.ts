@@ -14,7 +14,7 @@ import { deviceLinkOf } from "../env";
 import { ErrorCode } from "../protocol/jsonrpc";
 import { readJson } from "./body";
 import { ownersDevice } from "./link-routes";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import type { Handler } from "./routes";
 
 const Id = (what: string) =>

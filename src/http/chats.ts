@@ -6,7 +6,7 @@ import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { findChat, listChats, ownsDevice } from "../db/chats";
 import { check } from "../protocol/issues";
 import { deviceLinkOf } from "../env";

@@ -8,7 +8,7 @@ import type { Handler } from "./routes";
 import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
 import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { personWriting } from "./guards";
 import type { Scope } from "../protocol/http-api";
 import type { Person } from "./auth";

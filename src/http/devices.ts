@@ -4,7 +4,7 @@ import { deviceLinkOf, type Env } from "../env";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { deleteDevice, listDevices, updateDevice } from "../db/devices";

@@ -1,6 +1,6 @@
 /** GET /.well-known/lembas.json: what a CLI needs to log in and link. */
 import type { Handler } from "./routes";
-import { json } from "./respond";
+import { json } from "../respond";
 import { DISCOVERY_PROTOCOL, LINK_PROTOCOLS, VERSION } from "../version";
 
 export const discovery: Handler = (request, env) => {

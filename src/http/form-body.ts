@@ -4,7 +4,7 @@
  */
 import type * as z from "zod/mini";
 import { describeIssues, readBodyText } from "./body";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 export async function readJsonOrForm<S extends z.ZodMiniType>(request: Request, schema: S): Promise<z.output<S>> {
   let raw: unknown = {};

@@ -3,7 +3,7 @@ import type { Env } from "../env";
 import { findUser, type UserRow } from "../db/users";
 import { authenticatePerson, type Person } from "./auth";
 import { assertSameOrigin } from "./origin";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 /** A person changing something: a foreign Origin is refused first (a cookie alone must not let another site write). */
 export async function personWriting(request: Request, env: Env): Promise<Person> {

@@ -1,6 +1,6 @@
 /** GET /api/v1/instance: the instance's name, version and link protocols. */
 import type { Handler } from "./routes";
-import { json } from "./respond";
+import { json } from "../respond";
 import { LINK_PROTOCOLS, VERSION } from "../version";
 
 export const instanceInfo: Handler = (_request, env) =>

@@ -15,7 +15,7 @@ import { authenticateDevice, authenticatePerson } from "./auth";
 import { assertSameOrigin } from "./origin";
 import { readBodyBytes } from "./body";
 import { countAttempt } from "./rate-limit";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 import type { Handler } from "./routes";
 
 function assertUpgrade(request: Request): void {

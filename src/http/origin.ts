@@ -3,7 +3,7 @@
  * Origin is not the instance's own is refused, so another site cannot drive a person's devices with their cookie.
  * Scripts send no Origin and pass.
  */
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 export function assertSameOrigin(request: Request): void {
   const origin = request.headers.get("origin");

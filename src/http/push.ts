@@ -17,7 +17,7 @@ import { pushSetup } from "../push/setup";
 import { authenticatePerson } from "./auth";
 import { readJson } from "./body";
 import { personWriting } from "./guards";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import type { Handler } from "./routes";
 
 const Endpoint = z

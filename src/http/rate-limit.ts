@@ -5,7 +5,7 @@
  */
 import type { Env } from "../env";
 import { limitsOf, type RateLimitName } from "../limits/config";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 /** The first 64 bits of an IPv6 address, as `a:b:c:d::/64` (leading zeros dropped, `::` expanded). */
 function ipv6Prefix(address: string): string {

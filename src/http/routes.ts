@@ -1,7 +1,8 @@
 /** Every HTTP route of the instance, in one place. Each surface's handlers live in a module of their own. */
 import { Router, type IRequest, type RouterType } from "itty-router";
 import type { Env } from "../env";
-import { errorResponse, HttpError } from "./respond";
+import { HttpError } from "../respond";
+import { errorResponse } from "./error-response";
 import { withSecurityHeaders } from "./security-headers";
 import { bodyLimit, KiB, MiB } from "./body";
 import { FRAME_LIMITS } from "../link/frames";

@@ -1,7 +1,7 @@
 /** Scopes at the HTTP edge: as a request gives them, and the refusal of a credential without one. */
 import * as z from "zod/mini";
 import { SCOPES, type Scope } from "../protocol/http-api";
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 /** Scopes as a request gives them: a list of known names, each at most once. */
 export const ScopeList = z.array(z.enum(SCOPES)).check(

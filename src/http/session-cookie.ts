@@ -8,7 +8,7 @@
  * Reading: only the name this host uses counts; a request carrying it more than once is refused (400) rather than
  * trusting whichever comes first, and a value that does not decode is ignored like no cookie at all.
  */
-import { HttpError } from "./respond";
+import { HttpError } from "../respond";
 
 export const SESSION_TTL_MS = 30 * 86_400_000;
 

@@ -13,7 +13,7 @@ import type { Handler } from "./routes";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
 import { personWriting } from "./guards";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { closeCredentialSockets } from "./devices";
 import { clearedSessionCookie } from "./session-cookie";
 import { countAttempt } from "./rate-limit";

@@ -2,7 +2,7 @@
 import * as z from "zod/mini";
 import type { Handler } from "./routes";
 import { readJson } from "./body";
-import { HttpError, json } from "./respond";
+import { HttpError, json } from "../respond";
 import { requireAdmin } from "./guards";
 import { email, newPassword, userView } from "./accounts";
 import { closeDeviceLinks } from "./devices";

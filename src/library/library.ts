@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { Env } from "../env";
 import type { ApiCaller } from "../http/auth";
-import { HttpError } from "../http/respond";
+import { HttpError } from "../respond";
 import { byteLength } from "../providers/estimate";
 import * as db from "../db/library";
 import type { LibrarySearchResult } from "../protocol/http-api";

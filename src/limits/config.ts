@@ -12,7 +12,7 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import { HttpError } from "../http/respond";
+import { HttpError } from "../respond";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { describeIssues } from "../protocol/issues";
 

@@ -53,7 +53,7 @@
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";
 import type { DeleteOutcome } from "../db/pending-deletes";
-import { json } from "../http/respond";
+import { json } from "../respond";
 import type { CardKey } from "../protocol/cards";
 import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";

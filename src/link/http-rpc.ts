@@ -5,7 +5,7 @@
  * of its own (`http:<id>`) while it waits.
  */
 import { secondsVar } from "../env";
-import { json } from "../http/respond";
+import { json } from "../respond";
 import { ErrorCode, rpcError, type Message } from "../protocol/jsonrpc";
 import { onClientMessage } from "./dispatch";
 import { dropRequestsOf } from "./forwarding";

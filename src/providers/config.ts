@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
-import { HttpError } from "../http/respond";
+import { HttpError } from "../respond";
 import { MODEL_KINDS, type ModelKind } from "../protocol/http-api";
 
 export { MODEL_KINDS, type ModelKind };

@@ -1,7 +1,7 @@
 /** Calls to an OpenAI-compatible provider, and its failures turned into the instance's `{ detail }` errors. */
 import type { Env } from "../env";
 import { providerKey, type ServedModel } from "./config";
-import { HttpError } from "../http/respond";
+import { HttpError } from "../respond";
 
 /** The provider's own words from an error body: OpenAI's `{ error: { message } }`, or the start of the text. */
 async function upstreamReason(response: Response): Promise<string> {

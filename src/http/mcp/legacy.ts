@@ -9,7 +9,7 @@
  * - notifications and responses alone are 202 with no body; requests are answered together, one JSON answer each.
  */
 import { ErrorCode } from "../../protocol/jsonrpc";
-import { json } from "../respond";
+import { json } from "../../respond";
 import { answerOf, type Call, type Incoming, invalidRequest, parseBody, readMessage, refuse } from "./messages";
 import { dispatch, LEGACY_VERSIONS, type Outcome, type Tool, type ToolContext } from "./server";
 

@@ -4,7 +4,7 @@
  * is in legacy.ts and modern.ts.
  */
 import { classify, ErrorCode, type JsonRpcId, rpcError } from "../../protocol/jsonrpc";
-import { json } from "../respond";
+import { json } from "../../respond";
 import type { Outcome } from "./server";
 
 /** Longest method name and string id taken (an id is echoed back in the answer). */

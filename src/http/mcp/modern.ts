@@ -6,7 +6,7 @@
  * 400); a method the server does not have is 404 with -32601; `server/discover` says what the server speaks; every
  * result has `resultType` and the server's identity. One JSON answer a request; a notification 202.
  */
-import { json } from "../respond";
+import { json } from "../../respond";
 import { answerOf, invalidRequest, parseBody, readMessage, refuse } from "./messages";
 import {
   CAPABILITIES,

@@ -13,7 +13,7 @@ import type { Env } from "../../env";
 import type { Handler } from "../routes";
 import { authenticateCaller, authenticatePerson, type ApiCaller } from "../auth";
 import { readBodyText } from "../body";
-import { json } from "../respond";
+import { json } from "../../respond";
 import { assertSameOrigin } from "../origin";
 import { legacyExchange } from "./legacy";
 import { isModernRequest, modernExchange } from "./modern";

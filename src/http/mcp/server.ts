@@ -6,7 +6,7 @@ import type * as z from "zod/mini";
 import type { Env } from "../../env";
 import type { ApiCaller } from "../auth";
 import { describeIssues } from "../body";
-import { HttpError } from "../respond";
+import { HttpError } from "../../respond";
 import { VERSION } from "../../version";
 
 /** The 2025-era revisions, newest first: `initialize` answers the client's when it is one of them. */

@@ -11,7 +11,7 @@ import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readBodyBytes, readJson, validated } from "../body";
-import { HttpError } from "../respond";
+import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { tokensLikely } from "../../providers/estimate";
 import { admit, forwardAdmitted } from "./metering";

@@ -9,7 +9,7 @@ import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
-import { HttpError } from "../respond";
+import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { meterSse } from "../../providers/sse-meter";
 import { inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";

@@ -2,7 +2,7 @@
  * OpenAI's error object for the `/v1` routes, so the OpenAI SDKs raise the right class with `.status`, `.code`,
  * `.type` and `.param` (LLeMbas CLI still reads the `detail` beside it).
  */
-import type { HttpError } from "../respond";
+import type { HttpError } from "../../respond";
 
 /** By status: OpenAI's error type, and the code when the refusal names none of its own. */
 const KINDS: Record<number, [string, string?]> = {

@@ -13,7 +13,7 @@ import { callUpstream } from "../../providers/upstream";
 import { release, reserve, settle, type AccountStanding, type WindowSpend } from "../../db/ledger";
 import { windowFreesAt } from "../../db/usage";
 import { toCredits } from "../../db/micro-credits";
-import { HttpError, json } from "../respond";
+import { HttpError, json } from "../../respond";
 
 export type { WindowReport };
 

@@ -5,7 +5,7 @@
 import type { Env } from "../../env";
 import type { Handler } from "../routes";
 import { authenticateCaller, authenticatePerson } from "../auth";
-import { json } from "../respond";
+import { json } from "../../respond";
 import { noSuchModel, servedModels, type ServedModel } from "../../providers/config";
 import type { ModelList } from "../../protocol/http-api";
 

@@ -7,7 +7,7 @@ import * as z from "zod/mini";
 import type { Handler } from "../routes";
 import { authenticateCaller, type ApiCaller } from "../auth";
 import { readJson } from "../body";
-import { HttpError, json } from "../respond";
+import { HttpError, json } from "../../respond";
 import { readPersonalization, updatePersonalization } from "../../db/personalization";
 import { BOUNDS, textOfBytes } from "../../db/bounds";
 

@@ -6,7 +6,7 @@
 import type { Handler } from "../routes";
 import type { Env } from "../../env";
 import { authenticateCaller, authenticatePerson } from "../auth";
-import { json } from "../respond";
+import { json } from "../../respond";
 import { readStanding } from "../../db/ledger";
 import { spendSince, type Spend } from "../../db/usage";
 import { toCredits } from "../../db/micro-credits";

@@ -1,8 +1,7 @@
 /**
- * JSON responses and the one error shape every HTTP surface uses: `{ detail }` plus optional fields — and on the
- * OpenAI-compatible `/v1` routes, OpenAI's `{ error: { message, type, code, param } }` beside it.
+ * JSON responses and the error every layer throws for an HTTP caller. A leaf: the link, the providers and the
+ * library answer and refuse with these without reaching up into the routes (http/error-response.ts shapes them).
  */
-import { openAiError } from "./v1/errors";
 
 export function json(body: unknown, status = 200, headers?: HeadersInit): Response {
   const h = new Headers(headers);
@@ -28,16 +27,4 @@ export class HttpError extends Error {
   ) {
     super(detail);
   }
-}
-
-export function errorResponse(err: unknown, request?: Request): Response {
-  let error: HttpError;
-  if (err instanceof HttpError) error = err;
-  else {
-    console.error("unhandled error", err);
-    error = new HttpError(500, "internal error");
-  }
-  const openAi = request !== undefined && new URL(request.url).pathname.startsWith("/v1/");
-  const body = { ...(openAi && { error: openAiError(error) }), detail: error.detail, ...error.extra };
-  return json(body, error.status, error.headers);
 }
