@@ -2,7 +2,7 @@
  * Signing in: the first account (setup), password sign-in with the session cookie, sign-out, and who am I.
  */
 import * as z from "zod/mini";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";

@@ -14,7 +14,7 @@
 import * as z from "zod/mini";
 import type { IRequest } from "itty-router";
 import type { Env } from "../env";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { requireAdmin } from "./guards";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";

@@ -1,6 +1,6 @@
 /** A person's API tokens for scripts: made (the secret shown once), listed (never the secret), deleted. */
 import * as z from "zod/mini";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";

@@ -15,7 +15,7 @@ import { ErrorCode } from "../protocol/jsonrpc";
 import { readJson } from "./body";
 import { ownersDevice } from "./link-routes";
 import { HttpError, json } from "../respond";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 
 const Id = (what: string) =>
   z.string().check(z.minLength(1, `${what} is required`), z.maxLength(512, `${what} is longer than 512 characters`));

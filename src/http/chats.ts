@@ -3,7 +3,7 @@
  * the delete pending until it can.
  */
 import * as z from "zod/mini";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { HttpError, json } from "../respond";

@@ -4,7 +4,7 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
 import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";

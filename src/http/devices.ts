@@ -2,7 +2,7 @@
 import * as z from "zod/mini";
 import { deviceLinkOf, type Env } from "../env";
 import type { DeviceLink } from "../link/device-link";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";

@@ -1,5 +1,5 @@
 /** GET /.well-known/lembas.json: what a CLI needs to log in and link. */
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { json } from "../respond";
 import { DISCOVERY_PROTOCOL, LINK_PROTOCOLS, VERSION } from "../version";
 

@@ -1,5 +1,5 @@
 /** GET /api/v1/instance: the instance's name, version and link protocols. */
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { json } from "../respond";
 import { LINK_PROTOCOLS, VERSION } from "../version";
 

@@ -16,7 +16,7 @@ import { assertSameOrigin } from "./origin";
 import { readBodyBytes } from "./body";
 import { countAttempt } from "./rate-limit";
 import { HttpError } from "../respond";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 
 function assertUpgrade(request: Request): void {
   if (request.headers.get("upgrade")?.toLowerCase() !== "websocket") {

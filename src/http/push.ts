@@ -18,7 +18,7 @@ import { authenticatePerson } from "./auth";
 import { readJson } from "./body";
 import { personWriting } from "./guards";
 import { HttpError, json } from "../respond";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 
 const Endpoint = z
   .string()

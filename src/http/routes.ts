@@ -36,7 +36,6 @@ import { deleteOwnChat, listOwnChats } from "./chats";
 import { mcp, mcpNotAllowed } from "./mcp/route";
 import { listPush, pushKey, subscribePush, unsubscribePush } from "./push";
 
-export type Handler = (request: IRequest, env: Env, ctx: ExecutionContext) => Response | Promise<Response>;
 export type AppRouter = RouterType<IRequest, [Env, ExecutionContext], Response>;
 
 /** A path that is not valid percent-encoding names nothing: 400 before any route reads a parameter from it. */

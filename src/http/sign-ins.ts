@@ -9,7 +9,7 @@
  *   PUT    /api/auth/password      { current_password, new_password } → 204
  */
 import * as z from "zod/mini";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
 import { personWriting } from "./guards";
 import { readJson } from "./body";

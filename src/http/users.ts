@@ -1,6 +1,6 @@
 /** Accounts, managed by admins: add a person, list everyone, remove a person with all they own. */
 import * as z from "zod/mini";
-import type { Handler } from "./routes";
+import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { requireAdmin } from "./guards";

@@ -10,7 +10,7 @@
  * nothing is pushed, so GET (a standing stream) and DELETE (a session's end) are 405.
  */
 import type { Env } from "../../env";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller, authenticatePerson, type ApiCaller } from "../auth";
 import { readBodyText } from "../body";
 import { json } from "../../respond";

@@ -8,7 +8,7 @@
  *   audio streamed back as it arrives. Priced by the characters of `input` (`price_chars`), known before it is sent.
  */
 import * as z from "zod/mini";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
 import { readBodyBytes, readJson, validated } from "../body";
 import { HttpError } from "../../respond";

@@ -6,7 +6,7 @@
  * buffered whole) and metered as it goes; an unstreamed one is metered from its `usage`.
  */
 import * as z from "zod/mini";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
 import { HttpError } from "../../respond";

@@ -1,6 +1,6 @@
 /** POST /v1/embeddings: for models of kind `embedding`, forwarded and metered like a chat completion. */
 import * as z from "zod/mini";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
 import { findModel } from "../../providers/config";

@@ -3,7 +3,7 @@
  * gives the same list to a signed-in person (the web UI's model pickers).
  */
 import type { Env } from "../../env";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller, authenticatePerson } from "../auth";
 import { json } from "../../respond";
 import { noSuchModel, servedModels, type ServedModel } from "../../providers/config";

@@ -4,7 +4,7 @@
  * when the operator made personalization available to the account.
  */
 import * as z from "zod/mini";
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import { authenticateCaller, type ApiCaller } from "../auth";
 import { readJson } from "../body";
 import { HttpError, json } from "../../respond";

@@ -3,7 +3,7 @@
  * credits; money beside them when the plan has a currency; rolling windows unless the account is an admin. The web
  * UI reads the same report for the signed-in person at GET /api/usage.
  */
-import type { Handler } from "../routes";
+import type { Handler } from "../handler";
 import type { Env } from "../../env";
 import { authenticateCaller, authenticatePerson } from "../auth";
 import { json } from "../../respond";
