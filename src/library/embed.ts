@@ -6,7 +6,7 @@ import * as z from "zod/mini";
 import type { Env } from "../env";
 import type { ApiCaller } from "../http/auth";
 import { HttpError } from "../respond";
-import { admit, forwardAdmitted } from "../http/v1/metering";
+import { admit, forwardAdmitted } from "../providers/metering";
 import { servedModels, type ServedModel } from "../providers/config";
 import { inputTokensAtMost, tokensLikely } from "../providers/estimate";
 import { reportedUsage } from "../providers/usage-report";

@@ -14,7 +14,7 @@ import { readBodyBytes, readJson, validated } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { tokensLikely } from "../../providers/estimate";
-import { admit, forwardAdmitted } from "./metering";
+import { admit, forwardAdmitted } from "../../providers/metering";
 
 /** OpenAI's own limit for a file to transcribe. */
 const MAX_AUDIO = 25 * 1024 * 1024;

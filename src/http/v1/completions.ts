@@ -13,7 +13,7 @@ import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { meterSse } from "../../providers/sse-meter";
 import { inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
-import { admit, forwardAdmitted, relayJson } from "./metering";
+import { admit, forwardAdmitted, relayJson } from "../../providers/metering";
 
 /** How long a stream whose client went away is still read for its usage (waitUntil gives about 30 s). */
 const DRAIN_MS = 20_000;

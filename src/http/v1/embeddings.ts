@@ -5,7 +5,7 @@ import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
 import { findModel } from "../../providers/config";
 import { inputTokensAtMost, tokensLikely } from "../../providers/estimate";
-import { admit, forwardAdmitted, relayJson } from "./metering";
+import { admit, forwardAdmitted, relayJson } from "../../providers/metering";
 
 const EmbeddingRequest = z.object({
   model: z.string().check(z.minLength(1)),

@@ -10,7 +10,7 @@ import { json } from "../../respond";
 import { readStanding } from "../../db/ledger";
 import { spendSince, type Spend } from "../../db/usage";
 import { toCredits } from "../../db/micro-credits";
-import { reportWindow } from "./metering";
+import { reportWindow } from "../../providers/metering";
 import type { UsageReport } from "../../protocol/http-api";
 
 /** The first millisecond of the UTC month holding `now`. */

@@ -3,17 +3,16 @@
  * account (refusing with 402 or 429 when the balance or a window has no room for it); after the answer, the charge
  * is settled to what the request really used, in waitUntil so it never delays the answer.
  */
-import type { Env } from "../../env";
-import type { ApiCaller } from "../auth";
-import type { ServedModel } from "../../providers/config";
-import type { WindowReport } from "../../protocol/http-api";
-import { costMicro, type Metered } from "../../providers/pricing";
-import { reportedUsage } from "../../providers/usage-report";
-import { callUpstream } from "../../providers/upstream";
-import { release, reserve, settle, type AccountStanding, type WindowSpend } from "../../db/ledger";
-import { windowFreesAt } from "../../db/usage";
-import { toCredits } from "../../db/micro-credits";
-import { HttpError, json } from "../../respond";
+import type { Env } from "../env";
+import type { ServedModel } from "./config";
+import type { WindowReport } from "../protocol/http-api";
+import { costMicro, type Metered } from "./pricing";
+import { reportedUsage } from "./usage-report";
+import { callUpstream } from "./upstream";
+import { release, reserve, settle, type AccountStanding, type WindowSpend } from "../db/ledger";
+import { windowFreesAt } from "../db/usage";
+import { toCredits } from "../db/micro-credits";
+import { HttpError, json } from "../respond";
 
 export type { WindowReport };
 
@@ -91,6 +90,12 @@ export interface Charge {
   release(): void;
 }
 
+/** Who a metered request is charged to: the account, and the device its usage rows name (none for a script). */
+export interface Payer {
+  userId: string;
+  deviceId: string | null;
+}
+
 /**
  * Lets a request through if the account has room for `estimate` (the most it may use), holding its cost until it
  * is settled. Admins and accounts without a plan are never refused nor held.
@@ -98,7 +103,7 @@ export interface Charge {
 export async function admit(
   env: Env,
   ctx: ExecutionContext,
-  caller: ApiCaller,
+  caller: Payer,
   model: ServedModel,
   estimate: Metered,
 ): Promise<Charge> {
