@@ -1,12 +1,13 @@
-import type { DeviceLink } from "./link/device-link";
-import type { RateLimiter } from "./limits/rate-limiter";
-
-/** The Worker's bindings, as wrangler.toml (and `.dev.vars` for secrets) gives them. */
+/**
+ * The Worker's bindings, as wrangler.toml (and `.dev.vars` for secrets) gives them. Every layer imports this, so it
+ * imports nothing back: the Durable Object bindings are named without their classes, which the modules that define
+ * them give (deviceLinkOf, rateLimiterOf).
+ */
 export interface Env {
   DB: D1Database;
-  DEVICE_LINK: DurableObjectNamespace<DeviceLink>;
+  DEVICE_LINK: DurableObjectNamespace;
   /** One counter per rate limit and key (src/limits/rate-limiter.ts). */
-  RATE_LIMITER: DurableObjectNamespace<RateLimiter>;
+  RATE_LIMITER: DurableObjectNamespace;
   /** Changes to the rate limits' numbers (src/limits/config.ts): an object, or its JSON text. */
   RATE_LIMITS?: unknown;
   /** Changes to the per-account quotas (src/limits/config.ts): an object, or its JSON text. */
@@ -40,9 +41,6 @@ export interface Env {
   /** A turn that ran at least this many seconds is a long one: its end is pushed (default 60). */
   PUSH_TURN_SECONDS?: string | number;
 }
-
-/** The device's Durable Object: one per device, named by its id. */
-export const deviceLinkOf = (env: Env, deviceId: string) => env.DEVICE_LINK.get(env.DEVICE_LINK.idFromName(deviceId));
 
 /** A duration var given in seconds (text or number), in ms: the default when absent or not a positive number. */
 export function secondsVar(value: string | number | undefined, defaultSeconds: number): number {

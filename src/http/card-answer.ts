@@ -10,7 +10,7 @@
  *   409 { detail, reason }   the card already ended: answered, timed_out, settled, link_down, withdrawn or refused
  */
 import * as z from "zod/mini";
-import { deviceLinkOf } from "../env";
+import { deviceLinkOf } from "../link/device-link";
 import { ErrorCode } from "../protocol/jsonrpc";
 import { readJson } from "./body";
 import { ownersDevice } from "./link-routes";

@@ -9,7 +9,7 @@ import { personWriting } from "./guards";
 import { HttpError, json } from "../respond";
 import { findChat, listChats, ownsDevice } from "../db/chats";
 import { check } from "../protocol/issues";
-import { deviceLinkOf } from "../env";
+import { deviceLinkOf } from "../link/device-link";
 import { limitsOf } from "../limits/config";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */

@@ -1,6 +1,7 @@
 /** A person's devices: listed with what their last link said, renamed, revoked. */
 import * as z from "zod/mini";
-import { deviceLinkOf, type Env } from "../env";
+import type { Env } from "../env";
+import { deviceLinkOf } from "../link/device-link";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./handler";
 import { readJson } from "./body";

@@ -8,7 +8,8 @@
  *   POST /api/devices/:deviceId/rpc     one JSON-RPC message over HTTP (cookie or API token)
  * (and card-answer.ts: POST /api/devices/:deviceId/cards/answer, a card answered over HTTP)
  */
-import { deviceLinkOf, type Env } from "../env";
+import type { Env } from "../env";
+import { deviceLinkOf } from "../link/device-link";
 import { deviceOwner } from "../db/device-presence";
 import { withIdentity, type Identity } from "../link/identity";
 import { authenticateDevice, authenticatePerson } from "./auth";

@@ -5,6 +5,7 @@
  */
 import type { Env } from "../env";
 import { limitsOf, type RateLimitName } from "../limits/config";
+import { rateLimiterOf } from "../limits/rate-limiter";
 import { HttpError } from "../respond";
 
 /** The first 64 bits of an IPv6 address, as `a:b:c:d::/64` (leading zeros dropped, `::` expanded). */
@@ -36,8 +37,7 @@ export function clientAddress(request: Request): string {
   return mapped ? mapped[1]! : ipv6Prefix(address);
 }
 
-const limiterOf = (env: Env, name: RateLimitName, key: string) =>
-  env.RATE_LIMITER.get(env.RATE_LIMITER.idFromName(`${name}:${key}`));
+const limiterOf = (env: Env, name: RateLimitName, key: string) => rateLimiterOf(env, `${name}:${key}`);
 
 /** What an attempt counted, to take back when it succeeds. */
 export interface Attempt {

@@ -89,3 +89,10 @@ export class RateLimiter extends DurableObject<Env> {
     this.ctx.storage.setAlarm(idle).catch((err: unknown) => console.error("rate limiter: setAlarm failed", err));
   }
 }
+
+/** The counter of one rate limit for one key (a name like `login:<address>`). */
+export function rateLimiterOf(env: Env, name: string): DurableObjectStub<RateLimiter> {
+  // Env names the binding without its class (env.ts imports no layer above it); the binding is this class.
+  const namespace = env.RATE_LIMITER as unknown as DurableObjectNamespace<RateLimiter>;
+  return namespace.get(namespace.idFromName(name));
+}

@@ -336,3 +336,10 @@ export class DeviceLink extends DurableObject<Env> {
     }
   }
 }
+
+/** The device's Durable Object: one per device, named by its id. */
+export function deviceLinkOf(env: Env, deviceId: string): DurableObjectStub<DeviceLink> {
+  // Env names the binding without its class (env.ts imports no layer above it); the binding is this class.
+  const namespace = env.DEVICE_LINK as unknown as DurableObjectNamespace<DeviceLink>;
+  return namespace.get(namespace.idFromName(deviceId));
+}

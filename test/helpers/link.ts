@@ -3,7 +3,7 @@
  * protocol as LLeMbas CLI does (hello, then answers initialize), and client sockets of a person.
  */
 import { env, SELF } from "cloudflare:test";
-import { deviceLinkOf } from "../../src/env";
+import { deviceLinkOf } from "../../src/link/device-link";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
 export type WireId = string | number | null;
