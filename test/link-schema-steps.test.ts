@@ -1,6 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { buildRegistry, orderFeatures, type LinkFeature } from "../src/link/feature";
+import type { LinkFeature } from "../src/link/runtime";
+import { buildRegistry, orderFeatures } from "../src/link/registry";
 import { registry } from "../src/link/device-link";
 import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../src/link/schema-steps";
 import { forgetTables, knowTables, OnDemandTables } from "../src/link/tables-on-demand";

@@ -23,8 +23,7 @@ import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "..
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
 import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
-import type { DeviceRequestHandler, LinkFeature } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "./runtime";
 import type { OpenCardStatus } from "../protocol/instance";
 import { attachmentOf, socketById } from "./sockets";
 

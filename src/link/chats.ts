@@ -14,9 +14,15 @@ import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from ".
 import type * as z from "zod/mini";
 import { deviceOf } from "./background";
 import { DEFAULT_QUOTAS, limitsOf } from "../limits/config";
-import { d1Write, d1Writes, oweD1, type D1Write } from "./d1-queue";
-import type { BeforeForward, DeviceNotificationHandler, LinkFeature, RelayedAnswerObserver } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import { oweD1 } from "./d1-queue";
+import { d1Write, d1Writes, type D1Write } from "./d1-write";
+import type {
+  LinkRuntime,
+  BeforeForward,
+  DeviceNotificationHandler,
+  LinkFeature,
+  RelayedAnswerObserver,
+} from "./runtime";
 
 const MEMO = "chats";
 

@@ -3,7 +3,7 @@
  * (outbound.ts), deadlines (deadlines.ts) and large texts in chunks (chunks.ts). A feature with no handlers, first
  * in the registry's order, so its schema steps run before any other feature's.
  */
-import type { LinkFeature } from "./feature";
+import type { LinkFeature } from "./runtime";
 
 export const core: LinkFeature = {
   name: "core",

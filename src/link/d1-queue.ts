@@ -11,27 +11,10 @@
  * A feature declares its writes (`d1Writes`, by kind; made with `d1Write` so the arguments are typed) and owes one
  * with `oweD1`.
  */
-import type { LinkFeature } from "./feature";
 import { logFailure } from "./failures";
-import type { LinkRuntime } from "./runtime";
+import type { LinkFeature, LinkRuntime } from "./runtime";
+import type { D1Write } from "./d1-write";
 import type { SchemaStep } from "./schema-steps";
-
-/** A kind of write: its name (unique across features) and what it does with its arguments. */
-export interface D1Write<A> {
-  readonly kind: string;
-  readonly run: (db: D1Database, args: A) => Promise<unknown>;
-}
-
-export type D1WriteRun = (db: D1Database, args: never) => Promise<unknown>;
-
-export const d1Write = <A>(kind: string, run: (db: D1Database, args: A) => Promise<unknown>): D1Write<A> => ({
-  kind,
-  run,
-});
-
-/** A feature's `d1Writes` from its writes. */
-export const d1Writes = (...writes: D1Write<never>[]): Record<string, D1WriteRun> =>
-  Object.fromEntries(writes.map((w) => [w.kind, w.run]));
 
 const STEPS: readonly SchemaStep[] = [
   {

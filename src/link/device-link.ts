@@ -13,7 +13,7 @@
  *   answerCard()     → RPC from POST /api/devices/:id/cards/answer (cards.ts: answerCard)
  *
  * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
- * (feature.ts) listed in FEATURES below. It may declare:
+ * (runtime.ts) listed in FEATURES below. It may declare:
  *   after                the features whose hooks (and schema steps) must run before its own; the registry sorts
  *                        the features by it and refuses a circle or an unknown name at start-up
  *   migrations           its own SQLite tables, as numbered steps each applied once and recorded in the object's
@@ -59,15 +59,15 @@ import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
 import { logFailure } from "./failures";
-import { buildRegistry, type LinkFeature } from "./feature";
-import { flood } from "./flood";
+import { buildRegistry } from "./registry";
+import { flood } from "./flood-buckets";
 import { forwarding } from "./forwarding";
 import { cancel } from "./cancel";
 import { answerCard, cards } from "./cards";
 import { chats } from "./chats";
 import { core } from "./core";
 import { d1Queue } from "./d1-queue";
-import { drain } from "./drain";
+import { drain } from "./drain-answers";
 import { beginLink, endLink, handshake } from "./handshake";
 import { heartbeat, keepAlive, watchLiveness } from "./heartbeat";
 import { handleRpc } from "./http-rpc";
@@ -79,7 +79,7 @@ import { push } from "./push";
 import { replay } from "./replay";
 import { sessionLoad } from "./session-load";
 import { reconcile } from "./reconcile";
-import { LinkRuntime } from "./runtime";
+import { LinkRuntime, type LinkFeature } from "./runtime";
 import {
   acceptSocket,
   attachmentOf,

@@ -11,12 +11,11 @@ import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, rpcResult, type RequestMessage } from "../protocol/jsonrpc";
 import { refuseAgentNotification } from "../protocol/methods";
 import { failureAnswer, logFailure } from "./failures";
-import { ANSWER_LATER, type ClientPeer, type LinkDownReason } from "./feature";
 import { floodCloseReason, floodRefusal } from "./flood";
 import { readFrame, type Frame } from "./frames";
 import { clientMethod, forward, routeDeviceAnswer } from "./forwarding";
 import { endLink, helloFailed, onFirstFrame } from "./handshake";
-import type { LinkRuntime } from "./runtime";
+import { ANSWER_LATER, type LinkRuntime, type ClientPeer, type LinkDownReason } from "./runtime";
 import type { LinkRecord } from "./store";
 import { closeSocket, forgetSocket, sendJson, type Attachment } from "./sockets";
 

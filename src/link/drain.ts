@@ -18,10 +18,7 @@
  * The counts live in memory: an object that hibernated had nothing queued.
  */
 import { CloseCode } from "../protocol/close-codes";
-import type { LinkFeature } from "./feature";
-import { logFailure } from "./failures";
-import type { LinkRuntime } from "./runtime";
-import { attachmentOf, closeSocket, socketById } from "./sockets";
+import { attachmentOf, closeSocket } from "./sockets";
 
 const MiB = 1024 * 1024;
 /** Characters sent between two probes. */
@@ -36,7 +33,8 @@ export const LAG_HARD_LIMIT = 64 * MiB;
 const LARGE_FRAME = 1 * MiB;
 /** Probes unanswered at once, at most (a socket past this many is far past LAG_LIMIT anyway). */
 const MAX_PROBES = 64;
-const PREFIX = "drain";
+/** The id prefix of the probes, whose answers the drain feature (drain-answers.ts) routes back here. */
+export const PROBE_PREFIX = "drain";
 
 interface Lag {
   /** Characters sent, and acknowledged, since the socket was first counted. */
@@ -57,6 +55,11 @@ interface Lag {
 }
 
 const lags = new WeakMap<WebSocket, Lag>();
+
+/** Who a socket that fell behind is handed to: the object, which then treats it as gone. */
+export interface LagOwner {
+  lagged(sid: string): void;
+}
 
 function lagOf(ws: WebSocket): Lag {
   let lag = lags.get(ws);
@@ -89,22 +92,19 @@ function send(ws: WebSocket, lag: Lag, text: string): boolean {
 }
 
 function probe(ws: WebSocket, lag: Lag): void {
-  const id = `${PREFIX}:${++lag.seq}`;
+  const id = `${PROBE_PREFIX}:${++lag.seq}`;
   if (!send(ws, lag, JSON.stringify({ jsonrpc: "2.0", id, method: "$/ping" }))) return;
   lag.probedAt = lag.sent;
   lag.probes.set(id, lag.sent);
 }
 
-/** Closes a socket that fell too far behind; it is then treated as gone (its requests dropped, its terminals closed). */
-function fallBehind(rt: LinkRuntime, ws: WebSocket, lag: Lag): void {
+/** Closes a socket that fell too far behind and hands it to its owner as gone. */
+function fallBehind(owner: LagOwner, ws: WebSocket, lag: Lag): void {
   lag.closed = true;
   const behind = Math.round((lag.sent - lag.acked) / MiB);
   closeSocket(ws, CloseCode.Lagging, `${behind} MiB sent and not read; attach again and catch up`);
   const sid = attachmentOf(ws)?.sid;
-  if (sid === undefined) return;
-  rt.ctx.waitUntil(
-    rt.emit("onClientDetached", sid).catch((err: unknown) => logFailure(rt, "dropping a lagging socket", err)),
-  );
+  if (sid !== undefined) owner.lagged(sid);
 }
 
 /** Past the hard limit, or past the limit with no answer for the grace. */
@@ -115,7 +115,7 @@ function lagging(lag: Lag): boolean {
 }
 
 /** Sends one frame's text to a client socket, counted; false when the socket cannot take it (closing, or lagging). */
-export function deliver(rt: LinkRuntime, ws: WebSocket, text: string): boolean {
+export function deliver(owner: LagOwner, ws: WebSocket, text: string): boolean {
   const lag = lagOf(ws);
   if (lag.closed || !send(ws, lag, text)) return false;
   if (text.length >= LARGE_FRAME) {
@@ -123,7 +123,7 @@ export function deliver(rt: LinkRuntime, ws: WebSocket, text: string): boolean {
     lag.largest = Math.max(lag.largest, text.length);
   }
   if (lagging(lag)) {
-    fallBehind(rt, ws, lag);
+    fallBehind(owner, ws, lag);
     return true;
   }
   if (lag.sent - lag.probedAt >= PROBE_EVERY && lag.probes.size < MAX_PROBES) probe(ws, lag);
@@ -131,7 +131,7 @@ export function deliver(rt: LinkRuntime, ws: WebSocket, text: string): boolean {
 }
 
 /** A socket answered a probe: everything sent before it was read. */
-function acknowledge(ws: WebSocket, id: string): void {
+export function acknowledge(ws: WebSocket, id: string): void {
   const lag = lags.get(ws);
   const mark = lag?.probes.get(id);
   if (!lag || mark === undefined) return;
@@ -141,13 +141,3 @@ function acknowledge(ws: WebSocket, id: string): void {
   lag.large = lag.large.filter((frame) => frame.mark > lag.acked);
   lag.largest = lag.large.reduce((most, frame) => Math.max(most, frame.length), 0);
 }
-
-export const drain: LinkFeature = {
-  name: "drain",
-  clientAnswers: {
-    [PREFIX]: (rt, peer, answer) => {
-      const ws = socketById(rt.ctx, peer.sid);
-      if (ws && answer.id !== null) acknowledge(ws, String(answer.id));
-    },
-  },
-};

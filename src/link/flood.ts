@@ -19,7 +19,6 @@
  * workerd (two clients attached) — the burst alone holds ten such streams.
  */
 import { ErrorCode, rpcError, type ErrorMessage } from "../protocol/jsonrpc";
-import type { LinkFeature } from "./feature";
 import { frameShape } from "./frame-shape";
 import { MAX_DEPTH } from "./frames";
 import type { Role } from "./sockets";
@@ -98,10 +97,3 @@ export function floodCloseReason(role: Role): string {
   const { burst, perSecond, closeAfter } = BUDGETS[role];
   return `too many frames: ${closeAfter} over the budget (${burst} at once, ${perSecond} a second); slow down`;
 }
-
-/** Drops the bucket of a socket that went, so the map only holds live sockets. */
-export const flood: LinkFeature = {
-  name: "flood",
-  onClientDetached: (rt, sid) => rt.flood.forget(sid),
-  onLinkDown: (rt, link) => rt.flood.forget(link.linkId),
-};

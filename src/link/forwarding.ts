@@ -28,9 +28,15 @@ import {
   type ResponseMessage,
 } from "../protocol/jsonrpc";
 import { failureAnswer, logFailure } from "./failures";
-import type { ClientPeer, LinkFeature, OutgoingCall } from "./feature";
 import { INSTANCE_ORIGIN, OUTBOUND_HOLD_MS, type OutboundRequest } from "./outbound";
-import { OFFLINE, REQUEST_DEADLINE, type LinkRuntime } from "./runtime";
+import {
+  OFFLINE,
+  REQUEST_DEADLINE,
+  type LinkRuntime,
+  type ClientPeer,
+  type LinkFeature,
+  type OutgoingCall,
+} from "./runtime";
 
 /** How long the device has to answer a relayed request; null: as long as it takes (a turn, a compaction). */
 export const DEFAULT_ANSWER_WITHIN_MS = 120_000;

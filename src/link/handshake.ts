@@ -13,12 +13,11 @@ import { Hello } from "../protocol/lembas";
 import { check } from "../protocol/issues";
 import type { Classified } from "../protocol/jsonrpc";
 import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../version";
-import type { LinkDownReason, LinkFeature } from "./feature";
 import { logFailure } from "./failures";
 import { announceLinkUp } from "./instance-methods";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
 import { oweLinked, oweUnlinked } from "./presence";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, LinkDownReason, LinkFeature } from "./runtime";
 import { closeSocket, INTERNAL_ERROR_CLOSE, socketById } from "./sockets";
 import type { LinkChange, LinkRecord } from "./store";
 

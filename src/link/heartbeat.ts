@@ -18,9 +18,8 @@
  */
 import { CloseCode } from "../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
-import type { LinkFeature } from "./feature";
 import { reconcile } from "./reconcile";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime";
 import { type Attachment, attachmentOf, closeSocket, storeAttachment } from "./sockets";
 
 export const PING_EVERY_MS = 30_000;

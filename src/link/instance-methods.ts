@@ -12,8 +12,7 @@
  */
 import { clientInitialize } from "../protocol/capabilities";
 import { rpcNotification, RpcError } from "../protocol/jsonrpc";
-import type { LinkFeature } from "./feature";
-import { OFFLINE, type LinkRuntime } from "./runtime";
+import { OFFLINE, type LinkRuntime, type LinkFeature } from "./runtime";
 import type { LinkRecord } from "./store";
 import type { InstanceStatus, LinkFacts } from "../protocol/instance";
 

@@ -36,11 +36,11 @@ import {
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
 import { deviceOf, inBackground } from "./background";
 import { chatKey } from "./chats";
-import { d1Write, d1Writes, oweD1, owedCount, workQueue } from "./d1-queue";
+import { oweD1, owedCount, workQueue } from "./d1-queue";
+import { d1Write, d1Writes } from "./d1-write";
 import { failureAnswer, logFailure } from "./failures";
-import { ANSWER_LATER, type LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
-import type { LinkRuntime } from "./runtime";
+import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "./runtime";
 import { withdrawKept } from "./turns";
 import { limitsOf } from "../limits/config";
 

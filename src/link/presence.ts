@@ -5,9 +5,9 @@
  */
 import { markLinked, markUnlinked, type LinkedDevice } from "../db/device-presence";
 import { deviceOf } from "./background";
-import { d1Write, d1Writes, oweD1 } from "./d1-queue";
-import type { LinkFeature } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import { oweD1 } from "./d1-queue";
+import { d1Write, d1Writes } from "./d1-write";
+import type { LinkRuntime, LinkFeature } from "./runtime";
 
 const LINKED = d1Write("presence/linked", (db, a: { deviceId: string; device: LinkedDevice; at: number }) =>
   markLinked(db, a.deviceId, a.device, a.at),

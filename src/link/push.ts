@@ -15,7 +15,7 @@ import { PromptResult } from "../protocol/acp";
 import { cardNotice, cardTag, chatUrl, linkTag, turnTag } from "../push/payload";
 import { pushConfigured } from "../push/setup";
 import { deviceOf } from "./background";
-import type { LinkFeature } from "./feature";
+import type { LinkFeature } from "./runtime";
 import { cardEnded, PUSH_DEADLINE, PUSH_OUTBOX, queuePush, retryPush } from "./push-outbox";
 import { turnsOf } from "./turn-store";
 import { isWatched, watch, WATCH } from "./watchers";

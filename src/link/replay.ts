@@ -38,9 +38,8 @@
 import { DEFAULT_LINK_CAPS, limitsOf } from "../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
 import { rpcNotification, type NotificationMessage } from "../protocol/jsonrpc";
-import type { DeviceNotificationHandler, LinkFeature } from "./feature";
 import { frameBytes, withMeta } from "./frames";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "./runtime";
 import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
 import { turnsOf } from "./turn-store";

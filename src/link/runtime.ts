@@ -1,11 +1,20 @@
 /**
- * What every handler works with: the object's storage (link state, outstanding requests, deadlines), its sockets,
- * and the ways to send — to the device, to one client, to every client. One runtime per object instance; nothing
- * here keeps state a handler needs after an eviction except the HTTP /rpc waiters, which live exactly as long as
- * the HTTP request that waits, and the sockets' flood buckets, which a hibernated (idle) socket may lose.
+ * What every handler works with — the object's storage (link state, outstanding requests, deadlines), its sockets,
+ * and the ways to send: to the device, to one client, to every client — and what a feature is: a plain object of
+ * handlers, keyed by what they handle. One runtime per object instance; nothing here keeps state a handler needs
+ * after an eviction except the HTTP /rpc waiters, which live exactly as long as the HTTP request that waits, and the
+ * sockets' flood buckets, which a hibernated (idle) socket may lose.
+ *
+ * device-link.ts lists the features, and the registry built from them (registry.ts) is what the dispatcher consults.
+ * Two features may not claim the same method, answer purpose, id prefix or deadline kind (the registry throws at
+ * start-up), so which module handles what is never ambiguous. Observers (beforeForward, deviceNotifications,
+ * relayedAnswers and the lifecycle hooks) may be registered by several features and run in the registry's order.
+ * That order is declared, not remembered: a feature names in `after` the features whose hooks (and schema steps)
+ * must come before its own.
  */
 import type { Env } from "../env";
 import { CANCEL_REQUEST } from "../protocol/acp";
+import type { CardMethod } from "../protocol/cards";
 import {
   ErrorCode,
   rpcError,
@@ -14,17 +23,188 @@ import {
   rpcResult,
   type JsonRpcId,
   type Message,
+  type NotificationMessage,
+  type RequestMessage,
+  type ResponseMessage,
 } from "../protocol/jsonrpc";
-import type { ClientPeer, LinkFeature, Registry } from "./feature";
 import { Deadlines } from "./deadlines";
-import { deliver } from "./drain";
+import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
-import { applySteps } from "./schema-steps";
+import { applySteps, type Migrating } from "./schema-steps";
 import { forgetTables, knowTables } from "./tables-on-demand";
 import { closeSocket, fanOutSockets, sendJson, sendText, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
+import type { D1WriteRun } from "./d1-write";
+
+/** A client: a browser or script socket, or one HTTP /rpc call (sid `http:…`). */
+export interface ClientPeer {
+  readonly sid: string;
+  readonly userId: string;
+}
+
+/**
+ * A method a client calls on the instance itself (_instance/status, initialize, $/cancel_request, …). For a request,
+ * the returned value is the result; throw an RpcError to answer with an error; return ANSWER_LATER when the handler
+ * answers itself later (rt.sendToClient), e.g. once the device has answered. For a notification nothing is sent.
+ */
+export const ANSWER_LATER: unique symbol = Symbol("answer later");
+export type ClientMethodHandler = (
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  params: unknown,
+  message: RequestMessage | NotificationMessage,
+) => unknown;
+
+/**
+ * A client→agent call about to be forwarded, after validation and gating; handlers may change params or keep it,
+ * or refuse it by throwing an RpcError (the client is answered with it — a notification under id null — and the
+ * device sees nothing). Hooks are synchronous: they, the rows they write and the send are one transaction, so a
+ * refusal or failure anywhere leaves no row behind.
+ */
+export interface OutgoingCall {
+  readonly from: ClientPeer;
+  /** The client's own id for the call (null for a notification). */
+  readonly id: JsonRpcId | null;
+  readonly method: string;
+  params: unknown;
+  /** Keep the request across a dropped link (a feature re-sends it on the next link) instead of failing it. */
+  keepAcrossLinks: boolean;
+  /** Small values a feature keeps with the request, each under its own key, for relayedAnswers (OutboundRequest.memo). */
+  memo: Record<string, unknown>;
+}
+export type BeforeForward = (rt: LinkRuntime, call: OutgoingCall) => void;
+
+/** An agent→client request (session/request_permission, …); the handler answers the device with rt.answerDevice. */
+export type DeviceRequestHandler = (rt: LinkRuntime, message: RequestMessage) => void | Promise<void>;
+
+/**
+ * An agent→client notification. With fanOut the instance also sends it to every client socket (before the
+ * handler's awaited work, so clients see frames in the device's order); without it, the handler routes it itself.
+ */
+export interface DeviceNotificationHandler {
+  /** Or, per message: false when this handler routes that one itself (session-load.ts: a loaded history). */
+  fanOut: boolean | ((rt: LinkRuntime, message: NotificationMessage) => boolean);
+  /**
+   * Before it is fanned out: the text to send instead (replay.ts numbers a running turn's frames). `paramsAt`: where
+   * the params object opens in `text`, when known (frames.ts withMeta).
+   */
+  stamp?: (rt: LinkRuntime, message: NotificationMessage, text: string, paramsAt: number | null) => string;
+  /** `text`: the message as it is (or would be) fanned out. */
+  handle: (rt: LinkRuntime, message: NotificationMessage, text: string) => void | Promise<void>;
+}
+
+/** The device's answer to a request the instance sent for a feature (rt.requestDevice with this purpose). Link
+ * loss and time-outs arrive here too, as error answers (-32001 link_down, -32002). */
+export type DeviceAnswerHandler = (
+  rt: LinkRuntime,
+  request: OutboundRequest,
+  answer: ResponseMessage,
+) => void | Promise<void>;
+
+/**
+ * How a relayed client request ended — the device's answer, or the error it ended with (time-out, link loss,
+ * cancel) — seen after the answer went to its client (chats: a session/new answer makes a chat); or null: dropped,
+ * its client went away first (a socket closed, an HTTP /rpc caller stopped waiting). The device may still be
+ * working on a dropped request; its late answer reaches nobody (terminals: a late open is closed again).
+ */
+export type RelayedAnswerObserver = (
+  rt: LinkRuntime,
+  request: OutboundRequest,
+  answer: ResponseMessage | null,
+) => void | Promise<void>;
+
+/**
+ * How a client's `$/cancel_request` of its relayed request of this method is carried out, instead of passing the
+ * cancel on to the device (cancel.ts: a prompt is cancelled with session/cancel, or withdrawn while its link is down).
+ */
+export type CancelHandler = (rt: LinkRuntime, request: OutboundRequest) => void | Promise<void>;
+
+/** A card the device asked for, as the features following cards see it (push: a notification nobody watches). */
+export interface OpenedCard {
+  method: CardMethod;
+  sessionId: string;
+  toolCallId: string;
+  /** Checked against the method's schema (protocol/cards.ts). */
+  params: unknown;
+  /** When the instance answers it if nobody does (ms); null for a patient card. */
+  dueAt: number | null;
+}
+
+/** A client's answer to a request the instance sent it, whose id starts with `<prefix>:`. */
+export type ClientAnswerHandler = (rt: LinkRuntime, peer: ClientPeer, answer: ResponseMessage) => void | Promise<void>;
+
+/** A deadline of this kind fell due (rt.deadlines.set(kind, key, due)). */
+export type DeadlineHandler = (rt: LinkRuntime, key: string) => void | Promise<void>;
+
+export type LinkDownReason =
+  | "closed"
+  | "replaced"
+  | "revoked"
+  | "stale"
+  | "handshake_timeout"
+  | "handshake_failed"
+  | "protocol_mismatch"
+  | "flood"
+  /** Its socket vanished with no close: the object was reset or crashed (reconcile.ts). */
+  | "lost";
+
+/** Its name and its own tables (schema-steps.ts), then its handlers. */
+export interface LinkFeature extends Migrating {
+  /** Features whose hooks and schema steps must run before this one's. */
+  after?: readonly string[];
+  clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
+  beforeForward?: Readonly<Record<string, BeforeForward>>;
+  deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
+  deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
+  deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
+  relayedAnswers?: Readonly<Record<string, RelayedAnswerObserver>>;
+  cancels?: Readonly<Record<string, CancelHandler>>;
+  clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
+  deadlines?: Readonly<Record<string, DeadlineHandler>>;
+  /** The D1 writes the feature owes through the queue (d1-queue.ts), by kind; make them with d1Write/d1Writes (d1-write.ts). */
+  d1Writes?: Readonly<Record<string, D1WriteRun>>;
+  /** The link finished its handshake (after initialize). */
+  onLinkUp?: (rt: LinkRuntime, link: LinkRecord) => void | Promise<void>;
+  /** The link went down (or was replaced); it had reached `up` when `wasUp`. */
+  onLinkDown?: (rt: LinkRuntime, link: LinkRecord, reason: LinkDownReason, wasUp: boolean) => void | Promise<void>;
+  onClientAttached?: (rt: LinkRuntime, peer: ClientPeer) => void | Promise<void>;
+  onClientDetached?: (rt: LinkRuntime, sid: string) => void | Promise<void>;
+  /** A card opened (after it went to the clients); synchronous, so it can never hold a frame back. */
+  onCardOpened?: (rt: LinkRuntime, card: OpenedCard) => void;
+  /** A card ended — answered, timed out, settled or taken down with its link. */
+  onCardEnded?: (rt: LinkRuntime, card: { sessionId: string; toolCallId: string }) => void;
+  /** Fields this feature adds to _instance/status (e.g. cards, turns). */
+  status?: (rt: LinkRuntime) => Record<string, unknown>;
+}
+
+export type Keyed =
+  | "clientMethods"
+  | "deviceRequests"
+  | "deviceAnswers"
+  | "cancels"
+  | "clientAnswers"
+  | "deadlines"
+  | "d1Writes";
+export type Observed = "beforeForward" | "deviceNotifications" | "relayedAnswers";
+
+export interface Registry {
+  /** In the order their hooks run. */
+  readonly features: readonly LinkFeature[];
+  readonly clientMethods: ReadonlyMap<string, ClientMethodHandler>;
+  readonly deviceRequests: ReadonlyMap<string, DeviceRequestHandler>;
+  readonly deviceAnswers: ReadonlyMap<string, DeviceAnswerHandler>;
+  readonly cancels: ReadonlyMap<string, CancelHandler>;
+  readonly d1Writes: ReadonlyMap<string, D1WriteRun>;
+  readonly clientAnswers: ReadonlyMap<string, ClientAnswerHandler>;
+  readonly deadlines: ReadonlyMap<string, DeadlineHandler>;
+  readonly beforeForward: ReadonlyMap<string, readonly BeforeForward[]>;
+  readonly deviceNotifications: ReadonlyMap<string, readonly DeviceNotificationHandler[]>;
+  readonly relayedAnswers: ReadonlyMap<string, readonly RelayedAnswerObserver[]>;
+  /** A handler's name for the log: `<feature>.<field>(<key>)`. */
+  hookName(handler: object, field: Keyed | Observed, key: string): string;
+}
 
 /** The deadline kind of a request's answer time (its outbound row's `due`); its key is the device-side id. */
 export const REQUEST_DEADLINE = "request";
@@ -54,7 +234,7 @@ export interface SendRequest {
   unrecorded?: boolean;
 }
 
-export class LinkRuntime implements Failing {
+export class LinkRuntime implements Failing, LagOwner {
   readonly sql: SqlStorage;
   readonly links: LinkStore;
   readonly outbound: Outbound;
@@ -211,6 +391,13 @@ export class LinkRuntime implements Failing {
   /** Sends one frame's text to a client socket, counted against how far behind it may fall (drain.ts). */
   deliver(ws: WebSocket, text: string): boolean {
     return deliver(this, ws, text);
+  }
+
+  /** A client socket fell too far behind and was closed: it is gone (its requests dropped, its terminals closed). */
+  lagged(sid: string): void {
+    this.ctx.waitUntil(
+      this.emit("onClientDetached", sid).catch((err: unknown) => logFailure(this, "dropping a lagging socket", err)),
+    );
   }
 
   /** Sends to every client socket, serialising once. */

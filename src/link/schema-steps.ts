@@ -9,7 +9,7 @@
  * step. Step 1 of the features that existed before steps were numbered uses `CREATE … IF NOT EXISTS`, so an object
  * written by that earlier schema adopts its tables, rows and all; later steps say exactly what they change.
  *
- * Features run their steps in the registry's order (feature.ts), so a step may rely on the tables of the features
+ * Features run their steps in the registry's order (registry.ts), so a step may rely on the tables of the features
  * its feature declares it runs after.
  *
  * A fresh object (no tables of its own yet) makes a feature's tables from its `fresh` statements, when it has them,

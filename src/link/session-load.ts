@@ -9,8 +9,7 @@
  * eviction loses nothing.
  */
 import type { NotificationMessage } from "../protocol/jsonrpc";
-import type { LinkFeature } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime";
 import { socketById } from "./sockets";
 
 const LOAD = "session/load";

@@ -5,8 +5,7 @@
  */
 import { CloseCode } from "../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
-import type { LinkFeature } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime";
 import { attachmentOf, closeSocket, socketById } from "./sockets";
 
 const EXPIRY = "sign-in-expiry";

@@ -19,10 +19,9 @@ import {
 } from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
 import type * as z from "zod/mini";
-import type { BeforeForward, DeviceNotificationHandler, LinkFeature } from "./feature";
 import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, BeforeForward, DeviceNotificationHandler, LinkFeature } from "./runtime";
 import type { SchemaStep } from "./schema-steps";
 import { socketById } from "./sockets";
 import { OnDemandTables } from "./tables-on-demand";

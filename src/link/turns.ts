@@ -18,10 +18,9 @@ import { capReached, limitsOf } from "../limits/config";
 import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../protocol/jsonrpc";
 import type { PromptParams } from "../protocol/acp";
 import { EventParams, KnownEvent } from "../protocol/lembas";
-import type { LinkFeature } from "./feature";
 import { INSTANCE_ORIGIN } from "./outbound";
 import { clearReplay } from "./replay";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime";
 import type { RunningTurn } from "../protocol/instance";
 import { turnsOf, TURN_TABLES, type Turn, type TurnStore } from "./turn-store";
 

@@ -9,8 +9,7 @@ import * as z from "zod/mini";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import type { InstanceWatch } from "../protocol/instance";
 import { check } from "../protocol/issues";
-import type { ClientMethodHandler } from "./feature";
-import type { LinkRuntime } from "./runtime";
+import type { LinkRuntime, ClientMethodHandler } from "./runtime";
 import { attachmentOf, socketById, storeAttachment } from "./sockets";
 
 export const WATCH = "_instance/watch";
