@@ -42,7 +42,7 @@ export const REPEATS = 5;
 const BURST_WITHIN_MS = 60_000;
 
 /**
- * A device's flood budget (src/link/flood.ts, BUDGETS.device): 5,000 frames at once, 1,000 a second after. A relay
+ * A device's flood budget (src/link/runtime/flood.ts, BUDGETS.device): 5,000 frames at once, 1,000 a second after. A relay
  * that keeps up with back-to-back bursts takes more than 1,000 a second, and past the budget by another 5,000 it
  * closes the device's link (4429) as a runaway. The scripted device keeps within it, as an agent does: before a burst
  * it waits, untimed, until its bucket holds the burst. Counted at 90% of the refill rate, so the relay's clock never

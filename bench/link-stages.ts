@@ -41,7 +41,7 @@ const WAVE = 100;
 const TIMED_LINKS = 50;
 const PARALLEL = 16;
 /**
- * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/heartbeat.ts) shows here; the sweep
+ * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/runtime/heartbeat.ts) shows here; the sweep
  * shows only once links are older than that, as at scale, at 1 in 30 of them a window.
  */
 const IDLE_WINDOW_MS = 20_000;

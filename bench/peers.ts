@@ -35,7 +35,7 @@ export function openSocket(url: string, headers: Record<string, string> = {}): P
   });
 }
 
-/** The relay's drain probe (src/link/drain.ts), and the answer a plain ACP client gives it. */
+/** The relay's drain probe (src/link/runtime/drain.ts), and the answer a plain ACP client gives it. */
 const PROBE = Buffer.from('"method":"$/ping"');
 const NOT_FOUND = { code: -32601, message: "method not found" };
 

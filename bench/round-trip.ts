@@ -1,7 +1,7 @@
 /**
  * Request round trip, client → device → client: one request at a time on one client socket, answered at once by
  * the scripted device, started at most every MIN_INTERVAL_MS — under a client socket's flood budget (50 frames a
- * second, src/link/flood.ts), as a person's script would be. The relay and the bare echo are measured in
+ * second, src/link/runtime/flood.ts), as a person's script would be. The relay and the bare echo are measured in
  * alternating blocks, paced alike, so a noisy neighbour on the shared cores hits both alike.
  */
 import { SESSION_ID, type Client } from "./peers.js";

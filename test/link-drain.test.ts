@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { LAG_HARD_LIMIT, LAG_LIMIT } from "../src/link/drain";
+import { LAG_HARD_LIMIT, LAG_LIMIT } from "../src/link/runtime/drain";
 import type { Peer, Wire } from "./helpers/link";
 import { linkedWithClients, statusOf } from "./helpers/linked";
 

@@ -1,7 +1,7 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
 import { registry } from "../src/link/device-link";
-import { OnDemandTables } from "../src/link/tables-on-demand";
+import { OnDemandTables } from "../src/link/runtime/tables-on-demand";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "./helpers/link";
 import { linkedWithClients, statusOf } from "./helpers/linked";

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BUDGETS, FloodGate } from "../src/link/flood";
+import { BUDGETS, FloodGate } from "../src/link/runtime/flood";
 import type { Peer, Wire } from "./helpers/link";
 import { drain, linkedWithClients, statusOf } from "./helpers/linked";
 

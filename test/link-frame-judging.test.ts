@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BUDGETS } from "../src/link/flood";
-import { MAX_DEPTH } from "../src/link/frames";
+import { BUDGETS } from "../src/link/runtime/flood";
+import { MAX_DEPTH } from "../src/link/runtime/frames";
 import { linkedWithClients, statusOf } from "./helpers/linked";
 import type { Peer, Wire } from "./helpers/link";
 import { call, jsonOf } from "./helpers/requests";

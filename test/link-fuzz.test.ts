@@ -6,7 +6,7 @@
  * afterwards the object serves a normal request as before.
  */
 import { describe, expect, it } from "vitest";
-import { MAX_DEPTH } from "../src/link/frames";
+import { MAX_DEPTH } from "../src/link/runtime/frames";
 import { attachClient, type Peer, type Wire } from "./helpers/link";
 import { drain, linkedWithClients, statusOf } from "./helpers/linked";
 

@@ -1,7 +1,7 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { HELD_HANDSHAKE, HELLO_WITHIN_MS } from "../src/link/handshake";
-import { SWEEP_EVERY_MS } from "../src/link/heartbeat";
+import { HELD_HANDSHAKE, HELLO_WITHIN_MS } from "../src/link/runtime/handshake";
+import { SWEEP_EVERY_MS } from "../src/link/runtime/heartbeat";
 import { VERSION } from "../src/version";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";

@@ -1,6 +1,6 @@
 /**
  * A relayed request nobody hooks keeps its row in memory until it has been outstanding OUTBOUND_HOLD_MS
- * (src/link/outbound.ts): one answered sooner never touches storage, one outstanding longer is written and outlives
+ * (src/link/runtime/outbound.ts): one answered sooner never touches storage, one outstanding longer is written and outlives
  * an eviction, and one whose row cannot be written is withdrawn as if it could not be sent.
  */
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";

@@ -7,7 +7,7 @@
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { PUSH_OUTBOX } from "../src/link/push-outbox";
-import { OnDemandTables } from "../src/link/tables-on-demand";
+import { OnDemandTables } from "../src/link/runtime/tables-on-demand";
 import { permissionParams } from "./helpers/cards";
 import { announceParams, until } from "./helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";

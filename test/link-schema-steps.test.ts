@@ -1,10 +1,10 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { LinkFeature } from "../src/link/runtime";
-import { buildRegistry, orderFeatures } from "../src/link/registry";
+import type { LinkFeature } from "../src/link/runtime/runtime";
+import { buildRegistry, orderFeatures } from "../src/link/runtime/registry";
 import { registry } from "../src/link/device-link";
-import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../src/link/schema-steps";
-import { forgetTables, knowTables, OnDemandTables } from "../src/link/tables-on-demand";
+import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../src/link/runtime/schema-steps";
+import { forgetTables, knowTables, OnDemandTables } from "../src/link/runtime/tables-on-demand";
 import { createDevice, createUser } from "./helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
 import { drain, fireDeadlines, statusOf } from "./helpers/linked";

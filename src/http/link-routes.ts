@@ -11,7 +11,7 @@
 import type { Env } from "../env";
 import { deviceLinkOf } from "../link/device-link";
 import { deviceOwner } from "../db/device-presence";
-import { withIdentity, type Identity } from "../link/identity";
+import { withIdentity, type Identity } from "../link/runtime/identity";
 import { authenticateDevice, authenticatePerson } from "./auth";
 import { assertSameOrigin } from "./origin";
 import { readBodyBytes } from "./body";

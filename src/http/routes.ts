@@ -5,7 +5,7 @@ import { HttpError } from "../respond";
 import { errorResponse } from "./error-response";
 import { withSecurityHeaders } from "./security-headers";
 import { bodyLimit, KiB, MiB } from "./body";
-import { FRAME_LIMITS } from "../link/frames";
+import { FRAME_LIMITS } from "../link/runtime/frames";
 import { discovery } from "./discovery";
 import { instanceInfo } from "./instance";
 import { answerCardOverHttp } from "./card-answer";

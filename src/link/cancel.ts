@@ -14,7 +14,7 @@ import { CancelParams } from "../protocol/acp";
 import { check } from "../protocol/issues";
 import { ErrorCode, rpcNotification, RpcError } from "../protocol/jsonrpc";
 import { withdrawCardsOf } from "./cards";
-import type { LinkRuntime, LinkFeature } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
 import { SESSION_CANCEL, turnOf, withdrawKept } from "./turns";
 
 /** Tells the device to cancel a session's running turn, and answers that session's open cards. */

@@ -10,9 +10,9 @@
  */
 import type { CardKey } from "../protocol/cards";
 import type { JsonRpcId } from "../protocol/jsonrpc";
-import { Chunks } from "./chunks";
-import type { Migrating, SchemaStep } from "./schema-steps";
-import { OnDemandTables } from "./tables-on-demand";
+import { Chunks } from "./runtime/chunks";
+import type { Migrating, SchemaStep } from "./runtime/schema-steps";
+import { OnDemandTables } from "./runtime/tables-on-demand";
 
 export type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
 

@@ -23,9 +23,9 @@ import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "..
 import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
 import { PermissionSettled } from "../protocol/lembas";
 import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
-import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "./runtime";
+import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "./runtime/runtime";
 import type { OpenCardStatus } from "../protocol/instance";
-import { attachmentOf, socketById } from "./sockets";
+import { attachmentOf, socketById } from "./runtime/sockets";
 
 export const SETTLED = "_lembas/permission/settled";
 /** Cards' ids toward clients: `card:<session>/<toolCall>` (card-store.ts). */

@@ -12,17 +12,17 @@ import { check } from "../protocol/issues";
 import type { NotificationMessage } from "../protocol/jsonrpc";
 import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
 import type * as z from "zod/mini";
-import { deviceOf } from "./background";
+import { deviceOf } from "./runtime/background";
 import { DEFAULT_QUOTAS, limitsOf } from "../limits/config";
-import { oweD1 } from "./d1-queue";
-import { d1Write, d1Writes, type D1Write } from "./d1-write";
+import { oweD1 } from "./runtime/d1-queue";
+import { d1Write, d1Writes, type D1Write } from "./runtime/d1-write";
 import type {
   LinkRuntime,
   BeforeForward,
   DeviceNotificationHandler,
   LinkFeature,
   RelayedAnswerObserver,
-} from "./runtime";
+} from "./runtime/runtime";
 
 const MEMO = "chats";
 

@@ -57,29 +57,29 @@ import { json } from "../respond";
 import type { CardKey } from "../protocol/cards";
 import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
-import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./dispatch";
-import { logFailure } from "./failures";
-import { buildRegistry } from "./registry";
-import { flood } from "./flood-buckets";
-import { forwarding } from "./forwarding";
+import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./runtime/dispatch";
+import { logFailure } from "./runtime/failures";
+import { buildRegistry } from "./runtime/registry";
+import { flood } from "./runtime/flood-buckets";
+import { forwarding } from "./runtime/forwarding";
 import { cancel } from "./cancel";
 import { answerCard, cards } from "./cards";
 import { chats } from "./chats";
-import { core } from "./core";
-import { d1Queue } from "./d1-queue";
-import { drain } from "./drain-answers";
-import { beginLink, endLink, handshake } from "./handshake";
-import { heartbeat, keepAlive, watchLiveness } from "./heartbeat";
-import { handleRpc } from "./http-rpc";
-import { identityOf, type Identity } from "./identity";
-import { instanceMethods } from "./instance-methods";
+import { core } from "./runtime/core";
+import { d1Queue } from "./runtime/d1-queue";
+import { drain } from "./runtime/drain-answers";
+import { beginLink, endLink, handshake } from "./runtime/handshake";
+import { heartbeat, keepAlive, watchLiveness } from "./runtime/heartbeat";
+import { handleRpc } from "./runtime/http-rpc";
+import { identityOf, type Identity } from "./runtime/identity";
+import { instanceMethods } from "./runtime/instance-methods";
 import { deleteForPerson, pendingDeletes } from "./pending-deletes";
-import { presence } from "./presence";
+import { presence } from "./runtime/presence";
 import { push } from "./push";
 import { replay } from "./replay";
 import { sessionLoad } from "./session-load";
-import { reconcile } from "./reconcile";
-import { LinkRuntime, type LinkFeature } from "./runtime";
+import { reconcile } from "./runtime/reconcile";
+import { LinkRuntime, type LinkFeature } from "./runtime/runtime";
 import {
   acceptSocket,
   attachmentOf,
@@ -88,9 +88,9 @@ import {
   INTERNAL_ERROR_CLOSE,
   markSeen,
   type Role,
-} from "./sockets";
+} from "./runtime/sockets";
 import { terminals } from "./terminals";
-import { signInExpiry, watchSignIn } from "./sign-in-expiry";
+import { signInExpiry, watchSignIn } from "./runtime/sign-in-expiry";
 import { turns } from "./turns";
 
 /**

@@ -34,13 +34,13 @@ import {
   type ResponseMessage,
 } from "../protocol/jsonrpc";
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
-import { deviceOf, inBackground } from "./background";
+import { deviceOf, inBackground } from "./runtime/background";
 import { chatKey } from "./chats";
-import { oweD1, owedCount, workQueue } from "./d1-queue";
-import { d1Write, d1Writes } from "./d1-write";
-import { failureAnswer, logFailure } from "./failures";
-import { INSTANCE_ORIGIN } from "./outbound";
-import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "./runtime";
+import { oweD1, owedCount, workQueue } from "./runtime/d1-queue";
+import { d1Write, d1Writes } from "./runtime/d1-write";
+import { failureAnswer, logFailure } from "./runtime/failures";
+import { INSTANCE_ORIGIN } from "./runtime/outbound";
+import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "./runtime/runtime";
 import { withdrawKept } from "./turns";
 import { limitsOf } from "../limits/config";
 

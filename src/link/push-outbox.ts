@@ -15,10 +15,10 @@ import type { PushKind, PushPayload } from "../protocol/push";
 import { fitPayload } from "../push/payload";
 import { sendPush, topicOf, type Delivery, type PushMessage } from "../push/send";
 import { pushSetup } from "../push/setup";
-import type { Migrating } from "./schema-steps";
-import { OnDemandTables } from "./tables-on-demand";
-import { deviceOf } from "./background";
-import type { LinkRuntime } from "./runtime";
+import type { Migrating } from "./runtime/schema-steps";
+import { OnDemandTables } from "./runtime/tables-on-demand";
+import { deviceOf } from "./runtime/background";
+import type { LinkRuntime } from "./runtime/runtime";
 
 export const PUSH_DEADLINE = "push";
 /** Waits before each retry; the first is also the safety net for a send cut short by an eviction. */

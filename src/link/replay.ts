@@ -38,10 +38,10 @@
 import { DEFAULT_LINK_CAPS, limitsOf } from "../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
 import { rpcNotification, type NotificationMessage } from "../protocol/jsonrpc";
-import { frameBytes, withMeta } from "./frames";
-import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "./runtime";
-import type { SchemaStep } from "./schema-steps";
-import { socketById } from "./sockets";
+import { frameBytes, withMeta } from "./runtime/frames";
+import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "./runtime/runtime";
+import type { SchemaStep } from "./runtime/schema-steps";
+import { socketById } from "./runtime/sockets";
 import { turnsOf } from "./turn-store";
 
 const MiB = 1024 * 1024;

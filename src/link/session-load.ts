@@ -9,8 +9,8 @@
  * eviction loses nothing.
  */
 import type { NotificationMessage } from "../protocol/jsonrpc";
-import type { LinkRuntime, LinkFeature } from "./runtime";
-import { socketById } from "./sockets";
+import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
+import { socketById } from "./runtime/sockets";
 
 const LOAD = "session/load";
 

@@ -19,12 +19,12 @@ import {
 } from "../protocol/jsonrpc";
 import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
 import type * as z from "zod/mini";
-import { DEFAULT_ANSWER_WITHIN_MS } from "./forwarding";
-import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";
-import type { LinkRuntime, BeforeForward, DeviceNotificationHandler, LinkFeature } from "./runtime";
-import type { SchemaStep } from "./schema-steps";
-import { socketById } from "./sockets";
-import { OnDemandTables } from "./tables-on-demand";
+import { DEFAULT_ANSWER_WITHIN_MS } from "./runtime/forwarding";
+import { INSTANCE_ORIGIN, type OutboundRequest } from "./runtime/outbound";
+import type { LinkRuntime, BeforeForward, DeviceNotificationHandler, LinkFeature } from "./runtime/runtime";
+import type { SchemaStep } from "./runtime/schema-steps";
+import { socketById } from "./runtime/sockets";
+import { OnDemandTables } from "./runtime/tables-on-demand";
 
 export const MAX_TERMINALS = 4;
 const OPEN = "_lembas/terminal/open";

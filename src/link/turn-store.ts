@@ -7,9 +7,9 @@
  * session/cancel for its session instead of getting the prompt again.
  */
 import type { JsonRpcId } from "../protocol/jsonrpc";
-import { Chunks } from "./chunks";
-import type { Migrating } from "./schema-steps";
-import { OnDemandTables } from "./tables-on-demand";
+import { Chunks } from "./runtime/chunks";
+import type { Migrating } from "./runtime/schema-steps";
+import { OnDemandTables } from "./runtime/tables-on-demand";
 
 /** The turns feature's tables (turns.ts): made by the first turn. */
 export const TURN_TABLES: Migrating = {

@@ -18,9 +18,9 @@ import { capReached, limitsOf } from "../limits/config";
 import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../protocol/jsonrpc";
 import type { PromptParams } from "../protocol/acp";
 import { EventParams, KnownEvent } from "../protocol/lembas";
-import { INSTANCE_ORIGIN } from "./outbound";
+import { INSTANCE_ORIGIN } from "./runtime/outbound";
 import { clearReplay } from "./replay";
-import type { LinkRuntime, LinkFeature } from "./runtime";
+import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
 import type { RunningTurn } from "../protocol/instance";
 import { turnsOf, TURN_TABLES, type Turn, type TurnStore } from "./turn-store";
 

@@ -9,8 +9,8 @@ import * as z from "zod/mini";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import type { InstanceWatch } from "../protocol/instance";
 import { check } from "../protocol/issues";
-import type { LinkRuntime, ClientMethodHandler } from "./runtime";
-import { attachmentOf, socketById, storeAttachment } from "./sockets";
+import type { LinkRuntime, ClientMethodHandler } from "./runtime/runtime";
+import { attachmentOf, socketById, storeAttachment } from "./runtime/sockets";
 
 export const WATCH = "_instance/watch";
 

@@ -1,7 +1,7 @@
 /** Link tests with several client sockets: set-up, _instance/status, deadlines, and reading a race's messages. */
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
-import { HELD_HANDSHAKE } from "../../src/link/handshake";
-import { OUTBOUND_HOLD_MS } from "../../src/link/outbound";
+import { HELD_HANDSHAKE } from "../../src/link/runtime/handshake";
+import { OUTBOUND_HOLD_MS } from "../../src/link/runtime/outbound";
 import { until } from "./chats";
 import type { TestDevice, TestUser } from "./fixtures";
 import { attachClient, linkedDevice, linkStub, type Peer, type Wire } from "./link";

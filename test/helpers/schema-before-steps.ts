@@ -1,4 +1,4 @@
-import { OWN_TABLES } from "../../src/link/schema-steps";
+import { OWN_TABLES } from "../../src/link/runtime/schema-steps";
 
 /**
  * The device object's SQLite schema as objects wrote it before schema steps were numbered: every table created with

@@ -12,9 +12,9 @@
  * That order is declared, not remembered: a feature names in `after` the features whose hooks (and schema steps)
  * must come before its own.
  */
-import type { Env } from "../env";
-import { CANCEL_REQUEST } from "../protocol/acp";
-import type { CardMethod } from "../protocol/cards";
+import type { Env } from "../../env";
+import { CANCEL_REQUEST } from "../../protocol/acp";
+import type { CardMethod } from "../../protocol/cards";
 import {
   ErrorCode,
   rpcError,
@@ -26,7 +26,7 @@ import {
   type NotificationMessage,
   type RequestMessage,
   type ResponseMessage,
-} from "../protocol/jsonrpc";
+} from "../../protocol/jsonrpc";
 import { Deadlines } from "./deadlines";
 import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";

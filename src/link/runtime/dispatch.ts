@@ -7,9 +7,9 @@
  * nothing thrown leaves a frame's handling. Every socket frame is counted against its socket's budget first
  * (flood.ts).
  */
-import { CloseCode } from "../protocol/close-codes";
-import { ErrorCode, rpcResult, type RequestMessage } from "../protocol/jsonrpc";
-import { refuseAgentNotification } from "../protocol/methods";
+import { CloseCode } from "../../protocol/close-codes";
+import { ErrorCode, rpcResult, type RequestMessage } from "../../protocol/jsonrpc";
+import { refuseAgentNotification } from "../../protocol/methods";
 import { failureAnswer, logFailure } from "./failures";
 import { floodCloseReason, floodRefusal } from "./flood";
 import { readFrame, type Frame } from "./frames";

@@ -16,7 +16,7 @@
  * its socket's close: one that used to ping and stopped is closed, one that never pinged is left to its close.
  * Sending also makes a half-open connection fail, so the runtime may report the close itself first.
  */
-import { CloseCode } from "../protocol/close-codes";
+import { CloseCode } from "../../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
 import { reconcile } from "./reconcile";
 import type { LinkRuntime, LinkFeature } from "./runtime";

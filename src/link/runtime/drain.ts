@@ -17,7 +17,7 @@
  *
  * The counts live in memory: an object that hibernated had nothing queued.
  */
-import { CloseCode } from "../protocol/close-codes";
+import { CloseCode } from "../../protocol/close-codes";
 import { attachmentOf, closeSocket } from "./sockets";
 
 const MiB = 1024 * 1024;

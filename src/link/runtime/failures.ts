@@ -4,7 +4,7 @@
  * code, anything else with -32603 and a short reason), and never escapes into the runtime, where it would fail the
  * event and leave its request unanswered.
  */
-import { ErrorCode, rpcError, RpcError, type ErrorMessage, type JsonRpcId } from "../protocol/jsonrpc";
+import { ErrorCode, rpcError, RpcError, type ErrorMessage, type JsonRpcId } from "../../protocol/jsonrpc";
 
 /** Who the log line is about: the device's object. */
 export interface Failing {

@@ -14,7 +14,7 @@
  * it accepts). Only a request sent outside any transaction is held, so a rollback never has a held row to undo:
  * `forget` keeps them.
  */
-import type { JsonRpcId } from "../protocol/jsonrpc";
+import type { JsonRpcId } from "../../protocol/jsonrpc";
 
 /** Where the answer to the instance's own requests goes. */
 export const INSTANCE_ORIGIN = "instance";

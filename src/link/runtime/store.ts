@@ -4,8 +4,8 @@
  * The handshake lives here, not in memory, so it completes even if the object is evicted halfway. The tables are
  * core's (core.ts).
  */
-import type { Hello } from "../protocol/lembas";
-import type { InitializeResult } from "../protocol/acp";
+import type { Hello } from "../../protocol/lembas";
+import type { InitializeResult } from "../../protocol/acp";
 
 /** hello: waiting for `_lembas/hello`; initialize: waiting for the answer to initialize; up; down. */
 export type LinkState = "hello" | "initialize" | "up" | "down";

@@ -10,11 +10,11 @@
  * - `_instance/link` { link: "up", protocol, hello, lembas, agentInfo } goes to every client when the link comes up
  *   (after initialize), and { link: "down", reason } when an up link goes down.
  */
-import { clientInitialize } from "../protocol/capabilities";
-import { rpcNotification, RpcError } from "../protocol/jsonrpc";
+import { clientInitialize } from "../../protocol/capabilities";
+import { rpcNotification, RpcError } from "../../protocol/jsonrpc";
 import { OFFLINE, type LinkRuntime, type LinkFeature } from "./runtime";
 import type { LinkRecord } from "./store";
-import type { InstanceStatus, LinkFacts } from "../protocol/instance";
+import type { InstanceStatus, LinkFacts } from "../../protocol/instance";
 
 export const INSTANCE_LINK = "_instance/link";
 

@@ -10,15 +10,15 @@
  * told (`$/cancel_request` under its own id, or what a feature's `cancels` handler does instead) and its answer — a
  * partial result or -32800, as ACP has it — is the end, so a client never hears "cancelled" while the work still runs.
  */
-import { CANCEL_REQUEST, ClientCancelRequestParams } from "../protocol/acp";
-import { missingCapability, offerOf } from "../protocol/capabilities";
+import { CANCEL_REQUEST, ClientCancelRequestParams } from "../../protocol/acp";
+import { missingCapability, offerOf } from "../../protocol/capabilities";
 import {
   checkClientParams,
   CLIENT_TO_AGENT,
   isClientToAgentMethod,
   type ClientMethod,
   type ClientToAgentMethod,
-} from "../protocol/methods";
+} from "../../protocol/methods";
 import {
   ErrorCode,
   rpcError,
@@ -26,7 +26,7 @@ import {
   type NotificationMessage,
   type RequestMessage,
   type ResponseMessage,
-} from "../protocol/jsonrpc";
+} from "../../protocol/jsonrpc";
 import { failureAnswer, logFailure } from "./failures";
 import { INSTANCE_ORIGIN, OUTBOUND_HOLD_MS, type OutboundRequest } from "./outbound";
 import {

@@ -4,9 +4,9 @@
  * is dropped, and its late answer with it). A notification or an answer gets 202 with no body. The call is a client
  * of its own (`http:<id>`) while it waits.
  */
-import { secondsVar } from "../env";
-import { json } from "../respond";
-import { ErrorCode, rpcError, type Message } from "../protocol/jsonrpc";
+import { secondsVar } from "../../env";
+import { json } from "../../respond";
+import { ErrorCode, rpcError, type Message } from "../../protocol/jsonrpc";
 import { onClientMessage } from "./dispatch";
 import { dropRequestsOf } from "./forwarding";
 import type { LinkRuntime } from "./runtime";

@@ -3,7 +3,7 @@
  * out: a deadline per such socket, set when it attaches and cleared when it goes. A socket opened with an API token
  * has none (tokens do not expire; deleting one closes its sockets).
  */
-import { CloseCode } from "../protocol/close-codes";
+import { CloseCode } from "../../protocol/close-codes";
 import { onSocketGone } from "./dispatch";
 import type { LinkRuntime, LinkFeature } from "./runtime";
 import { attachmentOf, closeSocket, socketById } from "./sockets";

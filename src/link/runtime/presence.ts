@@ -3,7 +3,7 @@
  * (d1-queue.ts): a link coming up or going down writes one row in the object's SQLite, and D1 follows in the
  * background, in order, however long D1 is away.
  */
-import { markLinked, markUnlinked, type LinkedDevice } from "../db/device-presence";
+import { markLinked, markUnlinked, type LinkedDevice } from "../../db/device-presence";
 import { deviceOf } from "./background";
 import { oweD1 } from "./d1-queue";
 import { d1Write, d1Writes } from "./d1-write";

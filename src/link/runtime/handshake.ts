@@ -5,14 +5,14 @@
  * initialize request in the outbound table, the deadline; between the hello and its answer, one key-value entry:
  * HeldHandshake), so an eviction between steps loses nothing.
  */
-import { InitializeResult } from "../protocol/acp";
-import { clientInitialize } from "../protocol/capabilities";
-import { CloseCode } from "../protocol/close-codes";
-import { HELLO_METHOD, initializeParams } from "../protocol/handshake";
-import { Hello } from "../protocol/lembas";
-import { check } from "../protocol/issues";
-import type { Classified } from "../protocol/jsonrpc";
-import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../version";
+import { InitializeResult } from "../../protocol/acp";
+import { clientInitialize } from "../../protocol/capabilities";
+import { CloseCode } from "../../protocol/close-codes";
+import { HELLO_METHOD, initializeParams } from "../../protocol/handshake";
+import { Hello } from "../../protocol/lembas";
+import { check } from "../../protocol/issues";
+import type { Classified } from "../../protocol/jsonrpc";
+import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../../version";
 import { logFailure } from "./failures";
 import { announceLinkUp } from "./instance-methods";
 import { INSTANCE_ORIGIN, type OutboundRequest } from "./outbound";

@@ -8,7 +8,7 @@
  * the object: the runtime closes the socket with 1009 first. No frame may nest deeper than MAX_DEPTH (a value
  * nested thousands deep parses, but serialising it again throws).
  */
-import { CloseCode } from "../protocol/close-codes";
+import { CloseCode } from "../../protocol/close-codes";
 import {
   classify,
   ErrorCode,
@@ -17,7 +17,7 @@ import {
   type Classified,
   type ErrorMessage,
   type NotificationMessage,
-} from "../protocol/jsonrpc";
+} from "../../protocol/jsonrpc";
 import { frameShape, paramsStart } from "./frame-shape";
 import type { Role } from "./sockets";
 

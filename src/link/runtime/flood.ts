@@ -18,7 +18,7 @@
  * second, and the link tests' 500 session/update frames sent back to back are handled at about 800 a second by local
  * workerd (two clients attached) — the burst alone holds ten such streams.
  */
-import { ErrorCode, rpcError, type ErrorMessage } from "../protocol/jsonrpc";
+import { ErrorCode, rpcError, type ErrorMessage } from "../../protocol/jsonrpc";
 import { frameShape } from "./frame-shape";
 import { MAX_DEPTH } from "./frames";
 import type { Role } from "./sockets";
