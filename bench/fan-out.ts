@@ -5,7 +5,7 @@
  * the shared cores; a side's rate is frames delivered (notifications × sockets) ÷ its time from each burst's first
  * send to its last arrival, summed. Each size is measured REPEATS times; the row keeps every measure and each
  * measure's ratio. During a turn: the relay side has a prompt outstanding (held by the device) while the
- * notifications stream, as when a model answers, so the late-joiner buffer (src/link/replay.ts) keeps them too; the
+ * notifications stream, as when a model answers, so the late-joiner buffer (src/link/features/turns/replay.ts) keeps them too; the
  * bare broadcast knows no turns.
  */
 import type WebSocket from "ws";

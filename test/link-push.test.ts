@@ -6,7 +6,7 @@
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { PUSH_OUTBOX } from "../src/link/push-outbox";
+import { PUSH_OUTBOX } from "../src/link/features/push/push-outbox";
 import { OnDemandTables } from "../src/link/runtime/tables-on-demand";
 import { permissionParams } from "./helpers/cards";
 import { announceParams, until } from "./helpers/chats";

@@ -4,7 +4,7 @@ import type { DeviceInfo } from "../src/db/devices";
 import { until } from "./helpers/chats";
 import type { TestUser } from "./helpers/fixtures";
 import { attachClient, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
-import { SEQ_JUMP } from "../src/link/replay";
+import { SEQ_JUMP } from "../src/link/features/turns/replay";
 import { linkedWithClients, numbered, statusOf } from "./helpers/linked";
 import { call, jsonOf } from "./helpers/requests";
 

@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../src/env";
-import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../src/link/replay";
+import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../src/link/features/turns/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
 import { linkedWithClients, numbered } from "./helpers/linked";
 

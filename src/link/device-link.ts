@@ -62,9 +62,9 @@ import { logFailure } from "./runtime/failures";
 import { buildRegistry } from "./runtime/registry";
 import { flood } from "./runtime/flood-buckets";
 import { forwarding } from "./runtime/forwarding";
-import { cancel } from "./cancel";
-import { answerCard, cards } from "./cards";
-import { chats } from "./chats";
+import { cancel } from "./features/turns/cancel";
+import { answerCard, cards } from "./features/cards/cards";
+import { chats } from "./features/chats/chats";
 import { core } from "./runtime/core";
 import { d1Queue } from "./runtime/d1-queue";
 import { drain } from "./runtime/drain-answers";
@@ -73,11 +73,11 @@ import { heartbeat, keepAlive, watchLiveness } from "./runtime/heartbeat";
 import { handleRpc } from "./runtime/http-rpc";
 import { identityOf, type Identity } from "./runtime/identity";
 import { instanceMethods } from "./runtime/instance-methods";
-import { deleteForPerson, pendingDeletes } from "./pending-deletes";
+import { deleteForPerson, pendingDeletes } from "./features/deletes/pending-deletes";
 import { presence } from "./runtime/presence";
-import { push } from "./push";
-import { replay } from "./replay";
-import { sessionLoad } from "./session-load";
+import { push } from "./features/push/push";
+import { replay } from "./features/turns/replay";
+import { sessionLoad } from "./features/chats/session-load";
 import { reconcile } from "./runtime/reconcile";
 import { LinkRuntime, type LinkFeature } from "./runtime/runtime";
 import {
@@ -89,9 +89,9 @@ import {
   markSeen,
   type Role,
 } from "./runtime/sockets";
-import { terminals } from "./terminals";
+import { terminals } from "./features/terminals/terminals";
 import { signInExpiry, watchSignIn } from "./runtime/sign-in-expiry";
-import { turns } from "./turns";
+import { turns } from "./features/turns/turns";
 
 /**
  * Every feature of the link. The order their hooks run in is what each declares (`after`); this list only breaks

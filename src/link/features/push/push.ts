@@ -10,14 +10,14 @@
  * Each browser chose which of these it wants (cards, turn_end, link_down). Nothing is sent, nor stored, while push
  * is not configured.
  */
-import { secondsVar } from "../env";
-import { PromptResult } from "../protocol/acp";
-import { cardNotice, cardTag, chatUrl, linkTag, turnTag } from "../push/payload";
-import { pushConfigured } from "../push/setup";
-import { deviceOf } from "./runtime/background";
-import type { LinkFeature } from "./runtime/runtime";
+import { secondsVar } from "../../../env";
+import { PromptResult } from "../../../protocol/acp";
+import { cardNotice, cardTag, chatUrl, linkTag, turnTag } from "../../../push/payload";
+import { pushConfigured } from "../../../push/setup";
+import { deviceOf } from "../../runtime/background";
+import type { LinkFeature } from "../../runtime/runtime";
 import { cardEnded, PUSH_DEADLINE, PUSH_OUTBOX, queuePush, retryPush } from "./push-outbox";
-import { turnsOf } from "./turn-store";
+import { turnsOf } from "../turns/turn-store";
 import { isWatched, watch, WATCH } from "./watchers";
 
 const DEFAULT_TURN_SECONDS = 60;

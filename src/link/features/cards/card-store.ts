@@ -8,11 +8,11 @@
  * Toward clients a card's id is `card:<session>/<toolCall>`, each part percent-encoded (so a `/` or `:` in an id
  * cannot make two cards' ids alike); the same text after `card:` keys its chunks and its deadline.
  */
-import type { CardKey } from "../protocol/cards";
-import type { JsonRpcId } from "../protocol/jsonrpc";
-import { Chunks } from "./runtime/chunks";
-import type { Migrating, SchemaStep } from "./runtime/schema-steps";
-import { OnDemandTables } from "./runtime/tables-on-demand";
+import type { CardKey } from "../../../protocol/cards";
+import type { JsonRpcId } from "../../../protocol/jsonrpc";
+import { Chunks } from "../../runtime/chunks";
+import type { Migrating, SchemaStep } from "../../runtime/schema-steps";
+import { OnDemandTables } from "../../runtime/tables-on-demand";
 
 export type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
 

@@ -6,11 +6,11 @@
  * tells the person then.
  */
 import * as z from "zod/mini";
-import { ErrorCode, RpcError } from "../protocol/jsonrpc";
-import type { InstanceWatch } from "../protocol/instance";
-import { check } from "../protocol/issues";
-import type { LinkRuntime, ClientMethodHandler } from "./runtime/runtime";
-import { attachmentOf, socketById, storeAttachment } from "./runtime/sockets";
+import { ErrorCode, RpcError } from "../../../protocol/jsonrpc";
+import type { InstanceWatch } from "../../../protocol/instance";
+import { check } from "../../../protocol/issues";
+import type { LinkRuntime, ClientMethodHandler } from "../../runtime/runtime";
+import { attachmentOf, socketById, storeAttachment } from "../../runtime/sockets";
 
 export const WATCH = "_instance/watch";
 

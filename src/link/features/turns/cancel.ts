@@ -10,11 +10,11 @@
  * cancelled at once, never sent again, and session/cancel goes out right after the next initialize, since the
  * device may have been running them when the link fell.
  */
-import { CancelParams } from "../protocol/acp";
-import { check } from "../protocol/issues";
-import { ErrorCode, rpcNotification, RpcError } from "../protocol/jsonrpc";
-import { withdrawCardsOf } from "./cards";
-import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
+import { CancelParams } from "../../../protocol/acp";
+import { check } from "../../../protocol/issues";
+import { ErrorCode, rpcNotification, RpcError } from "../../../protocol/jsonrpc";
+import { withdrawCardsOf } from "../cards/cards";
+import type { LinkRuntime, LinkFeature } from "../../runtime/runtime";
 import { SESSION_CANCEL, turnOf, withdrawKept } from "./turns";
 
 /** Tells the device to cancel a session's running turn, and answers that session's open cards. */

@@ -9,22 +9,22 @@
  * terminal its answer opens is closed on the device at once, as nobody could ever use it.
  * At most MAX_TERMINALS per link, opens in flight included: a further open is refused before the device sees it.
  */
-import { check } from "../protocol/issues";
+import { check } from "../../../protocol/issues";
 import {
   ErrorCode,
   rpcNotification,
   RpcError,
   type NotificationMessage,
   type ResponseMessage,
-} from "../protocol/jsonrpc";
-import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../protocol/lembas";
+} from "../../../protocol/jsonrpc";
+import { TerminalExit, TerminalOpenResult, TerminalOutput } from "../../../protocol/lembas";
 import type * as z from "zod/mini";
-import { DEFAULT_ANSWER_WITHIN_MS } from "./runtime/forwarding";
-import { INSTANCE_ORIGIN, type OutboundRequest } from "./runtime/outbound";
-import type { LinkRuntime, BeforeForward, DeviceNotificationHandler, LinkFeature } from "./runtime/runtime";
-import type { SchemaStep } from "./runtime/schema-steps";
-import { socketById } from "./runtime/sockets";
-import { OnDemandTables } from "./runtime/tables-on-demand";
+import { DEFAULT_ANSWER_WITHIN_MS } from "../../runtime/forwarding";
+import { INSTANCE_ORIGIN, type OutboundRequest } from "../../runtime/outbound";
+import type { LinkRuntime, BeforeForward, DeviceNotificationHandler, LinkFeature } from "../../runtime/runtime";
+import type { SchemaStep } from "../../runtime/schema-steps";
+import { socketById } from "../../runtime/sockets";
+import { OnDemandTables } from "../../runtime/tables-on-demand";
 
 export const MAX_TERMINALS = 4;
 const OPEN = "_lembas/terminal/open";

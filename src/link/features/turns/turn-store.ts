@@ -6,10 +6,10 @@
  * client cancelled it) stays as a row without params and without a client, not running: the next link is told
  * session/cancel for its session instead of getting the prompt again.
  */
-import type { JsonRpcId } from "../protocol/jsonrpc";
-import { Chunks } from "./runtime/chunks";
-import type { Migrating } from "./runtime/schema-steps";
-import { OnDemandTables } from "./runtime/tables-on-demand";
+import type { JsonRpcId } from "../../../protocol/jsonrpc";
+import { Chunks } from "../../runtime/chunks";
+import type { Migrating } from "../../runtime/schema-steps";
+import { OnDemandTables } from "../../runtime/tables-on-demand";
 
 /** The turns feature's tables (turns.ts): made by the first turn. */
 export const TURN_TABLES: Migrating = {

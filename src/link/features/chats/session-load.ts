@@ -8,9 +8,9 @@
  * its session, its client) and kept in memory until a load starts or ends, so an update costs a map lookup, and an
  * eviction loses nothing.
  */
-import type { NotificationMessage } from "../protocol/jsonrpc";
-import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
-import { socketById } from "./runtime/sockets";
+import type { NotificationMessage } from "../../../protocol/jsonrpc";
+import type { LinkRuntime, LinkFeature } from "../../runtime/runtime";
+import { socketById } from "../../runtime/sockets";
 
 const LOAD = "session/load";
 

@@ -6,23 +6,23 @@
  * queue (d1-queue.ts), keyed by chat, so a D1 outage delays a chat but loses none, and a chat's writes land in order
  * with its delete's (pending-deletes.ts uses the same key).
  */
-import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../db/chats";
-import { SessionNewResult } from "../protocol/acp";
-import { check } from "../protocol/issues";
-import type { NotificationMessage } from "../protocol/jsonrpc";
-import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../protocol/lembas";
+import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../../../db/chats";
+import { SessionNewResult } from "../../../protocol/acp";
+import { check } from "../../../protocol/issues";
+import type { NotificationMessage } from "../../../protocol/jsonrpc";
+import { EventParams, SessionAnnounce, SessionLeft, SessionTitleResult } from "../../../protocol/lembas";
 import type * as z from "zod/mini";
-import { deviceOf } from "./runtime/background";
-import { DEFAULT_QUOTAS, limitsOf } from "../limits/config";
-import { oweD1 } from "./runtime/d1-queue";
-import { d1Write, d1Writes, type D1Write } from "./runtime/d1-write";
+import { deviceOf } from "../../runtime/background";
+import { DEFAULT_QUOTAS, limitsOf } from "../../../limits/config";
+import { oweD1 } from "../../runtime/d1-queue";
+import { d1Write, d1Writes, type D1Write } from "../../runtime/d1-write";
 import type {
   LinkRuntime,
   BeforeForward,
   DeviceNotificationHandler,
   LinkFeature,
   RelayedAnswerObserver,
-} from "./runtime/runtime";
+} from "../../runtime/runtime";
 
 const MEMO = "chats";
 

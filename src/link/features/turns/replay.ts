@@ -35,13 +35,13 @@
  * the oldest entries, or rewrites the one they end in. What a session dropped and where its numbering goes on are in
  * one entry for all sessions, `replay-counts`.
  */
-import { DEFAULT_LINK_CAPS, limitsOf } from "../limits/config";
-import type { InstanceFrameMeta, InstanceReplay } from "../protocol/instance";
-import { rpcNotification, type NotificationMessage } from "../protocol/jsonrpc";
-import { frameBytes, withMeta } from "./runtime/frames";
-import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "./runtime/runtime";
-import type { SchemaStep } from "./runtime/schema-steps";
-import { socketById } from "./runtime/sockets";
+import { DEFAULT_LINK_CAPS, limitsOf } from "../../../limits/config";
+import type { InstanceFrameMeta, InstanceReplay } from "../../../protocol/instance";
+import { rpcNotification, type NotificationMessage } from "../../../protocol/jsonrpc";
+import { frameBytes, withMeta } from "../../runtime/frames";
+import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "../../runtime/runtime";
+import type { SchemaStep } from "../../runtime/schema-steps";
+import { socketById } from "../../runtime/sockets";
 import { turnsOf } from "./turn-store";
 
 const MiB = 1024 * 1024;

@@ -10,15 +10,15 @@
  * A card's row outlives its sending while the card is open: when the card ends, the browsers that got it are sent
  * `settled` (same Topic, so one still waiting at the push service is replaced) and the row goes.
  */
-import { forgetPushEndpoint, pushContext, type PushContext } from "../db/push-subscriptions";
-import type { PushKind, PushPayload } from "../protocol/push";
-import { fitPayload } from "../push/payload";
-import { sendPush, topicOf, type Delivery, type PushMessage } from "../push/send";
-import { pushSetup } from "../push/setup";
-import type { Migrating } from "./runtime/schema-steps";
-import { OnDemandTables } from "./runtime/tables-on-demand";
-import { deviceOf } from "./runtime/background";
-import type { LinkRuntime } from "./runtime/runtime";
+import { forgetPushEndpoint, pushContext, type PushContext } from "../../../db/push-subscriptions";
+import type { PushKind, PushPayload } from "../../../protocol/push";
+import { fitPayload } from "../../../push/payload";
+import { sendPush, topicOf, type Delivery, type PushMessage } from "../../../push/send";
+import { pushSetup } from "../../../push/setup";
+import type { Migrating } from "../../runtime/schema-steps";
+import { OnDemandTables } from "../../runtime/tables-on-demand";
+import { deviceOf } from "../../runtime/background";
+import type { LinkRuntime } from "../../runtime/runtime";
 
 export const PUSH_DEADLINE = "push";
 /** Waits before each retry; the first is also the safety net for a send cut short by an eviction. */

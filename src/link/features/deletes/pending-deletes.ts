@@ -21,9 +21,9 @@ import {
   recordRefusal,
   listPendingDeletes,
   type DeleteOutcome,
-} from "../db/pending-deletes";
-import { missingCapability, offerOf } from "../protocol/capabilities";
-import { check } from "../protocol/issues";
+} from "../../../db/pending-deletes";
+import { missingCapability, offerOf } from "../../../protocol/capabilities";
+import { check } from "../../../protocol/issues";
 import {
   ErrorCode,
   rpcNotification,
@@ -32,17 +32,17 @@ import {
   type JsonRpcId,
   type Message,
   type ResponseMessage,
-} from "../protocol/jsonrpc";
-import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../protocol/lembas";
-import { deviceOf, inBackground } from "./runtime/background";
-import { chatKey } from "./chats";
-import { oweD1, owedCount, workQueue } from "./runtime/d1-queue";
-import { d1Write, d1Writes } from "./runtime/d1-write";
-import { failureAnswer, logFailure } from "./runtime/failures";
-import { INSTANCE_ORIGIN } from "./runtime/outbound";
-import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "./runtime/runtime";
-import { withdrawKept } from "./turns";
-import { limitsOf } from "../limits/config";
+} from "../../../protocol/jsonrpc";
+import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../../../protocol/lembas";
+import { deviceOf, inBackground } from "../../runtime/background";
+import { chatKey } from "../chats/chats";
+import { oweD1, owedCount, workQueue } from "../../runtime/d1-queue";
+import { d1Write, d1Writes } from "../../runtime/d1-write";
+import { failureAnswer, logFailure } from "../../runtime/failures";
+import { INSTANCE_ORIGIN } from "../../runtime/outbound";
+import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "../../runtime/runtime";
+import { withdrawKept } from "../turns/turns";
+import { limitsOf } from "../../../limits/config";
 
 const DELETE = "_lembas/session/delete";
 const DELETED = "_lembas/session/deleted";

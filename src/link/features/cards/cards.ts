@@ -16,16 +16,16 @@
  * id }, so a plain ACP client withdraws the request it shows. An ended card is remembered for a while so a late
  * answer learns why it was refused.
  */
-import { secondsVar, type Env } from "../env";
-import { capReached, limitsOf } from "../limits/config";
-import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../protocol/acp";
-import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../protocol/cards";
-import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../protocol/jsonrpc";
-import { PermissionSettled } from "../protocol/lembas";
+import { secondsVar, type Env } from "../../../env";
+import { capReached, limitsOf } from "../../../limits/config";
+import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../../../protocol/acp";
+import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../../../protocol/cards";
+import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../../../protocol/jsonrpc";
+import { PermissionSettled } from "../../../protocol/lembas";
 import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
-import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "./runtime/runtime";
-import type { OpenCardStatus } from "../protocol/instance";
-import { attachmentOf, socketById } from "./runtime/sockets";
+import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "../../runtime/runtime";
+import type { OpenCardStatus } from "../../../protocol/instance";
+import { attachmentOf, socketById } from "../../runtime/sockets";
 
 export const SETTLED = "_lembas/permission/settled";
 /** Cards' ids toward clients: `card:<session>/<toolCall>` (card-store.ts). */

@@ -14,14 +14,14 @@
  * its client is answered `{ stopReason: "cancelled" }` at once and it is never sent again. Cancelled, the next link
  * is told session/cancel for its session right after initialize, as the device may have been running it.
  */
-import { capReached, limitsOf } from "../limits/config";
-import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../protocol/jsonrpc";
-import type { PromptParams } from "../protocol/acp";
-import { EventParams, KnownEvent } from "../protocol/lembas";
-import { INSTANCE_ORIGIN } from "./runtime/outbound";
+import { capReached, limitsOf } from "../../../limits/config";
+import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../../../protocol/jsonrpc";
+import type { PromptParams } from "../../../protocol/acp";
+import { EventParams, KnownEvent } from "../../../protocol/lembas";
+import { INSTANCE_ORIGIN } from "../../runtime/outbound";
 import { clearReplay } from "./replay";
-import type { LinkRuntime, LinkFeature } from "./runtime/runtime";
-import type { RunningTurn } from "../protocol/instance";
+import type { LinkRuntime, LinkFeature } from "../../runtime/runtime";
+import type { RunningTurn } from "../../../protocol/instance";
 import { turnsOf, TURN_TABLES, type Turn, type TurnStore } from "./turn-store";
 
 export const SESSION_CANCEL = "session/cancel";
