@@ -4,9 +4,8 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import type { ApiCaller } from "../http/auth";
 import { HttpError } from "../respond";
-import { admit, forwardAdmitted } from "../providers/metering";
+import { admit, forwardAdmitted, type Payer } from "../providers/metering";
 import { servedModels, type ServedModel } from "../providers/config";
 import { inputTokensAtMost, tokensLikely } from "../providers/estimate";
 import { reportedUsage } from "../providers/usage-report";
@@ -30,7 +29,7 @@ export function embeddingModel(env: Env): ServedModel {
 export async function embed(
   env: Env,
   ctx: ExecutionContext,
-  caller: ApiCaller,
+  caller: Payer,
   model: ServedModel,
   texts: readonly string[],
 ): Promise<Float32Array[]> {

@@ -5,7 +5,7 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import type { ApiCaller } from "../http/auth";
+import type { Payer } from "../providers/metering";
 import { HttpError } from "../respond";
 import { byteLength } from "../providers/estimate";
 import * as db from "../db/library";
@@ -50,7 +50,7 @@ function overQuota(env: Env, held: { documents: number; chunks: number }, adding
 export async function addDocument(
   env: Env,
   ctx: ExecutionContext,
-  caller: ApiCaller,
+  caller: Payer,
   input: z.output<typeof NewDocument>,
 ): Promise<db.DocumentInfo> {
   const chunks = splitText(input.text);
@@ -85,7 +85,7 @@ export async function addDocument(
 export async function searchLibrary(
   env: Env,
   ctx: ExecutionContext,
-  caller: ApiCaller,
+  caller: Payer,
   { query, limit }: z.output<typeof Search>,
 ): Promise<LibrarySearchResult[]> {
   const [unit] = await embed(env, ctx, caller, embeddingModel(env), [query]);
