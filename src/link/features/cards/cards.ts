@@ -20,7 +20,13 @@ import { secondsVar, type Env } from "../../../env";
 import { capReached, limitsOf } from "../../../limits/config";
 import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../../../protocol/acp";
 import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../../../protocol/cards";
-import { ErrorCode, rpcNotification, rpcRequest, type JsonRpcId, type ResponseMessage } from "../../../protocol/jsonrpc";
+import {
+  ErrorCode,
+  rpcNotification,
+  rpcRequest,
+  type JsonRpcId,
+  type ResponseMessage,
+} from "../../../protocol/jsonrpc";
 import { PermissionSettled } from "../../../protocol/lembas";
 import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
 import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "../../runtime/runtime";
