@@ -35,7 +35,7 @@ export const HIBERNATE_AFTER_MS = 15_000;
  * before the next, so no more objects are in memory at once than in the stage of 100 links. workerd's allocator
  * keeps the memory a live object used once it is freed (reused, not given back), so links set up all at once would
  * leave RSS at the high-water mark of the objects live together — what a burst of set-ups costs while its objects
- * are in memory, not what an idle link keeps. See docs/performance.md, "Memory: what an idle link costs".
+ * are in memory, not what an idle link keeps.
  */
 const WAVE = 100;
 const TIMED_LINKS = 50;

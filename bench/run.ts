@@ -111,7 +111,7 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   // The thousands of devices the stages link are made only now, after the hot path's measures: every request a
   // workerd serves under wrangler dev leaves memory behind (the bare Worker's too), and a runtime that has served
   // many delivers each frame slower — the bare broadcast's fan-out to 100 rose 0.95× → 1.08× after 40,000 requests
-  // of its own (docs/performance.md, "What the logins leave"). Both sides measure the hot path as they started.
+  // of its own. Both sides measure the hot path as they started.
   const linkDevices = STAGE_LIST.at(-1)!;
   log(`device logins for the stages: ${linkDevices + COUNTED.links}`);
   const others = await createDevices(relay.origin, person, linkDevices + COUNTED.links, LOGIN_CONCURRENCY);

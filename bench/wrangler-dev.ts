@@ -33,7 +33,7 @@ const OPEN_FILES = 65_536;
 const STOP_GRACE_MS = 5_000;
 /**
  * Two things wrangler dev does on the runtime's one thread that a deployed Worker does not, and that weigh on the
- * side that does more (docs/performance.md, "What the harness costs"): its local observability (every event's trace
+ * side that does more: its local observability (every event's trace
  * sent to a collector that writes it to SQLite), and an fsync for every SQLite commit — the objects', the alarms',
  * D1's, the traces' — on a disk. The bench turns the first off and keeps each run's state in memory (tmpfs) where
  * the machine has one. BENCH_DEV_DEFAULTS=1 keeps wrangler dev's defaults, to measure what they cost.

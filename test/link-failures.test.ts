@@ -71,7 +71,7 @@ describe("a thrown error answers its request and goes no further", () => {
     });
     expect(res.status).toBe(200);
     expect(await jsonOf(res)).toMatchObject({ id: "h1", error: { code: -32603, data: { reason: "storage" } } });
-    // A request goes out before its row is written (docs/performance.md): one whose row cannot be written is
+    // A request goes out before its row is written, so the row's commit never holds it back: one whose row cannot be written is
     // withdrawn at once, so the device does not work on what nobody will get.
     for (const cwd of ["/home/a", "/home/b"]) {
       const sent = await link.next();
@@ -149,7 +149,7 @@ describe("a thrown error answers its request and goes no further", () => {
     const device = await createDevice(user.userId);
     const client = await attachClient(user, device.deviceId);
     await failOn(device.deviceId, "INSERT", "link");
-    // The 101 does not wait for the link's rows (docs/performance.md): a link they cannot be written for opens and
+    // The 101 does not wait for the link's rows (their commit would hold it back): a link they cannot be written for opens and
     // is closed at once, telling the device to dial again.
     const refused = await openLink(device);
     expect(await refused.closed).toMatchObject({ code: 1011, reason: expect.stringContaining("try again") });

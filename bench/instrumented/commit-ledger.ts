@@ -1,6 +1,6 @@
 /**
  * Counts the storage commits of the device objects, and which of them held output back — the figure that carries
- * to production, where a commit is confirmed only once replicated (see docs/performance.md, "What holds output").
+ * to production, where a commit is confirmed only once replicated.
  *
  * What the runtime does (workerd's ActorSqlite and OutputGate): every SQL statement that is not read-only — any
  * INSERT, UPDATE, DELETE, CREATE, DROP, even one that changes nothing — and every storage write made without

@@ -91,8 +91,8 @@ async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: Res
 /**
  * Ends an outstanding request read from its row (still in the table): what settle sends before its first await —
  * the client's answer, the link-up broadcast of the handshake's handler — goes out first, then the row is removed,
- * all in one synchronous run. So the removal's commit holds none of those sends (docs/performance.md, "What holds
- * output back"), and nothing else can end the request in between: it still ends exactly once.
+ * all in one synchronous run. So the removal's commit holds none of those sends (an output waits only for the
+ * storage writes made before it), and nothing else can end the request in between: it still ends exactly once.
  *
  * A request kept across links (a prompt with capability turns) is removed first, its answer held until that commit:
  * a row that outlived a crash would be sent again on the next link, and the agent would run the prompt twice.

@@ -10,9 +10,10 @@
  *
  * A row may be held: kept in memory only, until the relay writes it (`writeHeld`, forwarding.ts) once its request has
  * been outstanding OUTBOUND_HOLD_MS. A request answered before then writes nothing at all — no row, no
- * commit — which is most relayed requests (docs/performance.md, "What holds output back", point 6, for the crash
- * it accepts). Only a request sent outside any transaction is held, so a rollback never has a held row to undo:
- * `forget` keeps them.
+ * commit — which is most relayed requests. A crash within that time loses the request: the device's answer finds no
+ * row and is dropped, and the client, whose socket died with the object, asks again; no method whose loss would do
+ * more (a prompt, a terminal, a session's opening) is held, since a feature hooks each. Only a request sent outside
+ * any transaction is held, so a rollback never has a held row to undo: `forget` keeps them.
  */
 import type { JsonRpcId } from "../../protocol/jsonrpc";
 

@@ -316,7 +316,7 @@ export class LinkRuntime implements Failing, LagOwner {
    * open (nothing is recorded then).
    *
    * Sent first, recorded right after, in the same synchronous run: an output waits only for the writes made before
-   * it (docs/performance.md, "What holds output back"), so the row's commit does not hold the request back. The
+   * it, so the row's commit does not hold the request back. The
    * request is serialised before anything goes out (a value that cannot be is the caller's failure, and the device
    * sees nothing); if the row then cannot be written, the device is told to cancel what it was sent — nobody would
    * get its answer — and the failure goes on to the caller. The id's block, when it is a new one, is saved with
