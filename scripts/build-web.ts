@@ -56,7 +56,7 @@ const serviceWorker: esbuild.BuildOptions = {
 const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
 /**
  * What a phone downloads before the first page works, gzipped, at the most: the build fails past it, so the bundle
- * grows only by a decision (raise this with the README's figures, and say why in the commit).
+ * grows only by a decision (raise this with the figures in docs/web-ui.md, and say why in the commit).
  */
 const FIRST_PAGE_GZIP_BUDGET = 128 * 1024;
 

@@ -15,7 +15,7 @@ import { embed, embeddingModel } from "./embed";
 import { libraryIndex } from "./library-index";
 import { limitsOf, quotaReached } from "../limits/config";
 
-/** The size of what goes in and out (README: /mcp); how much an account may keep is its quotas (limits/config). */
+/** The size of what goes in and out (docs/http-api.md, "/mcp"); how much an account may keep is its quotas (limits/config). */
 export const LIBRARY_LIMITS = { textBytes: 512 * 1024, results: 20, listed: 1000 };
 
 export const NewDocument = z.object({

@@ -1,5 +1,5 @@
 /**
- * The JSON the HTTP API answers a person (README: accounts, devices, chats, usage, models), as plain types with no
+ * The JSON the HTTP API answers a person (docs/http-api.md: accounts, devices, chats, usage, models), as plain types with no
  * platform behind them: the handlers build these, and the web UI imports them (type-only) instead of restating
  * them — a module that named Workers types could not be type-checked beside the browser's DOM.
  */
@@ -35,7 +35,7 @@ export interface WaitingLogin {
 }
 
 /**
- * What a token may do beyond its usual routes (README: Scopes). `library`: the account's library, over /mcp.
+ * What a token may do beyond its usual routes (docs/http-api.md, "Scopes"). `library`: the account's library, over /mcp.
  */
 export const SCOPES = ["library"] as const;
 export type Scope = (typeof SCOPES)[number];

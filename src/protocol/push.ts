@@ -1,5 +1,5 @@
 /**
- * Web Push's messages, as the service worker receives them once decrypted (README, "Web Push"): plain types with no
+ * Web Push's messages, as the service worker receives them once decrypted (docs/web-push.md): plain types with no
  * platform behind them, built by src/push/payload.ts and imported type-only by web/src/sw.ts.
  *
  * Every message names its notification by `tag`, so a later one for the same thing replaces it, and carries `url`,

@@ -24,7 +24,7 @@ export function extraOrigins(value: string | undefined): string[] {
       const url = new URL(entry);
       if (url.protocol === "https:" || url.protocol === "http:") origins.push(url.origin);
     } catch {
-      // Not a URL: ignored (the README says what an entry looks like).
+      // Not a URL: ignored (docs/web-push.md says what an entry looks like).
     }
   }
   return origins;
