@@ -3,52 +3,10 @@
  * in flight between them. Hibernatable sockets, SQLite storage, one alarm; nothing a later event needs is kept only
  * in memory.
  *
- * This class only wires events to modules:
- *   fetch            → the Worker forwards three requests here, identity in headers (identity.ts):
- *                      …/link (device socket; handshake.ts), …/client (client socket), …/rpc (http-rpc.ts)
- *   webSocketMessage → dispatch.ts (frames.ts reads and validates every frame first; flood.ts counts it)
- *   webSocketClose / webSocketError → dispatch.onSocketGone
- *   alarm            → every due deadline to the handler its kind registered (deadlines.ts)
- *   revoke()         → RPC from the devices API: closes the link (4401) and the client sockets (4404)
- *   answerCard()     → RPC from POST /api/devices/:id/cards/answer (cards.ts: answerCard)
- *
- * Seams for features (cards, turns, chats, pending deletes, terminals, …): a feature is a `LinkFeature`
- * (runtime.ts) listed in FEATURES below. It may declare:
- *   after                the features whose hooks (and schema steps) must run before its own; the registry sorts
- *                        the features by it and refuses a circle or an unknown name at start-up
- *   migrations           its own SQLite tables, as numbered steps each applied once and recorded in the object's
- *                        table schema_steps (schema-steps.ts): a change to a table is a new step, never an edit
- *   clientMethods        methods a client calls on the instance (e.g. "_instance/status"); return the result,
- *                        throw RpcError, or return ANSWER_LATER and answer with rt.sendToClient — a spec
- *                        client→agent method named here is taken over from the relay (_lembas/session/delete)
- *   beforeForward        per relayed method: see or change a client's call before it goes to the device, keep
- *                        it across a dropped link (turns: add the turnId, keepAcrossLinks, re-send on onLinkUp),
- *                        keep a memo with it for its answer (chats: session/new's cwd), or refuse it by throwing
- *                        RpcError (terminals: input from a socket that does not own the terminal)
- *   deviceRequests       agent→client requests (cards: session/request_permission, _lembas/question, _lembas/plan);
- *                        answer with rt.answerDevice. Unclaimed ones are answered -32601.
- *   deviceNotifications  agent→client notifications: { fanOut, handle } — observe (chats: announce, deleted, title
- *                        events) or route yourself with fanOut: false (terminals: output to the owning socket only),
- *                        or per message with a function (session-load: a loading session's history to its loader)
- *   deviceAnswers        answers to the feature's own requests, sent with rt.requestDevice(method, params, purpose)
- *                        (pending deletes: _lembas/session/delete); link loss and time-outs arrive as error answers
- *   relayedAnswers       per relayed method: observe the end of a client's request (turns: a prompt answered)
- *   cancels              per relayed method: what a client's $/cancel_request of it does instead of passing the
- *                        cancel to the device (cancel.ts: a prompt is cancelled with session/cancel, or withdrawn)
- *   clientAnswers        answers from clients to requests the instance sent them, by id prefix ("card:…")
- *   deadlines            handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs)
- *   onLinkUp / onLinkDown / onClientAttached / onClientDetached   lifecycle; run in FEATURES order
- *   status               fields merged into _instance/status (cards: open cards, turns: running turns)
- * The LinkRuntime (runtime.ts) each handler receives gives the storage (links, outbound, deadlines, sql) and the
- * ways to send (sendToDevice, requestDevice, sendToClient, broadcast). Anything large a feature persists (a
- * prompt kept for re-sending) must be stored in chunks: SQLite values are limited to about 2 MB.
- *
- * Modules: sockets.ts (accept, tags, attachments), frames.ts (size limits, JSON, envelope), flood.ts (a frame
- * budget per socket), handshake.ts (hello, initialize, replacement, link up/down, D1 presence), store.ts (link
- * state, request ids), outbound.ts (outstanding requests and their answer deadlines), forwarding.ts (the relay,
- * $/cancel_request, time-outs), cancel.ts (session/cancel, a prompt's cancel), session-load.ts (a loaded history to
- * its loader), card-store.ts (cards by session and toolCallId), instance-methods.ts (_instance/status, initialize,
- * _instance/link), deadlines.ts (one alarm), heartbeat.ts (ping/pong, sweep), http-rpc.ts.
+ * This class only wires the platform's events to the runtime — fetch to the link, client and /rpc entries (the
+ * Worker forwards them with the caller's identity in headers), webSocketMessage to dispatch, webSocketClose and
+ * webSocketError to onSocketGone, alarm to the deadlines' handlers — and lists the features (FEATURES). What a
+ * feature may declare is LinkFeature (runtime/runtime.ts); which feature handles what is test/link/registry.md.
  */
 import { DurableObject } from "cloudflare:workers";
 import type { Env } from "../env";

@@ -154,16 +154,31 @@ export type LinkDownReason =
 export interface LinkFeature extends Migrating {
   /** Features whose hooks and schema steps must run before this one's. */
   after?: readonly string[];
+  /**
+   * Methods a client calls on the instance (`_instance/status`); a spec client→agent method named here is taken over
+   * from the relay (`_lembas/session/delete`).
+   */
   clientMethods?: Readonly<Record<string, ClientMethodHandler>>;
+  /**
+   * Per relayed method, a client's call before it goes to the device: keep it across a dropped link (turns), keep a
+   * memo for its answer (chats: session/new's cwd), or refuse it (terminals: input from a socket that is not the owner).
+   */
   beforeForward?: Readonly<Record<string, BeforeForward>>;
+  /** Agent→client requests (cards); one nobody claims is answered -32601. */
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
+  /** Agent→client notifications, observed (chats: titles) or routed by the feature itself (terminals' output). */
   deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
+  /** Answers to the feature's own requests (rt.requestDevice), by purpose (pending deletes). */
   deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
+  /** Per relayed method, the end of a client's request (turns: a prompt answered). */
   relayedAnswers?: Readonly<Record<string, RelayedAnswerObserver>>;
+  /** Per relayed method, what a client's `$/cancel_request` of it does instead of reaching the device. */
   cancels?: Readonly<Record<string, CancelHandler>>;
+  /** Clients' answers to requests the instance sent them, by id prefix (`card:…`). */
   clientAnswers?: Readonly<Record<string, ClientAnswerHandler>>;
+  /** Handlers by kind for rt.deadlines.set(kind, key, due) (cards: approval time-outs). */
   deadlines?: Readonly<Record<string, DeadlineHandler>>;
-  /** The D1 writes the feature owes through the queue (d1-queue.ts), by kind; make them with d1Write/d1Writes (d1-write.ts). */
+  /** The D1 writes the feature owes through the queue (d1-queue.ts), by kind; made with d1Write (d1-write.ts). */
   d1Writes?: Readonly<Record<string, D1WriteRun>>;
   /** The link finished its handshake (after initialize). */
   onLinkUp?: (rt: LinkRuntime, link: LinkRecord) => void | Promise<void>;
