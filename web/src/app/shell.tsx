@@ -5,13 +5,12 @@
 import type { ComponentChildren } from "preact";
 import { useEffect } from "preact/hooks";
 import { account, leave, usageReport } from "./account";
+import { APP_NAME } from "./app-name";
 import { background } from "./background";
 import { match, here } from "./router";
 import { NAV, ROUTES } from "./routes";
 import { SignInPage } from "../pages/signin";
 import { UsageSummary } from "./usage-summary";
-
-export const APP_NAME = "lembas-edge";
 
 function currentRoute() {
   for (const route of ROUTES) {

@@ -6,7 +6,7 @@
  */
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { background } from "../app/background";
-import { APP_NAME } from "../app/shell";
+import { APP_NAME } from "../app/app-name";
 import { devices } from "../app/http";
 import { chatPath, devicePath } from "../app/paths";
 import { CardList } from "../cards/cards";
