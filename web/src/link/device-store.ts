@@ -7,7 +7,7 @@
 import type * as acp from "@agentclientprotocol/sdk";
 import { computed, signal } from "@preact/signals";
 import type { PromptResult, SessionNewResult } from "../../../src/protocol/acp";
-import type { PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
+import type { CardMethod, PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
 import type { ChatInfo } from "../../../src/protocol/http-api";
 import type { InstanceLink, InstanceReplay, InstanceStatus, InstanceWatch } from "../../../src/protocol/instance";
 import type {
@@ -27,16 +27,16 @@ import { Transcript } from "../chat/transcript";
 import { ClientSocket, INVALID_PARAMS, type IncomingRequest, RpcFailure, SocketClosed } from "./client-socket";
 import { type KeptPrompt, TurnLedger } from "./turn-ledger";
 
-export type CardMethod = "session/request_permission" | "_lembas/question" | "_lembas/plan";
 export type Card =
   | { id: string | number; method: "session/request_permission"; params: PermissionRequest }
   | { id: string | number; method: "_lembas/question"; params: QuestionRequest }
   | { id: string | number; method: "_lembas/plan"; params: PlanRequest };
-const CARD_METHODS: ReadonlySet<string> = new Set<CardMethod>([
-  "session/request_permission",
-  "_lembas/question",
-  "_lembas/plan",
-]);
+/** The requests shown as cards: a record, so that a card method the API adds fails the build until it is here. */
+const CARD_METHODS: Readonly<Record<CardMethod, true>> = {
+  "session/request_permission": true,
+  "_lembas/question": true,
+  "_lembas/plan": true,
+};
 
 export const toolCallIdOf = (card: Card): string =>
   card.method === "session/request_permission" ? card.params.toolCall.toolCallId : card.params.toolCallId;
@@ -327,7 +327,7 @@ export class DeviceStore {
   }
 
   private request(request: IncomingRequest): void {
-    if (!CARD_METHODS.has(request.method)) {
+    if (!Object.hasOwn(CARD_METHODS, request.method)) {
       this.socket.refuse(request.id, request.method);
       return;
     }
