@@ -5,7 +5,7 @@
  * the instance takes the others down. Buttons are thumb-sized; each card is a labelled region.
  */
 import { useState } from "preact/hooks";
-import type { PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
+import type { PermissionRequest, PlanAnswer, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
 import { setMarkdown } from "../chat/markdown";
 import { type Card, type DeviceStore, toolCallIdOf } from "../link/device-store";
 
@@ -192,8 +192,11 @@ function Question({ labelId, params, answer }: CardProps<QuestionRequest>) {
   );
 }
 
+/** The mode a plan is approved in. */
+type PlanMode = Extract<PlanAnswer, { outcome: "approve" }>["mode"];
+
 function Plan({ labelId, params, answer }: CardProps<PlanRequest>) {
-  const [mode, setMode] = useState<"edit" | "manual">("edit");
+  const [mode, setMode] = useState<PlanMode>("edit");
   const [feedback, setFeedback] = useState("");
   return (
     <>
@@ -207,7 +210,7 @@ function Plan({ labelId, params, answer }: CardProps<PlanRequest>) {
       <div class="actions">
         <label class="inline">
           Then work in
-          <select value={mode} onChange={(e) => setMode(e.currentTarget.value as "edit" | "manual")}>
+          <select value={mode} onChange={(e) => setMode(e.currentTarget.value as PlanMode)}>
             <option value="edit">edit mode (changes made)</option>
             <option value="manual">manual mode (each change asked)</option>
           </select>
