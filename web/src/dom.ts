@@ -1,8 +1,12 @@
-/** A tiny element builder: enough for a handful of views without a framework or a build step beyond tsc. */
+/**
+ * Building DOM elements directly, for the views kept outside Preact: the transcript, which grows by the frame while a
+ * turn streams and is cheaper appended to than diffed, and the composer's pickers.
+ */
 type Child = Node | string | number | null | undefined | false;
 type Attr = string | number | boolean | ((event: Event) => void) | undefined;
 
-export function h<K extends keyof HTMLElementTagNameMap>(
+/** A new element: its attributes (an `on…` function is a listener) and its children. */
+export function element<K extends keyof HTMLElementTagNameMap>(
   tag: K,
   attrs: Record<string, Attr> = {},
   ...children: Child[]

@@ -10,7 +10,7 @@
 import type * as acp from "@agentclientprotocol/sdk";
 import type { PromptResult } from "../../../src/protocol/acp";
 import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
-import { h } from "../dom";
+import { element } from "../dom";
 import { renderDiff } from "./diff";
 import { setMarkdown } from "./markdown";
 
@@ -50,21 +50,21 @@ class TextBlock {
 
 class ToolView {
   readonly el: HTMLDetailsElement;
-  private readonly kind = h("span", { class: "tool-kind" });
-  private readonly title = h("span", { class: "tool-title" });
-  private readonly status = h("span", { class: "tool-status badge" });
-  private readonly locations = h("ul", { class: "tool-locations", "aria-label": "Files" });
-  private readonly content = h("div", { class: "tool-content" });
+  private readonly kind = element("span", { class: "tool-kind" });
+  private readonly title = element("span", { class: "tool-title" });
+  private readonly status = element("span", { class: "tool-status badge" });
+  private readonly locations = element("ul", { class: "tool-locations", "aria-label": "Files" });
+  private readonly content = element("div", { class: "tool-content" });
   // They scroll: they take the focus, so a keyboard can scroll them.
-  private readonly input = h("pre", { class: "tool-input", hidden: true, tabindex: 0 });
-  private readonly output = h("pre", { class: "tool-output", hidden: true, tabindex: 0 });
+  private readonly input = element("pre", { class: "tool-input", hidden: true, tabindex: 0 });
+  private readonly output = element("pre", { class: "tool-output", hidden: true, tabindex: 0 });
 
   constructor(id: string) {
-    this.el = h(
+    this.el = element(
       "details",
       { class: "tool", "data-tool-call-id": id },
-      h("summary", {}, this.kind, " ", this.title, " ", this.status),
-      h("div", { class: "tool-body" }, this.locations, this.content, this.input, this.output),
+      element("summary", {}, this.kind, " ", this.title, " ", this.status),
+      element("div", { class: "tool-body" }, this.locations, this.content, this.input, this.output),
     );
   }
 
@@ -77,7 +77,7 @@ class ToolView {
     }
     if (u.locations) {
       this.locations.replaceChildren(
-        ...u.locations.map((l) => h("li", {}, h("code", {}, l.line ? `${l.path}:${l.line}` : l.path))),
+        ...u.locations.map((l) => element("li", {}, element("code", {}, l.line ? `${l.path}:${l.line}` : l.path))),
       );
     }
     if (u.content) {
@@ -107,7 +107,7 @@ class ToolView {
       case "diff":
         return renderDiff(c.path, c.oldText, c.newText);
       case "terminal":
-        return h("p", { class: "muted" }, `Terminal ${c.terminalId}`);
+        return element("p", { class: "muted" }, `Terminal ${c.terminalId}`);
       default:
         return blockNode(c.content);
     }
@@ -118,26 +118,30 @@ class ToolView {
 function blockNode(block: acp.ContentBlock): Node {
   switch (block.type) {
     case "text": {
-      const el = h("div", { class: "md" });
+      const el = element("div", { class: "md" });
       setMarkdown(el, block.text);
       return el;
     }
     case "image":
-      return h("img", { class: "attachment-image", src: `data:${block.mimeType};base64,${block.data}`, alt: "image" });
+      return element("img", {
+        class: "attachment-image",
+        src: `data:${block.mimeType};base64,${block.data}`,
+        alt: "image",
+      });
     case "resource_link":
-      return h("p", {}, h("code", {}, block.uri));
+      return element("p", {}, element("code", {}, block.uri));
     case "resource":
       return "text" in block.resource
-        ? h("pre", {}, block.resource.text)
-        : h("p", {}, h("code", {}, block.resource.uri));
+        ? element("pre", {}, block.resource.text)
+        : element("p", {}, element("code", {}, block.resource.uri));
     default:
-      return h("p", { class: "muted" }, `(${block.type})`);
+      return element("p", { class: "muted" }, `(${block.type})`);
   }
 }
 
 class TurnView {
   readonly el: HTMLElement;
-  private readonly items = h("div", { class: "turn-items" });
+  private readonly items = element("div", { class: "turn-items" });
   private user: HTMLElement | null = null;
   private text: TextBlock | null = null;
   private thought: TextBlock | null = null;
@@ -149,7 +153,7 @@ class TurnView {
   missing = false;
 
   constructor(public turnId: string | null) {
-    this.el = h("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
+    this.el = element("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
   }
 
   /** A turn shown before its id was known (its first frames missed): history names it. */
@@ -164,12 +168,16 @@ class TurnView {
 
   setUser(text: string, attachments: readonly AttachmentInfo[] = []): void {
     if (this.user) return;
-    this.user = h(
+    this.user = element(
       "div",
       { class: "msg user" },
-      h("div", { class: "user-text" }, text),
+      element("div", { class: "user-text" }, text),
       attachments.length > 0
-        ? h("ul", { class: "chips", "aria-label": "Attachments" }, ...attachments.map((a) => h("li", {}, a.name)))
+        ? element(
+            "ul",
+            { class: "chips", "aria-label": "Attachments" },
+            ...attachments.map((a) => element("li", {}, a.name)),
+          )
         : null,
     );
     this.el.prepend(this.user);
@@ -177,7 +185,7 @@ class TurnView {
 
   agentText(chunk: string): void {
     if (!this.text) {
-      const el = h("div", { class: "msg agent md" });
+      const el = element("div", { class: "msg agent md" });
       this.text = new TextBlock(el);
       this.add(el);
     }
@@ -190,25 +198,25 @@ class TurnView {
   }
 
   private newThought(): TextBlock {
-    const body = h("div", { class: "md" });
-    const el = h("details", { class: "msg thought" }, h("summary", {}, "Thinking"), body);
+    const body = element("div", { class: "md" });
+    const el = element("details", { class: "msg thought" }, element("summary", {}, "Thinking"), body);
     const block = new TextBlock(el, body);
     this.add(el);
     return block;
   }
 
   planEntries(entries: readonly acp.PlanEntry[]): void {
-    const list = h(
+    const list = element(
       "ul",
       { class: "msg plan", "aria-label": "Plan" },
       ...entries.map((e) =>
-        h(
+        element(
           "li",
           { "data-status": e.status },
-          h("span", { class: "plan-mark", "aria-hidden": "true" }, PLAN_MARK[e.status] ?? "○"),
+          element("span", { class: "plan-mark", "aria-hidden": "true" }, PLAN_MARK[e.status] ?? "○"),
           " ",
           e.content,
-          h("span", { class: "visually-hidden" }, ` (${e.status.replace("_", " ")})`),
+          element("span", { class: "visually-hidden" }, ` (${e.status.replace("_", " ")})`),
         ),
       ),
     );
@@ -225,7 +233,7 @@ class TurnView {
   }
 
   note(text: string, cls = "note"): HTMLElement {
-    const el = h("p", { class: `msg ${cls}` }, text);
+    const el = element("p", { class: `msg ${cls}` }, text);
     this.add(el);
     return el;
   }
@@ -236,20 +244,20 @@ class TurnView {
     const parts = [result ? (STOP_TEXT[result.stopReason] ?? result.stopReason) : "Turn ended"];
     if (lembas?.command) parts.push(`ran /${lembas.command.replace(/^\//, "")}`);
     if (lembas?.mode) parts.push(`mode is now ${lembas.mode}`);
-    const end = h(
+    const end = element(
       "p",
       { class: "msg turn-end", "data-stop-reason": result?.stopReason ?? "ended" },
       parts.join(" · "),
-      lembas?.message ? h("span", { class: "turn-message" }, ` — ${lembas.message}`) : null,
+      lembas?.message ? element("span", { class: "turn-message" }, ` — ${lembas.message}`) : null,
     );
     if (lembas?.summary) {
-      const summary = h("div", { class: "md" });
+      const summary = element("div", { class: "md" });
       setMarkdown(summary, lembas.summary);
-      end.append(h("details", { class: "summary" }, h("summary", {}, "Summary"), summary));
+      end.append(element("details", { class: "summary" }, element("summary", {}, "Summary"), summary));
     }
     if (lembas?.undone !== undefined)
       end.append(
-        h(
+        element(
           "span",
           { class: "turn-message" },
           lembas.undone
@@ -289,7 +297,7 @@ class TurnView {
         this.add(view.el);
       }
       if (a.text) {
-        const el = h("div", { class: "msg agent md" });
+        const el = element("div", { class: "msg agent md" });
         setMarkdown(el, a.text);
         this.add(el);
       }
@@ -303,8 +311,8 @@ class TurnView {
 
 export class Transcript {
   readonly el: HTMLElement;
-  private readonly past = h("div", { class: "transcript-past" });
-  private readonly live = h("div", { class: "transcript-live" });
+  private readonly past = element("div", { class: "transcript-past" });
+  private readonly live = element("div", { class: "transcript-live" });
   private readonly turns = new Map<string, TurnView>();
   private readonly tools = new Map<string, ToolView>();
   private current: TurnView | null = null;
@@ -314,7 +322,7 @@ export class Transcript {
   historyLoaded = false;
 
   constructor(label: string) {
-    this.el = h("div", { class: "transcript", role: "log", "aria-label": label }, this.past, this.live);
+    this.el = element("div", { class: "transcript", role: "log", "aria-label": label }, this.past, this.live);
   }
 
   /** The turn with this id, made (and made current) if new. */
@@ -496,9 +504,11 @@ export class Transcript {
         this.target().note(`Model: ${e.ref}${e.effort && e.effort !== "off" ? ` · effort ${e.effort}` : ""}`);
         break;
       case "compacted": {
-        const body = h("div", { class: "md" });
+        const body = element("div", { class: "md" });
         setMarkdown(body, e.summary);
-        this.target().add(h("details", { class: "msg note" }, h("summary", {}, "Conversation compacted"), body));
+        this.target().add(
+          element("details", { class: "msg note" }, element("summary", {}, "Conversation compacted"), body),
+        );
         break;
       }
       default:
@@ -547,7 +557,7 @@ export class Transcript {
 }
 
 function blockElement(block: acp.ContentBlock): HTMLElement {
-  const wrap = h("div", { class: "msg agent" });
+  const wrap = element("div", { class: "msg agent" });
   wrap.append(blockNode(block));
   return wrap;
 }

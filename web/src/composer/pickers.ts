@@ -5,7 +5,7 @@
  * on a textarea and a list the composer renders; Enter with no list open sends, Escape with none open stops.
  */
 import type { Command, FilesSearchResult } from "../../../src/protocol/lembas";
-import { h, replace } from "../dom";
+import { element, replace } from "../dom";
 import type { ClientSocket } from "../link/client-socket";
 
 interface Suggestion {
@@ -114,7 +114,7 @@ export class Pickers {
         if (ask.signal.aborted) return;
         this.close();
         this.list.append(
-          h("li", { class: "error" }, `file search failed: ${err instanceof Error ? err.message : String(err)}`),
+          element("li", { class: "error" }, `file search failed: ${err instanceof Error ? err.message : String(err)}`),
         );
         this.list.hidden = false;
       }
@@ -131,7 +131,7 @@ export class Pickers {
     replace(
       this.list,
       ...items.map((s, i) =>
-        h(
+        element(
           "li",
           // mousedown, not click: the prompt box keeps the focus (and its caret) while a match is chosen.
           {
@@ -141,9 +141,9 @@ export class Pickers {
               this.choose(i);
             },
           },
-          h("span", { class: "name" }, s.label),
-          s.hint ? h("span", { class: "hint" }, ` ${s.hint}`) : null,
-          s.detail ? h("span", { class: "muted" }, ` — ${s.detail}`) : null,
+          element("span", { class: "name" }, s.label),
+          s.hint ? element("span", { class: "hint" }, ` ${s.hint}`) : null,
+          s.detail ? element("span", { class: "muted" }, ` — ${s.detail}`) : null,
         ),
       ),
     );
