@@ -31,12 +31,3 @@ export function replace(parent: Element, ...children: Child[]): void {
     if (child !== null && child !== undefined && child !== false)
       parent.append(typeof child === "number" ? String(child) : child);
 }
-
-/** Reads a form's named fields as strings. */
-export function formValues(form: HTMLFormElement): Record<string, string> {
-  const out: Record<string, string> = {};
-  new FormData(form).forEach((value, key) => {
-    if (typeof value === "string") out[key] = value;
-  });
-  return out;
-}
