@@ -7,7 +7,8 @@
 import { useState } from "preact/hooks";
 import type { PermissionRequest, PlanAnswer, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
 import { setMarkdown } from "../chat/markdown";
-import { type Card, type DeviceStore, toolCallIdOf } from "../link/device-store";
+import { type Card, toolCallIdOf } from "../link/cards";
+import type { DeviceStore } from "../link/device-store";
 
 /** The spec's cut of an option's label on a card. */
 const LABEL_MAX = 240;
@@ -17,7 +18,7 @@ export function CardList({ store, cards }: { store: DeviceStore; cards: readonly
   return (
     <div class="cards">
       {cards.map((card) => (
-        <CardView key={String(card.id)} card={card} answer={(result) => store.answerCard(card, result)} />
+        <CardView key={String(card.id)} card={card} answer={(result) => store.cards.answer(card, result)} />
       ))}
     </div>
   );

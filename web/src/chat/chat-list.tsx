@@ -29,7 +29,7 @@ export function ChatList({
   const unread = store.unread.value;
   const reasons = store.deleteReasons.value;
   const waiting = new Map<string, number>();
-  for (const card of store.cards.value)
+  for (const card of store.cards.waiting.value)
     waiting.set(card.params.sessionId, (waiting.get(card.params.sessionId) ?? 0) + 1);
   if (chats.length === 0) return <p class="muted">No chats yet.</p>;
   return (

@@ -22,7 +22,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
   const chat = store.chat(sessionId);
   const title = chatTitle(chat, sessionId);
   const busy = store.busy.value.has(sessionId);
-  const cards = store.cardsOf(sessionId);
+  const cards = store.cards.of(sessionId);
 
   useEffect(() => {
     const box = scroller.current!;

@@ -5,9 +5,8 @@
  * on opening a chat, catch-up after a reload, the reattach rules after a lost answer, and what the page watches.
  */
 import type * as acp from "@agentclientprotocol/sdk";
-import { computed, signal } from "@preact/signals";
+import { batch, computed, signal } from "@preact/signals";
 import type { PromptResult, SessionNewResult } from "../../../src/protocol/acp";
-import type { CardMethod, PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
 import type { ChatInfo } from "../../../src/protocol/http-api";
 import type { InstanceLink, InstanceReplay, InstanceStatus, InstanceWatch } from "../../../src/protocol/instance";
 import type {
@@ -24,22 +23,9 @@ import type {
 import { background } from "../app/background";
 import { chats as fetchChats } from "../app/http";
 import { Transcript } from "../chat/transcript";
+import { Cards } from "./cards";
 import { ClientSocket, INVALID_PARAMS, type IncomingRequest, RpcFailure, SocketClosed } from "./client-socket";
 import { type KeptPrompt, TurnLedger } from "./turn-ledger";
-
-export type Card =
-  | { id: string | number; method: "session/request_permission"; params: PermissionRequest }
-  | { id: string | number; method: "_lembas/question"; params: QuestionRequest }
-  | { id: string | number; method: "_lembas/plan"; params: PlanRequest };
-/** The requests shown as cards: a record, so that a card method the API adds fails the build until it is here. */
-const CARD_METHODS: Readonly<Record<CardMethod, true>> = {
-  "session/request_permission": true,
-  "_lembas/question": true,
-  "_lembas/plan": true,
-};
-
-export const toolCallIdOf = (card: Card): string =>
-  card.method === "session/request_permission" ? card.params.toolCall.toolCallId : card.params.toolCallId;
 
 /** What a session runs with, as far as this page knows: session/new's modes and `_meta.lembas`, kept up to date. */
 export type SessionSettings = Pick<SessionNewResult, "modes"> &
@@ -69,7 +55,7 @@ export class DeviceStore {
   readonly connected = signal(false);
   readonly status = signal<InstanceStatus | null>(null);
   readonly chats = signal<ChatInfo[]>([]);
-  readonly cards = signal<Card[]>([]);
+  readonly cards: Cards;
   /** Running turns by session (from status, task events, replay and this page's prompts). */
   readonly running = signal<ReadonlyMap<string, ReadonlySet<string>>>(new Map());
   readonly unread = signal<ReadonlySet<string>>(new Set());
@@ -122,6 +108,7 @@ export class DeviceStore {
       request: (request) => this.request(request),
       gap: (sessionId) => this.missed(sessionId),
     });
+    this.cards = new Cards(this.socket);
   }
 
   start(): void {
@@ -150,10 +137,6 @@ export class DeviceStore {
 
   chat(sessionId: string): ChatInfo | undefined {
     return this.chats.value.find((c) => c.session_id === sessionId);
-  }
-
-  cardsOf(sessionId: string): Card[] {
-    return this.cards.value.filter((c) => c.params.sessionId === sessionId);
   }
 
   /**
@@ -192,8 +175,7 @@ export class DeviceStore {
   private closed(code: number): void {
     this.connected.value = false;
     this.terminalSink?.("socket_closed", {});
-    // Cards come again when the socket attaches; their answers could not be sent meanwhile.
-    this.cards.value = [];
+    this.cards.clear();
     for (const [turnId, prompt] of this.inFlight) this.transcript(prompt.sessionId).markLost(turnId);
     this.inFlight.clear();
     if (code === 4404) this.problem.value = "This device was revoked.";
@@ -309,9 +291,7 @@ export class DeviceStore {
         if (sessionId) this.chatGone(sessionId);
         return;
       case "_lembas/permission/settled":
-        this.cards.value = this.cards.value.filter(
-          (c) => !(c.params.sessionId === p.sessionId && toolCallIdOf(c) === p.toolCallId),
-        );
+        this.cards.settled(p.sessionId, p.toolCallId);
         return;
       case "_lembas/terminal/output":
       case "_lembas/terminal/exit":
@@ -319,7 +299,7 @@ export class DeviceStore {
         return;
       case "$/cancel_request":
         // The instance withdrew a request it made of this page (a card that ended).
-        this.cards.value = this.cards.value.filter((c) => c.id !== p.requestId);
+        this.cards.withdrawn(p.requestId);
         return;
       default:
         return;
@@ -327,13 +307,10 @@ export class DeviceStore {
   }
 
   private request(request: IncomingRequest): void {
-    if (!Object.hasOwn(CARD_METHODS, request.method)) {
-      this.socket.refuse(request.id, request.method);
-      return;
-    }
-    const card = { id: request.id, method: request.method, params: request.params } as Card;
-    this.cards.value = [...this.cards.value.filter((c) => c.id !== card.id), card];
-    this.markUnread(card.params.sessionId);
+    batch(() => {
+      const card = this.cards.requested(request);
+      if (card) this.markUnread(card.params.sessionId);
+    });
   }
 
   private linkChanged(link: InstanceLink): void {
@@ -417,7 +394,7 @@ export class DeviceStore {
     const reasons = new Map(this.deleteReasons.value);
     reasons.delete(sessionId);
     this.deleteReasons.value = reasons;
-    this.cards.value = this.cards.value.filter((c) => c.params.sessionId !== sessionId);
+    this.cards.forget(sessionId);
   }
 
   private patchChat(sessionId: string, patch: Partial<ChatInfo>): void {
@@ -634,11 +611,6 @@ export class DeviceStore {
     }
     this.patchChat(sessionId, { pending_delete: true });
     this.deleteReasons.value = new Map(this.deleteReasons.value).set(sessionId, reason);
-  }
-
-  answerCard(card: Card, result: unknown): void {
-    this.socket.respond(card.id, result);
-    this.cards.value = this.cards.value.filter((c) => c.id !== card.id);
   }
 
   /**

@@ -38,7 +38,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     setDrawer(false);
   }, [store, sessionId]);
 
-  const cards = store.cards.value;
+  const cards = store.cards.waiting.value;
   const chat = sessionId ? store.chat(sessionId) : undefined;
   useEffect(() => {
     const page = sessionId ? chatTitle(chat, sessionId) : name;
