@@ -64,7 +64,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
         {chat && <p class="muted chat-cwd">{chat.cwd}</p>}
         {mode === "view" && (
           <div class="actions">
-            {store.has("title") && (
+            {store.link.has("title") && (
               <button type="button" class="secondary" onClick={() => setMode("rename")}>
                 Rename
               </button>

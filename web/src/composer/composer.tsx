@@ -24,9 +24,9 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const [error, setError] = useState("");
   const [sending, setSending] = useState(false);
   const busy = store.busy.value.has(sessionId);
-  const canAttach = store.has("attachments");
-  const canSteer = store.has("steer");
-  const online = store.linkUp.value;
+  const canAttach = store.link.has("attachments");
+  const canSteer = store.link.has("steer");
+  const online = store.link.up.value;
   const settings = store.settings.value.get(sessionId);
   const unsent = store.unsent.value;
 
@@ -65,7 +65,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     loadChatModels();
     const pickers = new Pickers(text.current!, list.current!, store.socket, {
       session: () => sessionId,
-      capabilities: () => store.capabilities.value,
+      capabilities: () => store.link.capabilities.value,
       commands: (id) => store.commands.value.get(id) ?? [],
       send: () => latest.current.send(),
       escape: () => {
@@ -199,7 +199,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
           </button>
         </div>
       </div>
-      {(modes.length > 0 || store.has("configure")) && (
+      {(modes.length > 0 || store.link.has("configure")) && (
         <div class="session-controls">
           {modes.length > 0 && (
             <label class="inline">
@@ -216,7 +216,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
               </select>
             </label>
           )}
-          {store.has("configure") && (
+          {store.link.has("configure") && (
             <>
               <label class="inline">
                 Model

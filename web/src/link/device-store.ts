@@ -25,6 +25,7 @@ import { chats as fetchChats } from "../app/http";
 import { Transcript } from "../chat/transcript";
 import { Cards } from "./cards";
 import { ClientSocket, INVALID_PARAMS, type IncomingRequest, RpcFailure, SocketClosed } from "./client-socket";
+import { DeviceLink } from "./device-link";
 import { type KeptPrompt, TurnLedger } from "./turn-ledger";
 
 /** What a session runs with, as far as this page knows: session/new's modes and `_meta.lembas`, kept up to date. */
@@ -52,8 +53,7 @@ const errorText = (err: unknown) => (err instanceof Error ? err.message : String
 
 export class DeviceStore {
   readonly socket: ClientSocket;
-  readonly connected = signal(false);
-  readonly status = signal<InstanceStatus | null>(null);
+  readonly link: DeviceLink;
   readonly chats = signal<ChatInfo[]>([]);
   readonly cards: Cards;
   /** Running turns by session (from status, task events, replay and this page's prompts). */
@@ -71,8 +71,6 @@ export class DeviceStore {
   /** The open terminal's ear: its output and exit, and the link going down (which closes it). */
   terminalSink: ((method: string, params: Record<string, unknown>) => void) | null = null;
 
-  readonly capabilities = computed(() => this.status.value?.capabilities ?? []);
-  readonly linkUp = computed(() => this.connected.value && this.status.value?.link === "up");
   readonly busy = computed(() => {
     const sessions = new Set<string>();
     for (const [sessionId, turns] of this.running.value) if (turns.size > 0) sessions.add(sessionId);
@@ -89,7 +87,6 @@ export class DeviceStore {
   private readonly ledger: TurnLedger;
   /** This page's prompts whose answers it is waiting for, by turnId. */
   private readonly inFlight = new Map<string, { sessionId: string }>();
-  private agentCanLoad: boolean | null = null;
   /** Sessions whose running turn missed frames on this page: shown from history once it ends. */
   private readonly holed = new Map<string, string[]>();
   /** Chats this page knows of that no list from D1 had yet. */
@@ -108,6 +105,7 @@ export class DeviceStore {
       request: (request) => this.request(request),
       gap: (sessionId) => this.missed(sessionId),
     });
+    this.link = new DeviceLink(this.socket);
     this.cards = new Cards(this.socket);
   }
 
@@ -120,10 +118,6 @@ export class DeviceStore {
   stop(): void {
     document.removeEventListener("visibilitychange", this.onVisibility);
     this.socket.close();
-  }
-
-  has(capability: string): boolean {
-    return this.capabilities.value.includes(capability);
   }
 
   transcript(sessionId: string): Transcript {
@@ -158,7 +152,7 @@ export class DeviceStore {
   // ---- the socket's life ----
 
   private async opened(): Promise<void> {
-    this.connected.value = true;
+    this.link.opened();
     this.watch();
     try {
       this.applyStatus(await this.socket.request<InstanceStatus>("_instance/status"));
@@ -173,31 +167,35 @@ export class DeviceStore {
   }
 
   private closed(code: number): void {
-    this.connected.value = false;
-    this.terminalSink?.("socket_closed", {});
-    this.cards.clear();
-    for (const [turnId, prompt] of this.inFlight) this.transcript(prompt.sessionId).markLost(turnId);
-    this.inFlight.clear();
-    if (code === 4404) this.problem.value = "This device was revoked.";
-    if (code === 4403) this.problem.value = "Your sign-in ended; sign in again.";
+    batch(() => {
+      this.link.closed();
+      this.terminalSink?.("socket_closed", {});
+      this.cards.clear();
+      for (const [turnId, prompt] of this.inFlight) this.transcript(prompt.sessionId).markLost(turnId);
+      this.inFlight.clear();
+      if (code === 4404) this.problem.value = "This device was revoked.";
+      if (code === 4403) this.problem.value = "Your sign-in ended; sign in again.";
+    });
   }
 
   private applyStatus(status: InstanceStatus): void {
-    this.status.value = status;
-    const running = new Map<string, Set<string>>();
-    for (const turn of status.turns) {
-      const set = running.get(turn.sessionId) ?? new Set<string>();
-      set.add(turn.turnId ?? "");
-      running.set(turn.sessionId, set);
-    }
-    // This page's own prompts are running too, whatever the status says.
-    for (const [turnId, prompt] of this.inFlight) {
-      const set = running.get(prompt.sessionId) ?? new Set<string>();
-      set.add(turnId);
-      running.set(prompt.sessionId, set);
-    }
-    this.running.value = running;
-    this.refillEnded();
+    batch(() => {
+      this.link.setStatus(status);
+      const running = new Map<string, Set<string>>();
+      for (const turn of status.turns) {
+        const set = running.get(turn.sessionId) ?? new Set<string>();
+        set.add(turn.turnId ?? "");
+        running.set(turn.sessionId, set);
+      }
+      // This page's own prompts are running too, whatever the status says.
+      for (const [turnId, prompt] of this.inFlight) {
+        const set = running.get(prompt.sessionId) ?? new Set<string>();
+        set.add(turnId);
+        running.set(prompt.sessionId, set);
+      }
+      this.running.value = running;
+      this.refillEnded();
+    });
   }
 
   private setRunning(sessionId: string, turnId: string, on: boolean): void {
@@ -235,7 +233,7 @@ export class DeviceStore {
 
   private async refill(sessionId: string, turnIds: readonly string[]): Promise<void> {
     // A device without history: the turn's note says what is missing.
-    if (!this.has("sessions")) return;
+    if (!this.link.has("sessions")) return;
     const transcript = this.transcript(sessionId);
     try {
       const history = await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId });
@@ -325,7 +323,7 @@ export class DeviceStore {
         ),
       );
     } else {
-      if (this.status.value) this.status.value = { ...this.status.value, link: "down" };
+      this.link.down();
       // Every terminal closes with the link.
       this.terminalSink?.("link_down", {});
     }
@@ -436,12 +434,12 @@ export class DeviceStore {
       unread.delete(sessionId);
       this.unread.value = unread;
     }
-    if (this.socket.isOpen && this.status.value) await this.loadChat(sessionId);
+    if (this.socket.isOpen && this.link.status.value) await this.loadChat(sessionId);
   }
 
   private async loadChat(sessionId: string): Promise<void> {
     const transcript = this.transcript(sessionId);
-    if (this.has("commands") && !this.commands.value.has(sessionId)) {
+    if (this.link.has("commands") && !this.commands.value.has(sessionId)) {
       background(
         this.socket
           .request<CommandsResult>("_lembas/commands", { sessionId })
@@ -452,10 +450,10 @@ export class DeviceStore {
     if (transcript.historyLoaded) return;
     transcript.historyLoaded = true;
     try {
-      if (this.has("sessions")) {
+      if (this.link.has("sessions")) {
         const history = await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId });
         transcript.importHistory(history.turns, this.running.value.get(sessionId));
-      } else if (!this.status.value?.lembas && (await this.canLoadSessions())) {
+      } else if (!this.link.status.value?.lembas && (await this.link.canLoadSessions())) {
         // A plain ACP agent replays the session to this socket as session/update notifications.
         const chat = this.chat(sessionId);
         if (chat) await this.socket.request("session/load", { sessionId, cwd: chat.cwd, mcpServers: [] });
@@ -464,14 +462,6 @@ export class DeviceStore {
       transcript.historyLoaded = false;
       transcript.note(`Could not load the earlier messages: ${errorText(err)}`, "error");
     }
-  }
-
-  private async canLoadSessions(): Promise<boolean> {
-    if (this.agentCanLoad === null) {
-      const init = await this.socket.request<acp.InitializeResponse>("initialize", {}).catch(() => null);
-      this.agentCanLoad = init?.agentCapabilities?.loadSession === true;
-    }
-    return this.agentCanLoad;
   }
 
   async newSession(options: NewSessionOptions): Promise<string> {
@@ -532,7 +522,7 @@ export class DeviceStore {
       const result = await this.socket.request<PromptResult>("session/prompt", {
         sessionId,
         prompt: blocks,
-        ...(this.has("turns") && { _meta: { lembas: { turnId } } }),
+        ...(this.link.has("turns") && { _meta: { lembas: { turnId } } }),
       });
       this.inFlight.delete(turnId);
       this.ledger.remove(turnId);
@@ -624,7 +614,7 @@ export class DeviceStore {
       const open = this.inFlight.has(kept.turnId);
       const transcript = this.transcript(kept.sessionId);
       if (!open && !transcript.knows(kept.turnId)) transcript.prompt(kept.turnId, kept.text, kept.attachments);
-      if (!this.has("status") || !this.has("turns")) {
+      if (!this.link.has("status") || !this.link.has("turns")) {
         // Without turns the instance fails an open prompt when the link drops; its answer says so.
         if (open) continue;
         this.ledger.remove(kept.turnId);
@@ -664,7 +654,7 @@ export class DeviceStore {
       transcript.followed(turnId, "queued");
       return;
     }
-    const history = this.has("sessions")
+    const history = this.link.has("sessions")
       ? await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId })
       : null;
     const done =

@@ -76,8 +76,8 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     return () => document.removeEventListener("keydown", close);
   }, [drawer]);
 
-  const status = store.status.value;
-  const linkUp = store.linkUp.value;
+  const status = store.link.status.value;
+  const linkUp = store.link.up.value;
   const elsewhere = cards.filter((c) => c.params.sessionId !== sessionId);
   const host = status?.hello?.device.host;
 
@@ -92,9 +92,9 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
           <span
             id="link-state"
             class={linkUp ? "badge online" : "badge"}
-            title={store.connected.value ? undefined : "not connected to the instance"}
+            title={store.link.connected.value ? undefined : "not connected to the instance"}
           >
-            {linkState(linkUp, store.connected.value)}
+            {linkState(linkUp, store.link.connected.value)}
           </span>
         </div>
         {host && <p class="muted device-host">{[host, status?.hello?.device.platform].filter(Boolean).join(" · ")}</p>}
@@ -102,7 +102,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
           <a class="button" href={devicePath(deviceId)}>
             New chat
           </a>
-          {store.has("terminal") && (
+          {store.link.has("terminal") && (
             <button type="button" class="secondary" aria-pressed={terminal} onClick={() => setTerminal(!terminal)}>
               Terminal
             </button>
@@ -143,7 +143,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
           <NewSession store={store} deviceId={deviceId} />
         )}
         {!sessionId && <CardList store={store} cards={cards} />}
-        {terminal && store.has("terminal") && (
+        {terminal && store.link.has("terminal") && (
           <TerminalPanel store={store} cwd={chat?.cwd ?? null} onClose={() => setTerminal(false)} />
         )}
       </section>

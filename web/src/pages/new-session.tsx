@@ -18,9 +18,9 @@ export function NewSession({ store, deviceId }: { store: DeviceStore; deviceId: 
   const [cwd, setCwd] = useState("");
   const [error, setError] = useState("");
   const [starting, setStarting] = useState(false);
-  const canBrowse = store.has("directories");
-  const online = store.linkUp.value;
-  const roots = store.status.value?.hello?.limits?.roots ?? [];
+  const canBrowse = store.link.has("directories");
+  const online = store.link.up.value;
+  const roots = store.link.status.value?.hello?.limits?.roots ?? [];
 
   const browse = async (path?: string) => {
     setError("");
