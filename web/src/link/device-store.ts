@@ -21,7 +21,7 @@ import type {
   SteerResult,
 } from "../../../src/protocol/lembas";
 import { background } from "../app/background";
-import { chats as fetchChats } from "../app/http";
+import { chats as fetchChats, messageOf } from "../app/http";
 import { Transcript } from "../chat/transcript";
 import { Cards } from "./cards";
 import { ClientSocket, INVALID_PARAMS, type IncomingRequest, RpcFailure, SocketClosed } from "./client-socket";
@@ -49,7 +49,6 @@ export interface Unsent {
 }
 
 const newId = (prefix: string) => `${prefix}_${crypto.randomUUID()}`;
-const errorText = (err: unknown) => (err instanceof Error ? err.message : String(err));
 
 export class DeviceStore {
   readonly socket: ClientSocket;
@@ -145,7 +144,7 @@ export class DeviceStore {
       const kept = this.chats.value.filter((c) => this.unlisted.has(c.session_id) && !ids.has(c.session_id));
       this.chats.value = [...kept, ...listed];
     } catch (err) {
-      this.problem.value = errorText(err);
+      this.problem.value = messageOf(err);
     }
   }
 
@@ -157,7 +156,7 @@ export class DeviceStore {
     try {
       this.applyStatus(await this.socket.request<InstanceStatus>("_instance/status"));
     } catch (err) {
-      this.problem.value = errorText(err);
+      this.problem.value = messageOf(err);
       return;
     }
     await this.refreshChats();
@@ -240,7 +239,7 @@ export class DeviceStore {
       transcript.importHistory(history.turns, this.running.value.get(sessionId));
       for (const turnId of turnIds) if (turnId) transcript.finish(turnId, null);
     } catch (err) {
-      transcript.note(`Could not load this turn from the device's history: ${errorText(err)}`, "error");
+      transcript.note(`Could not load this turn from the device's history: ${messageOf(err)}`, "error");
     }
   }
 
@@ -460,7 +459,7 @@ export class DeviceStore {
       }
     } catch (err) {
       transcript.historyLoaded = false;
-      transcript.note(`Could not load the earlier messages: ${errorText(err)}`, "error");
+      transcript.note(`Could not load the earlier messages: ${messageOf(err)}`, "error");
     }
   }
 
@@ -539,7 +538,7 @@ export class DeviceStore {
       }
       this.ledger.remove(turnId);
       this.setRunning(sessionId, turnId, false);
-      transcript.note(errorText(err), "error");
+      transcript.note(messageOf(err), "error");
       transcript.finish(turnId, null);
     }
   }
@@ -593,7 +592,7 @@ export class DeviceStore {
     } catch (err) {
       const data = err instanceof RpcFailure ? (err.error.data as { pending?: boolean; reason?: string }) : undefined;
       if (!data?.pending) throw err;
-      reason = data.reason ?? errorText(err);
+      reason = data.reason ?? messageOf(err);
     }
     if (reason === null) {
       this.chatGone(sessionId);
@@ -626,7 +625,7 @@ export class DeviceStore {
         await (open ? this.followOpen(kept, transcript) : this.reattachOne(kept, transcript));
       } catch (err) {
         if (err instanceof SocketClosed) return;
-        transcript.note(`Could not find out what became of this message: ${errorText(err)}`, "error");
+        transcript.note(`Could not find out what became of this message: ${messageOf(err)}`, "error");
       }
     }
   }
