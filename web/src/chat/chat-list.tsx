@@ -24,10 +24,10 @@ export function ChatList({
   deviceId: string;
   current: string | null;
 }) {
-  const chats = [...store.chats.value].sort((a, b) => b.updated_at - a.updated_at);
+  const chats = [...store.chats.list.value].sort((a, b) => b.updated_at - a.updated_at);
   const busy = store.busy.value;
-  const unread = store.unread.value;
-  const reasons = store.deleteReasons.value;
+  const unread = store.chats.unread.value;
+  const reasons = store.chats.deleteReasons.value;
   const waiting = new Map<string, number>();
   for (const card of store.cards.waiting.value)
     waiting.set(card.params.sessionId, (waiting.get(card.params.sessionId) ?? 0) + 1);

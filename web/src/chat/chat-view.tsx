@@ -19,7 +19,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
   const scroller = useRef<HTMLElement>(null);
   const [mode, setMode] = useState<"view" | "rename" | "delete">("view");
   const [error, setError] = useState("");
-  const chat = store.chat(sessionId);
+  const chat = store.chats.get(sessionId);
   const title = chatTitle(chat, sessionId);
   const busy = store.busy.value.has(sessionId);
   const cards = store.cards.of(sessionId);
@@ -79,7 +79,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
             label="New title"
             value={chat?.title ?? ""}
             maxLength={200}
-            onSave={(value) => background(act(store.rename(sessionId, value)))}
+            onSave={(value) => background(act(store.chats.rename(sessionId, value)))}
             onCancel={() => setMode("view")}
           />
         )}
@@ -92,7 +92,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
               background(
                 act(
                   store.deleteChat(sessionId).then(() => {
-                    if (!store.chat(sessionId)) navigate(devicePath(deviceId));
+                    if (!store.chats.get(sessionId)) navigate(devicePath(deviceId));
                   }),
                 ),
               )

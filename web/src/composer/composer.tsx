@@ -27,7 +27,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const canAttach = store.link.has("attachments");
   const canSteer = store.link.has("steer");
   const online = store.link.up.value;
-  const settings = store.settings.value.get(sessionId);
+  const settings = store.chats.settings.value.get(sessionId);
   const unsent = store.unsent.value;
 
   // The handlers the pickers call read the latest state through this ref.
@@ -66,7 +66,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     const pickers = new Pickers(text.current!, list.current!, store.socket, {
       session: () => sessionId,
       capabilities: () => store.link.capabilities.value,
-      commands: (id) => store.commands.value.get(id) ?? [],
+      commands: (id) => store.chats.commands.value.get(id) ?? [],
       send: () => latest.current.send(),
       escape: () => {
         if (latest.current.busy) store.cancel(sessionId);
@@ -74,7 +74,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     });
     // Runs once at once (nothing typed yet), then on every announcement of any session's commands.
     const stopWatching = effect(() => {
-      store.commands.value;
+      store.chats.commands.value;
       pickers.commandsChanged();
     });
     return () => {
@@ -111,7 +111,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const run = (work: Promise<unknown>) => background(work.catch((err: unknown) => setError(messageOf(err))));
 
   const models = chatModels.value;
-  const modes = settings?.modes?.availableModes ?? store.knownModes.value;
+  const modes = settings?.modes?.availableModes ?? store.chats.knownModes.value;
 
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: the composer takes dropped files; the Attach button does the same by keyboard
@@ -207,7 +207,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
               <select
                 value={settings?.mode ?? ""}
                 disabled={!online}
-                onChange={(e) => run(store.setMode(sessionId, e.currentTarget.value))}
+                onChange={(e) => run(store.chats.setMode(sessionId, e.currentTarget.value))}
               >
                 {!settings?.mode && <option value="">—</option>}
                 {modes.map((m) => (
@@ -225,7 +225,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
                   disabled={!online || busy}
                   onChange={(e) => {
                     const model = e.currentTarget.value;
-                    if (model) run(store.configure(sessionId, { model }));
+                    if (model) run(store.chats.configure(sessionId, { model }));
                   }}
                 >
                   <option value="">{settings?.model ?? "as set"}</option>
@@ -241,7 +241,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
                   disabled={!online || busy}
                   onChange={(e) => {
                     const effort = e.currentTarget.value;
-                    if (effort) run(store.configure(sessionId, { effort }));
+                    if (effort) run(store.chats.configure(sessionId, { effort }));
                   }}
                 >
                   {!settings?.effort && <option value="">—</option>}

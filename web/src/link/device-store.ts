@@ -6,13 +6,10 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import { batch, computed, signal } from "@preact/signals";
-import type { PromptResult, SessionNewResult } from "../../../src/protocol/acp";
-import type { ChatInfo } from "../../../src/protocol/http-api";
+import type { PromptResult } from "../../../src/protocol/acp";
 import type { InstanceLink, InstanceReplay, InstanceStatus, InstanceWatch } from "../../../src/protocol/instance";
 import type {
   Command,
-  CommandsResult,
-  ConfigureResult,
   EventParams,
   KnownEvent,
   SessionAnnounce,
@@ -21,26 +18,13 @@ import type {
   SteerResult,
 } from "../../../src/protocol/lembas";
 import { background } from "../app/background";
-import { chats as fetchChats, messageOf } from "../app/http";
+import { messageOf } from "../app/http";
 import { Transcript } from "../chat/transcript";
 import { Cards } from "./cards";
+import { Chats, type NewSessionOptions } from "./chats";
 import { ClientSocket, INVALID_PARAMS, type IncomingRequest, RpcFailure, SocketClosed } from "./client-socket";
 import { DeviceLink } from "./device-link";
 import { type KeptPrompt, TurnLedger } from "./turn-ledger";
-
-/** What a session runs with, as far as this page knows: session/new's modes and `_meta.lembas`, kept up to date. */
-export type SessionSettings = Pick<SessionNewResult, "modes"> &
-  NonNullable<NonNullable<SessionNewResult["_meta"]>["lembas"]>;
-
-export interface NewSessionOptions {
-  cwd: string;
-  mode?: string;
-  /** The instance's served name of a model. */
-  lembasModel?: string;
-  /** A model ref of the device's own. */
-  model?: string;
-  effort?: string;
-}
 
 /** Messages sent with steer that the turn ended before taking in: the composer offers them back. */
 export interface Unsent {
@@ -53,43 +37,30 @@ const newId = (prefix: string) => `${prefix}_${crypto.randomUUID()}`;
 export class DeviceStore {
   readonly socket: ClientSocket;
   readonly link: DeviceLink;
-  readonly chats = signal<ChatInfo[]>([]);
+  readonly chats: Chats;
   readonly cards: Cards;
   /** Running turns by session (from status, task events, replay and this page's prompts). */
   readonly running = signal<ReadonlyMap<string, ReadonlySet<string>>>(new Map());
-  readonly unread = signal<ReadonlySet<string>>(new Set());
-  /** Why a deleted chat is still listed: the device has not taken the delete. */
-  readonly deleteReasons = signal<ReadonlyMap<string, string>>(new Map());
-  readonly settings = signal<ReadonlyMap<string, SessionSettings>>(new Map());
-  readonly commands = signal<ReadonlyMap<string, readonly Command[]>>(new Map());
   readonly unsent = signal<Unsent | null>(null);
-  /** The chat this page shows (null: the device's overview or a new session). */
-  readonly open = signal<string | null>(null);
   /** A sentence for the person about something that went wrong (cleared by the next success). */
   readonly problem = signal("");
   /** The open terminal's ear: its output and exit, and the link going down (which closes it). */
   terminalSink: ((method: string, params: Record<string, unknown>) => void) | null = null;
 
+  /** Sessions working: a turn running, or a terminal on the device busy with its session. */
   readonly busy = computed(() => {
     const sessions = new Set<string>();
     for (const [sessionId, turns] of this.running.value) if (turns.size > 0) sessions.add(sessionId);
-    for (const chat of this.chats.value) if (chat.busy && chat.origin === "terminal") sessions.add(chat.session_id);
+    for (const chat of this.chats.list.value)
+      if (chat.busy && chat.origin === "terminal") sessions.add(chat.session_id);
     return sessions as ReadonlySet<string>;
   });
-  /** Modes seen on any session of this device, for a new session's picker. */
-  readonly knownModes = computed(() => {
-    for (const s of this.settings.value.values()) if (s.modes?.availableModes.length) return s.modes.availableModes;
-    return [];
-  });
-
   private readonly transcripts = new Map<string, Transcript>();
   private readonly ledger: TurnLedger;
   /** This page's prompts whose answers it is waiting for, by turnId. */
   private readonly inFlight = new Map<string, { sessionId: string }>();
   /** Sessions whose running turn missed frames on this page: shown from history once it ends. */
   private readonly holed = new Map<string, string[]>();
-  /** Chats this page knows of that no list from D1 had yet. */
-  private readonly unlisted = new Set<string>();
   private readonly onVisibility = () => {
     this.watch();
     if (document.visibilityState === "visible") this.socket.reconnect();
@@ -105,6 +76,7 @@ export class DeviceStore {
       gap: (sessionId) => this.missed(sessionId),
     });
     this.link = new DeviceLink(this.socket);
+    this.chats = new Chats(deviceId, this.socket);
     this.cards = new Cards(this.socket);
   }
 
@@ -128,21 +100,9 @@ export class DeviceStore {
     return t;
   }
 
-  chat(sessionId: string): ChatInfo | undefined {
-    return this.chats.value.find((c) => c.session_id === sessionId);
-  }
-
-  /**
-   * Reads the chat list again. The instance writes D1 just after it tells the sockets, so a chat this page learnt
-   * of (made here, or announced) may not be listed yet: it is kept until a list has it.
-   */
-  async refreshChats(): Promise<void> {
+  private async refreshChats(): Promise<void> {
     try {
-      const listed = await fetchChats(this.deviceId);
-      const ids = new Set(listed.map((c) => c.session_id));
-      for (const id of ids) this.unlisted.delete(id);
-      const kept = this.chats.value.filter((c) => this.unlisted.has(c.session_id) && !ids.has(c.session_id));
-      this.chats.value = [...kept, ...listed];
+      await this.chats.refresh();
     } catch (err) {
       this.problem.value = messageOf(err);
     }
@@ -160,8 +120,8 @@ export class DeviceStore {
       return;
     }
     await this.refreshChats();
-    const open = this.open.value;
-    if (open) await this.loadChat(open);
+    const shown = this.chats.shown.value;
+    if (shown) await this.loadChat(shown);
     await this.reattach();
   }
 
@@ -246,7 +206,10 @@ export class DeviceStore {
   /** Tells the instance what this page shows: the open chat, and whether the page is visible. */
   watch(): void {
     if (!this.socket.isOpen) return;
-    const params: InstanceWatch = { sessionId: this.open.value, visible: document.visibilityState === "visible" };
+    const params: InstanceWatch = {
+      sessionId: this.chats.shown.value,
+      visible: document.visibilityState === "visible",
+    };
     // An instance without it answers -32601; either way nothing here depends on the answer.
     this.socket.request("_instance/watch", params).catch(() => {});
   }
@@ -267,22 +230,25 @@ export class DeviceStore {
         if (!sessionId) return;
         const update = (params as acp.SessionNotification).update;
         if (update.sessionUpdate === "available_commands_update") {
-          this.setCommands(sessionId, update.availableCommands as Command[]);
+          this.chats.setCommands(sessionId, update.availableCommands as Command[]);
           return;
         }
-        if (update.sessionUpdate === "current_mode_update") this.setSettings(sessionId, { mode: update.currentModeId });
-        this.transcript(sessionId).update(update);
-        this.markUnread(sessionId);
+        batch(() => {
+          if (update.sessionUpdate === "current_mode_update")
+            this.chats.setSettings(sessionId, { mode: update.currentModeId });
+          this.transcript(sessionId).update(update);
+          this.chats.markUnread(sessionId);
+        });
         return;
       }
       case "_lembas/event":
         if (sessionId) this.event(params as EventParams);
         return;
       case "_lembas/session/announce":
-        this.announced(params as SessionAnnounce);
+        this.chats.announced(params as SessionAnnounce);
         return;
       case "_lembas/session/left":
-        if (sessionId) this.patchChat(sessionId, { busy: false });
+        if (sessionId) this.chats.patch(sessionId, { busy: false });
         return;
       case "_lembas/session/deleted":
         if (sessionId) this.chatGone(sessionId);
@@ -306,7 +272,7 @@ export class DeviceStore {
   private request(request: IncomingRequest): void {
     batch(() => {
       const card = this.cards.requested(request);
-      if (card) this.markUnread(card.params.sessionId);
+      if (card) this.chats.markUnread(card.params.sessionId);
     });
   }
 
@@ -339,113 +305,52 @@ export class DeviceStore {
 
   private event({ sessionId, event }: EventParams): void {
     const e = event as KnownEvent;
-    switch (e.type) {
-      case "title":
-        this.patchChat(sessionId, { title: e.title });
-        return;
-      case "task":
-        if (!e.turnId) break;
-        this.setRunning(sessionId, e.turnId, e.state === "start");
-        // A turn this page lost and then followed: its end is its answer.
-        if (e.state === "end" && !this.inFlight.has(e.turnId)) this.ledger.remove(e.turnId);
-        break;
-      case "model":
-        this.setSettings(sessionId, { model: e.ref, effort: e.effort });
-        break;
-      case "mode":
-        this.setSettings(sessionId, { mode: e.mode });
-        break;
-      case "steered":
-        if (e.ids && this.transcript(sessionId).takeSteers(e.ids)) return;
-        break;
-    }
-    this.transcript(sessionId).event(event);
-    this.markUnread(sessionId);
-  }
-
-  private announced(a: SessionAnnounce): void {
-    const existing = this.chat(a.sessionId);
-    const chat: ChatInfo = {
-      device_id: this.deviceId,
-      session_id: a.sessionId,
-      title: a.title,
-      cwd: a.cwd,
-      origin: "terminal",
-      model: a.model,
-      mode: a.mode,
-      busy: a.busy,
-      updated_at: Date.now(),
-      pending_delete: existing?.pending_delete ?? false,
-    };
-    // A chat pending deletion is not brought back by an announce.
-    if (existing?.pending_delete) return;
-    this.unlisted.add(a.sessionId);
-    this.chats.value = [chat, ...this.chats.value.filter((c) => c.session_id !== a.sessionId)];
-    this.setSettings(a.sessionId, { model: a.model, mode: a.mode, effort: a.effort ?? null });
+    batch(() => {
+      switch (e.type) {
+        case "title":
+          this.chats.patch(sessionId, { title: e.title });
+          return;
+        case "task":
+          if (!e.turnId) break;
+          this.setRunning(sessionId, e.turnId, e.state === "start");
+          // A turn this page lost and then followed: its end is its answer.
+          if (e.state === "end" && !this.inFlight.has(e.turnId)) this.ledger.remove(e.turnId);
+          break;
+        case "model":
+          this.chats.setSettings(sessionId, { model: e.ref, effort: e.effort });
+          break;
+        case "mode":
+          this.chats.setSettings(sessionId, { mode: e.mode });
+          break;
+        case "steered":
+          if (e.ids && this.transcript(sessionId).takeSteers(e.ids)) return;
+          break;
+      }
+      this.transcript(sessionId).event(event);
+      this.chats.markUnread(sessionId);
+    });
   }
 
   private chatGone(sessionId: string): void {
-    this.unlisted.delete(sessionId);
-    this.chats.value = this.chats.value.filter((c) => c.session_id !== sessionId);
-    this.transcripts.delete(sessionId);
-    const reasons = new Map(this.deleteReasons.value);
-    reasons.delete(sessionId);
-    this.deleteReasons.value = reasons;
-    this.cards.forget(sessionId);
-  }
-
-  private patchChat(sessionId: string, patch: Partial<ChatInfo>): void {
-    this.chats.value = this.chats.value.map((c) =>
-      c.session_id === sessionId ? { ...c, ...patch, updated_at: Date.now() } : c,
-    );
-  }
-
-  private markUnread(sessionId: string): void {
-    if (sessionId === this.open.value && document.visibilityState === "visible") return;
-    if (this.unread.value.has(sessionId)) return;
-    this.unread.value = new Set([...this.unread.value, sessionId]);
-  }
-
-  private setSettings(sessionId: string, patch: SessionSettings): void {
-    const next = new Map(this.settings.value);
-    next.set(sessionId, { ...next.get(sessionId), ...patch });
-    this.settings.value = next;
-  }
-
-  private setCommands(sessionId: string, commands: readonly Command[] | undefined): void {
-    const next = new Map(this.commands.value);
-    next.set(
-      sessionId,
-      (commands ?? []).filter((c) => typeof c?.name === "string"),
-    );
-    this.commands.value = next;
+    batch(() => {
+      this.chats.forget(sessionId);
+      this.transcripts.delete(sessionId);
+      this.cards.forget(sessionId);
+    });
   }
 
   // ---- what a person does ----
 
   /** Shows a chat: marks it read, tells the instance, and loads its history and commands the first time. */
   async openChat(sessionId: string | null): Promise<void> {
-    this.open.value = sessionId;
+    this.chats.show(sessionId);
     this.watch();
-    if (!sessionId) return;
-    if (this.unread.value.has(sessionId)) {
-      const unread = new Set(this.unread.value);
-      unread.delete(sessionId);
-      this.unread.value = unread;
-    }
-    if (this.socket.isOpen && this.link.status.value) await this.loadChat(sessionId);
+    if (sessionId && this.socket.isOpen && this.link.status.value) await this.loadChat(sessionId);
   }
 
   private async loadChat(sessionId: string): Promise<void> {
     const transcript = this.transcript(sessionId);
-    if (this.link.has("commands") && !this.commands.value.has(sessionId)) {
-      background(
-        this.socket
-          .request<CommandsResult>("_lembas/commands", { sessionId })
-          // An available_commands_update that came meanwhile is newer than this answer.
-          .then((res) => this.commands.value.has(sessionId) || this.setCommands(sessionId, res.commands)),
-      );
-    }
+    if (this.link.has("commands")) this.chats.loadCommands(sessionId);
     if (transcript.historyLoaded) return;
     transcript.historyLoaded = true;
     try {
@@ -454,7 +359,7 @@ export class DeviceStore {
         transcript.importHistory(history.turns, this.running.value.get(sessionId));
       } else if (!this.link.status.value?.lembas && (await this.link.canLoadSessions())) {
         // A plain ACP agent replays the session to this socket as session/update notifications.
-        const chat = this.chat(sessionId);
+        const chat = this.chats.get(sessionId);
         if (chat) await this.socket.request("session/load", { sessionId, cwd: chat.cwd, mcpServers: [] });
       }
     } catch (err) {
@@ -464,40 +369,10 @@ export class DeviceStore {
   }
 
   async newSession(options: NewSessionOptions): Promise<string> {
-    const meta: Record<string, string> = {};
-    if (options.mode) meta.mode = options.mode;
-    if (options.lembasModel) meta.lembas_model = options.lembasModel;
-    if (options.model) meta.model = options.model;
-    if (options.effort) meta.effort = options.effort;
-    const res = await this.socket.request<acp.NewSessionResponse & { _meta?: { lembas?: SessionSettings } }>(
-      "session/new",
-      { cwd: options.cwd, mcpServers: [], ...(Object.keys(meta).length > 0 && { _meta: meta }) },
-    );
-    const lembas = res._meta?.lembas;
-    this.setSettings(res.sessionId, {
-      ...(res.modes && { modes: res.modes, mode: res.modes.currentModeId }),
-      ...(lembas && { model: lembas.model, mode: lembas.mode ?? res.modes?.currentModeId, effort: lembas.effort }),
-    });
-    if (!this.chat(res.sessionId)) {
-      this.unlisted.add(res.sessionId);
-      this.chats.value = [
-        {
-          device_id: this.deviceId,
-          session_id: res.sessionId,
-          title: null,
-          cwd: options.cwd,
-          origin: "web",
-          model: lembas?.model ?? null,
-          mode: lembas?.mode ?? null,
-          busy: false,
-          updated_at: Date.now(),
-          pending_delete: false,
-        },
-        ...this.chats.value,
-      ];
-    }
-    this.transcript(res.sessionId).historyLoaded = true;
-    return res.sessionId;
+    const sessionId = await this.chats.create(options);
+    // A session made here has no earlier messages to load.
+    this.transcript(sessionId).historyLoaded = true;
+    return sessionId;
   }
 
   /** Sends a prompt as a new turn; resolves when the turn's answer came (or was lost). */
@@ -565,41 +440,9 @@ export class DeviceStore {
     this.socket.notify("session/cancel", { sessionId });
   }
 
-  async setMode(sessionId: string, modeId: string): Promise<void> {
-    await this.socket.request("session/set_mode", { sessionId, modeId });
-    this.setSettings(sessionId, { mode: modeId });
-  }
-
-  async configure(sessionId: string, change: { model?: string; effort?: string }): Promise<void> {
-    const res = await this.socket.request<ConfigureResult>("_lembas/configure", { sessionId, ...change });
-    this.setSettings(sessionId, { model: res.model, effort: res.effort });
-  }
-
-  async rename(sessionId: string, title: string): Promise<void> {
-    const res = await this.socket.request<{ title: string }>("_lembas/session/title", { sessionId, title });
-    this.patchChat(sessionId, { title: res.title });
-  }
-
   /** Deletes a chat: gone when the device takes it, listed as pending (with why) until it does. */
   async deleteChat(sessionId: string): Promise<void> {
-    let reason: string | null = null;
-    try {
-      const res = await this.socket.request<{ deleted: boolean; pending?: boolean; reason?: string }>(
-        "_lembas/session/delete",
-        { sessionId },
-      );
-      if (res.pending) reason = res.reason ?? "not taken yet";
-    } catch (err) {
-      const data = err instanceof RpcFailure ? (err.error.data as { pending?: boolean; reason?: string }) : undefined;
-      if (!data?.pending) throw err;
-      reason = data.reason ?? messageOf(err);
-    }
-    if (reason === null) {
-      this.chatGone(sessionId);
-      return;
-    }
-    this.patchChat(sessionId, { pending_delete: true });
-    this.deleteReasons.value = new Map(this.deleteReasons.value).set(sessionId, reason);
+    if (await this.chats.delete(sessionId)) this.chatGone(sessionId);
   }
 
   /**

@@ -39,7 +39,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   }, [store, sessionId]);
 
   const cards = store.cards.waiting.value;
-  const chat = sessionId ? store.chat(sessionId) : undefined;
+  const chat = sessionId ? store.chats.get(sessionId) : undefined;
   useEffect(() => {
     const page = sessionId ? chatTitle(chat, sessionId) : name;
     document.title = `${cards.length > 0 ? `(${cards.length}) ` : ""}${page} · ${APP_NAME}`;
@@ -126,7 +126,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
             aria-controls="chat-drawer"
             onClick={() => setDrawer(!drawer)}
           >
-            Chats{store.unread.value.size > 0 ? " •" : ""}
+            Chats{store.chats.unread.value.size > 0 ? " •" : ""}
           </button>
           {elsewhere.length > 0 && (
             <a class="badge waiting" href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}>

@@ -64,7 +64,7 @@ export function NewSession({ store, deviceId }: { store: DeviceStore; deviceId: 
     }
   };
 
-  const modes = store.knownModes.value;
+  const modes = store.chats.knownModes.value;
   let dirs: Dir[] = [];
   if (listing) dirs = "places" in listing ? listing.places : listing.entries;
   return (
