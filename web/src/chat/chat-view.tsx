@@ -26,7 +26,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
 
   useEffect(() => {
     const box = scroller.current!;
-    const transcript = store.transcript(sessionId);
+    const transcript = store.turns.transcript(sessionId);
     box.replaceChildren(transcript.el);
     let pinned = true;
     const onScroll = () => {

@@ -28,7 +28,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const canSteer = store.link.has("steer");
   const online = store.link.up.value;
   const settings = store.chats.settings.value.get(sessionId);
-  const unsent = store.unsent.value;
+  const unsent = store.turns.unsent.value;
 
   // The handlers the pickers call read the latest state through this ref.
   const latest = useRef({ busy, send: () => {} });
@@ -44,12 +44,12 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     box.value = "";
     setAttachments([]);
     try {
-      if (busy && canSteer && taken.length === 0) await store.steer(sessionId, value);
+      if (busy && canSteer && taken.length === 0) await store.turns.steer(sessionId, value);
       else {
         const blocks = [...(value ? [{ type: "text" as const, text: value }] : []), ...taken.map((a) => a.block)];
         const shown = { text: value, attachments: taken.map(({ name, mimeType, size }) => ({ name, mimeType, size })) };
         // The prompt runs for the whole turn; the box is free again at once.
-        background(store.prompt(sessionId, blocks, shown));
+        background(store.turns.prompt(sessionId, blocks, shown));
       }
     } catch (err) {
       box.value = value;
@@ -69,7 +69,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
       commands: (id) => store.chats.commands.value.get(id) ?? [],
       send: () => latest.current.send(),
       escape: () => {
-        if (latest.current.busy) store.cancel(sessionId);
+        if (latest.current.busy) store.turns.cancel(sessionId);
       },
     });
     // Runs once at once (nothing typed yet), then on every announcement of any session's commands.
@@ -87,7 +87,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     if (!unsent || unsent.sessionId !== sessionId || !text.current) return;
     const box = text.current;
     box.value = [...unsent.texts, box.value].filter(Boolean).join("\n\n");
-    store.unsent.value = null;
+    store.turns.unsent.value = null;
     setError(
       `${unsent.texts.length === 1 ? "A message" : "Messages"} the turn ended before taking in — back in the box.`,
     );
@@ -190,7 +190,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
             </>
           )}
           {busy && (
-            <button type="button" class="secondary" onClick={() => store.cancel(sessionId)}>
+            <button type="button" class="secondary" onClick={() => store.turns.cancel(sessionId)}>
               Stop
             </button>
           )}
