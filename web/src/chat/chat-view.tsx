@@ -4,6 +4,7 @@
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { background } from "../app/background";
+import { messageOf } from "../app/http";
 import { Confirm, RenameForm } from "../app/inline-forms";
 import { devicePath } from "../app/paths";
 import { navigate } from "../app/router";
@@ -49,7 +50,7 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
       await work;
       setMode("view");
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(messageOf(err));
     }
   };
 

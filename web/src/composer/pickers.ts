@@ -5,6 +5,7 @@
  * on a textarea and a list the composer renders; Enter with no list open sends, Escape with none open stops.
  */
 import type { Command, FilesSearchResult } from "../../../src/protocol/lembas";
+import { messageOf } from "../app/http";
 import { element, replace } from "../dom";
 import type { ClientSocket } from "../link/client-socket";
 
@@ -113,9 +114,7 @@ export class Pickers {
       } catch (err) {
         if (ask.signal.aborted) return;
         this.close();
-        this.list.append(
-          element("li", { class: "error" }, `file search failed: ${err instanceof Error ? err.message : String(err)}`),
-        );
+        this.list.append(element("li", { class: "error" }, `file search failed: ${messageOf(err)}`));
         this.list.hidden = false;
       }
     }, SEARCH_DELAY_MS);

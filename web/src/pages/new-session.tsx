@@ -6,6 +6,7 @@
 import { useEffect, useState } from "preact/hooks";
 import type { Dir, DirectoriesResult } from "../../../src/protocol/lembas";
 import { background } from "../app/background";
+import { messageOf } from "../app/http";
 import { chatModels, loadChatModels } from "../app/models";
 import { chatPath } from "../app/paths";
 import { navigate } from "../app/router";
@@ -29,7 +30,7 @@ export function NewSession({ store, deviceId }: { store: DeviceStore; deviceId: 
       setListing(result);
       if ("error" in result && result.error) setError(result.error);
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(messageOf(err));
     }
   };
 
@@ -58,7 +59,7 @@ export function NewSession({ store, deviceId }: { store: DeviceStore; deviceId: 
       });
       navigate(chatPath(deviceId, sessionId));
     } catch (err) {
-      setError(err instanceof Error ? err.message : String(err));
+      setError(messageOf(err));
     } finally {
       setStarting(false);
     }

@@ -3,6 +3,7 @@
  * for a phone, whose on-screen keyboard types poorly into a canvas of cells — a line input under it.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
+import { messageOf } from "../app/http";
 import type { DeviceStore } from "../link/device-store";
 import { TerminalSession } from "./terminal-session";
 
@@ -43,7 +44,7 @@ export function TerminalPanel({
         };
         opened.focus();
       },
-      (err: unknown) => setNote(`The terminal did not open: ${err instanceof Error ? err.message : String(err)}`),
+      (err: unknown) => setNote(`The terminal did not open: ${messageOf(err)}`),
     );
     return () => {
       gone = true;
