@@ -1,7 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, ORIGIN, upgrade, waitUntilUp } from "./helpers/link";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, linkDevice, ORIGIN, upgrade, waitUntilUp } from "../helpers/link";
 
 const rpc = (deviceId: string, body: unknown, headers: Record<string, string>) =>
   SELF.fetch(`${ORIGIN}/api/devices/${deviceId}/rpc`, {

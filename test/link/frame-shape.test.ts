@@ -5,8 +5,8 @@
  * members winning — whatever the frame around it, valid JSON or not.
  */
 import { describe, expect, it } from "vitest";
-import { frameShape, paramsStart } from "../src/link/runtime/frame-shape";
-import { JUDGED_UNPARSED_FROM, readFrame } from "../src/link/runtime/frames";
+import { frameShape, paramsStart } from "../../src/link/runtime/frame-shape";
+import { JUDGED_UNPARSED_FROM, readFrame } from "../../src/link/runtime/frames";
 
 // Values as JSON text: plain and escaped strings, strings JSON forbids (raw control characters, an escape left
 // open), numbers in every spelling JSON takes and some it refuses, and values that are neither.

@@ -1,10 +1,10 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../src/env";
-import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
-import type { TestDevice } from "./helpers/fixtures";
-import { drain, linkedWithClients, numbered, statusOf } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import type { Env } from "../../src/env";
+import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "../helpers/link";
+import type { TestDevice } from "../helpers/fixtures";
+import { drain, linkedWithClients, numbered, statusOf } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 const prompt = (text: string, turnId?: string) => ({
   sessionId: "ses_1",

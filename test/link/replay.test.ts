@@ -1,9 +1,9 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
-import type { Env } from "../src/env";
-import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../src/link/features/turns/replay";
-import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
-import { linkedWithClients, numbered } from "./helpers/linked";
+import type { Env } from "../../src/env";
+import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../../src/link/features/turns/replay";
+import { attachClient, linkStub, type Peer, type Wire } from "../helpers/link";
+import { linkedWithClients, numbered } from "../helpers/linked";
 
 type Frame = ReturnType<typeof update> | ReturnType<typeof task>;
 const update = (text: string, sessionId = "ses_1") => ({

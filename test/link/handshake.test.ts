@@ -1,11 +1,11 @@
 import { env, evictDurableObject, runDurableObjectAlarm, runInDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { HELD_HANDSHAKE, HELLO_WITHIN_MS } from "../src/link/runtime/handshake";
-import { SWEEP_EVERY_MS } from "../src/link/runtime/heartbeat";
-import { VERSION } from "../src/version";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "./helpers/link";
-import { fireDeadlines } from "./helpers/linked";
+import { HELD_HANDSHAKE, HELLO_WITHIN_MS } from "../../src/link/runtime/handshake";
+import { SWEEP_EVERY_MS } from "../../src/link/runtime/heartbeat";
+import { VERSION } from "../../src/version";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, waitUntilUp } from "../helpers/link";
+import { fireDeadlines } from "../helpers/linked";
 
 const deviceRow = (id: string) =>
   env.DB.prepare(

@@ -5,8 +5,8 @@
  */
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { until } from "./helpers/chats";
-import { linkedDevice, linkStub } from "./helpers/link";
+import { until } from "../helpers/chats";
+import { linkedDevice, linkStub } from "../helpers/link";
 
 const HISTORY = { jsonrpc: "2.0", id: "h-1", method: "_lembas/session/history", params: { sessionId: "ses_1" } };
 

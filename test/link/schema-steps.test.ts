@@ -1,14 +1,14 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { LinkFeature } from "../src/link/runtime/runtime";
-import { buildRegistry, orderFeatures } from "../src/link/runtime/registry";
-import { registry } from "../src/link/device-link";
-import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../src/link/runtime/schema-steps";
-import { forgetTables, knowTables, OnDemandTables } from "../src/link/runtime/tables-on-demand";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "./helpers/link";
-import { drain, fireDeadlines, statusOf } from "./helpers/linked";
-import { dropAllTables, SCHEMA_BEFORE_STEPS } from "./helpers/schema-before-steps";
+import type { LinkFeature } from "../../src/link/runtime/runtime";
+import { buildRegistry, orderFeatures } from "../../src/link/runtime/registry";
+import { registry } from "../../src/link/device-link";
+import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../../src/link/runtime/schema-steps";
+import { forgetTables, knowTables, OnDemandTables } from "../../src/link/runtime/tables-on-demand";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer } from "../helpers/link";
+import { drain, fireDeadlines, statusOf } from "../helpers/linked";
+import { dropAllTables, SCHEMA_BEFORE_STEPS } from "../helpers/schema-before-steps";
 
 const names = (features: readonly LinkFeature[]) => features.map((f) => f.name);
 

@@ -6,16 +6,16 @@
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { PUSH_OUTBOX } from "../src/link/features/push/push-outbox";
-import { OnDemandTables } from "../src/link/runtime/tables-on-demand";
-import { permissionParams } from "./helpers/cards";
-import { announceParams, until } from "./helpers/chats";
-import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "./helpers/link";
-import { drain, fireDeadlines } from "./helpers/linked";
-import { decryptPush, makeSubscription, unb64u, verifyVapid, type TestSubscription } from "./helpers/push-receiver";
-import { PUSH_SERVICE } from "./helpers/push-service";
-import { call, jsonOf } from "./helpers/requests";
+import { PUSH_OUTBOX } from "../../src/link/features/push/push-outbox";
+import { OnDemandTables } from "../../src/link/runtime/tables-on-demand";
+import { permissionParams } from "../helpers/cards";
+import { announceParams, until } from "../helpers/chats";
+import { createDevice, createUser, type TestDevice, type TestUser } from "../helpers/fixtures";
+import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "../helpers/link";
+import { drain, fireDeadlines } from "../helpers/linked";
+import { decryptPush, makeSubscription, unb64u, verifyVapid, type TestSubscription } from "../helpers/push-receiver";
+import { PUSH_SERVICE } from "../helpers/push-service";
+import { call, jsonOf } from "../helpers/requests";
 
 interface Received {
   endpoint: string;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { call } from "./helpers/requests";
-import { attachClient, linkedDevice, ORIGIN } from "./helpers/link";
+import { call } from "../helpers/requests";
+import { attachClient, linkedDevice, ORIGIN } from "../helpers/link";
 
 /** The id of the user's API token, as the instance lists it. */
 async function apiTokenId(apiAuth: string): Promise<string> {

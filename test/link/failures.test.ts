@@ -1,11 +1,11 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
-import { registry } from "../src/link/device-link";
-import { OnDemandTables } from "../src/link/runtime/tables-on-demand";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "./helpers/link";
-import { linkedWithClients, statusOf } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import { registry } from "../../src/link/device-link";
+import { OnDemandTables } from "../../src/link/runtime/tables-on-demand";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "../helpers/link";
+import { linkedWithClients, statusOf } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 /** Makes one kind of statement on one of the object's tables fail, as a full or locked storage would. */
 const failOn = (deviceId: string, operation: "INSERT" | "UPDATE" | "DELETE", table: string) =>

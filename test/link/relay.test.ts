@@ -1,10 +1,10 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { METHOD_CAPABILITY } from "../src/protocol/capabilities";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkedDevice, linkStub, type Peer } from "./helpers/link";
-import { chatsOf, until } from "./helpers/chats";
-import { drain, fireRequestDeadlines, statusOf } from "./helpers/linked";
+import { METHOD_CAPABILITY } from "../../src/protocol/capabilities";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, linkedDevice, linkStub, type Peer } from "../helpers/link";
+import { chatsOf, until } from "../helpers/chats";
+import { drain, fireRequestDeadlines, statusOf } from "../helpers/linked";
 
 /** The device answers the next request it gets with this result, and returns that request. */
 async function answerNext(link: Peer, result: unknown) {

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BUDGETS, FloodGate } from "../src/link/runtime/flood";
-import type { Peer, Wire } from "./helpers/link";
-import { drain, linkedWithClients, statusOf } from "./helpers/linked";
+import { BUDGETS, FloodGate } from "../../src/link/runtime/flood";
+import type { Peer, Wire } from "../helpers/link";
+import { drain, linkedWithClients, statusOf } from "../helpers/linked";
 
 const { burst, perSecond, closeAfter } = BUDGETS.client;
 

@@ -1,13 +1,13 @@
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import type { DeviceInfo } from "../src/db/devices";
-import { chatFromAnnounce } from "../src/db/chats";
-import { chatsOf, pendingRows, until, CHAT_QUOTA } from "./helpers/chats";
-import { breakD1, eachKeyTried, healD1, owedWrites, retryOwedWrites } from "./helpers/d1-outage";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
-import { drain } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import type { DeviceInfo } from "../../src/db/devices";
+import { chatFromAnnounce } from "../../src/db/chats";
+import { chatsOf, pendingRows, until, CHAT_QUOTA } from "../helpers/chats";
+import { breakD1, eachKeyTried, healD1, owedWrites, retryOwedWrites } from "../helpers/d1-outage";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { attachClient, linkDevice, waitUntilUp, type Peer } from "../helpers/link";
+import { drain } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 const DELETE = "_lembas/session/delete";
 const announce = (sessionId: string) => ({

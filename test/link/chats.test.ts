@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { announceParams, chatsOf, until } from "./helpers/chats";
-import { attachClient, linkedDevice, type Peer } from "./helpers/link";
+import { announceParams, chatsOf, until } from "../helpers/chats";
+import { attachClient, linkedDevice, type Peer } from "../helpers/link";
 
 const announce = (sessionId: string, extra: Record<string, unknown> = {}) => ({
   jsonrpc: "2.0",

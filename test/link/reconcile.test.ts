@@ -1,12 +1,12 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { DeviceInfo } from "../src/db/devices";
-import { until } from "./helpers/chats";
-import type { TestUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, linkStub, type Peer, type Wire } from "./helpers/link";
-import { SEQ_JUMP } from "../src/link/features/turns/replay";
-import { linkedWithClients, numbered, statusOf } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import type { DeviceInfo } from "../../src/db/devices";
+import { until } from "../helpers/chats";
+import type { TestUser } from "../helpers/fixtures";
+import { attachClient, linkDevice, linkStub, type Peer, type Wire } from "../helpers/link";
+import { SEQ_JUMP } from "../../src/link/features/turns/replay";
+import { linkedWithClients, numbered, statusOf } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 const question = {
   sessionId: "ses_1",

@@ -1,11 +1,11 @@
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { Env } from "../src/env";
-import { HttpError } from "../src/respond";
-import { DEFAULT_LINK_CAPS, limitsOf } from "../src/limits/config";
-import type { TestUser } from "./helpers/fixtures";
-import { attachClient, linkStub, type Peer, type Wire } from "./helpers/link";
-import { linkedWithClients, statusOf } from "./helpers/linked";
+import type { Env } from "../../src/env";
+import { HttpError } from "../../src/respond";
+import { DEFAULT_LINK_CAPS, limitsOf } from "../../src/limits/config";
+import type { TestUser } from "../helpers/fixtures";
+import { attachClient, linkStub, type Peer, type Wire } from "../helpers/link";
+import { linkedWithClients, statusOf } from "../helpers/linked";
 
 const { open_cards, open_card_bytes, running_turns } = DEFAULT_LINK_CAPS;
 const LIMIT_REACHED = -32006;

@@ -1,8 +1,8 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { permissionParams } from "./helpers/cards";
-import { attachClient, linkStub, type Peer } from "./helpers/link";
-import { drain, fireDeadlines, linkedWithClients, statusOf } from "./helpers/linked";
+import { permissionParams } from "../helpers/cards";
+import { attachClient, linkStub, type Peer } from "../helpers/link";
+import { drain, fireDeadlines, linkedWithClients, statusOf } from "../helpers/linked";
 
 const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) =>
   permissionParams(toolCallId, { lembas });

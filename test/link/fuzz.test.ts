@@ -6,9 +6,9 @@
  * afterwards the object serves a normal request as before.
  */
 import { describe, expect, it } from "vitest";
-import { MAX_DEPTH } from "../src/link/runtime/frames";
-import { attachClient, type Peer, type Wire } from "./helpers/link";
-import { drain, linkedWithClients, statusOf } from "./helpers/linked";
+import { MAX_DEPTH } from "../../src/link/runtime/frames";
+import { attachClient, type Peer, type Wire } from "../helpers/link";
+import { drain, linkedWithClients, statusOf } from "../helpers/linked";
 
 const MiB = 1024 * 1024;
 const SEED = 0x1ead5;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { LAG_HARD_LIMIT, LAG_LIMIT } from "../src/link/runtime/drain";
-import type { Peer, Wire } from "./helpers/link";
-import { linkedWithClients, statusOf } from "./helpers/linked";
+import { LAG_HARD_LIMIT, LAG_LIMIT } from "../../src/link/runtime/drain";
+import type { Peer, Wire } from "../helpers/link";
+import { linkedWithClients, statusOf } from "../helpers/linked";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

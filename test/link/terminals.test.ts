@@ -1,8 +1,8 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "./helpers/link";
-import { drain } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "../helpers/link";
+import { drain } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 const OPEN = "_lembas/terminal/open";
 const output = (terminalId: string, data = "aGVsbG8K") => ({

@@ -1,9 +1,9 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { BUDGETS } from "../src/link/runtime/flood";
-import { MAX_DEPTH } from "../src/link/runtime/frames";
-import { linkedWithClients, statusOf } from "./helpers/linked";
-import type { Peer, Wire } from "./helpers/link";
-import { call, jsonOf } from "./helpers/requests";
+import { BUDGETS } from "../../src/link/runtime/flood";
+import { MAX_DEPTH } from "../../src/link/runtime/frames";
+import { linkedWithClients, statusOf } from "../helpers/linked";
+import type { Peer, Wire } from "../helpers/link";
+import { call, jsonOf } from "../helpers/requests";
 
 const MiB = 1024 * 1024;
 

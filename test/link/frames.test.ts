@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { linkedDevice } from "./helpers/link";
+import { linkedDevice } from "../helpers/link";
 
 const MiB = 1024 * 1024;
 

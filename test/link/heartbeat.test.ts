@@ -1,10 +1,10 @@
 import { env, runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { pings, STALE_AFTER_MS } from "../src/link/runtime/heartbeat";
-import { type Attachment, storeAttachment } from "../src/link/runtime/sockets";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { attachClient, linkDevice, linkedDevice, linkStub } from "./helpers/link";
-import { fireDeadlines } from "./helpers/linked";
+import { pings, STALE_AFTER_MS } from "../../src/link/runtime/heartbeat";
+import { type Attachment, storeAttachment } from "../../src/link/runtime/sockets";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { attachClient, linkDevice, linkedDevice, linkStub } from "../helpers/link";
+import { fireDeadlines } from "../helpers/linked";
 
 /**
  * Makes every socket of the object look silent since `ago` ms. Written as the object writes attachments (it keeps
