@@ -1,7 +1,7 @@
 import { SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { BASE, call, upstreamReceived, usageRows, waitForUsage } from "./helpers/v1";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { BASE, call, upstreamReceived, usageRows, waitForUsage } from "../helpers/v1";
 
 /** A transcription request as an OpenAI client sends it: multipart, the audio as `file`. */
 function transcribe(auth: string, fields: Record<string, string>, audio: Uint8Array | null = new Uint8Array(30_000)) {

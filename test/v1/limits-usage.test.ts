@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from "vitest";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { assignPlan, call, putPlan, spend, waitForUsage } from "./helpers/v1";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { assignPlan, call, putPlan, spend, waitForUsage } from "../helpers/v1";
 
 const HOUR = 3_600_000;
 const DAY = 24 * HOUR;

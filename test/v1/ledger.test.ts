@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { meterSse } from "../src/providers/sse-meter";
-import { assignPlan, call, putPlan, upstreamReceived, usageRows } from "./helpers/v1";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { meterSse } from "../../src/providers/sse-meter";
+import { assignPlan, call, putPlan, upstreamReceived, usageRows } from "../helpers/v1";
 
 let admin: TestUser;
 beforeAll(async () => {

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { issueToken } from "../src/crypto/tokens";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { BASE, call } from "./helpers/v1";
+import { issueToken } from "../../src/crypto/tokens";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { BASE, call } from "../helpers/v1";
 
 const V1_ROUTES: [string, string, unknown?][] = [
   ["GET", "/v1/models"],

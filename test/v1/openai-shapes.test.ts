@@ -1,9 +1,9 @@
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { servedModels } from "../src/providers/config";
-import { createUser, type TestUser } from "./helpers/fixtures";
-import { assignPlan, call, putPlan, spend } from "./helpers/v1";
-import { TEST_PROVIDERS } from "./helpers/upstream";
+import { servedModels } from "../../src/providers/config";
+import { createUser, type TestUser } from "../helpers/fixtures";
+import { assignPlan, call, putPlan, spend } from "../helpers/v1";
+import { TEST_PROVIDERS } from "../helpers/upstream";
 
 interface OpenAiError {
   error: { message: string; type: string; code: string | null; param: string | null };

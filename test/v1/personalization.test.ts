@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { call } from "./helpers/v1";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { call } from "../helpers/v1";
 
 const PATH = "/v1/me/personalization";
 const put = (auth: string, body: unknown) => call(PATH, auth, { method: "PUT", body });
