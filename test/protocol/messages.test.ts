@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { InitializeResult, PromptParams, PromptResult, SessionUpdateParams } from "../src/protocol/acp";
-import { PROMPT_LIMITS } from "../src/protocol/prompt-limits";
+import { InitializeResult, PromptParams, PromptResult, SessionUpdateParams } from "../../src/protocol/acp";
+import { PROMPT_LIMITS } from "../../src/protocol/prompt-limits";
 import {
   EventParams,
   FilesSearchParams,
@@ -8,9 +8,9 @@ import {
   SessionTitleParams,
   TerminalOpenParams,
   TerminalInputParams,
-} from "../src/protocol/lembas";
-import { CLIENT_TO_AGENT, isClientToAgentMethod } from "../src/protocol/methods";
-import { check } from "../src/protocol/issues";
+} from "../../src/protocol/lembas";
+import { CLIENT_TO_AGENT, isClientToAgentMethod } from "../../src/protocol/methods";
+import { check } from "../../src/protocol/issues";
 
 const png = btoa("\x89PNG\r\n\x1a\n");
 

@@ -6,10 +6,10 @@
  * refusal's words with what the schema alone would say.
  */
 import { describe, expect, it } from "vitest";
-import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX, SessionUpdateParams, WithSession } from "../src/protocol/acp";
-import { sessionUpdateFits, withSessionFits } from "../src/protocol/hand-checks";
-import { check } from "../src/protocol/issues";
-import { CLIENT_TO_AGENT, checkClientParams, refuseAgentNotification } from "../src/protocol/methods";
+import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX, SessionUpdateParams, WithSession } from "../../src/protocol/acp";
+import { sessionUpdateFits, withSessionFits } from "../../src/protocol/hand-checks";
+import { check } from "../../src/protocol/issues";
+import { CLIENT_TO_AGENT, checkClientParams, refuseAgentNotification } from "../../src/protocol/methods";
 
 // Each member's spellings as JSON text; undefined leaves the member out.
 const SESSION_ID = [

@@ -6,7 +6,7 @@
  * the schemas alone say.
  */
 import { describe, expect, it } from "vitest";
-import { describeIssues } from "../src/protocol/issues";
+import { describeIssues } from "../../src/protocol/issues";
 import {
   classify,
   ErrorCode,
@@ -15,7 +15,7 @@ import {
   RequestMessage,
   rpcError,
   SuccessMessage,
-} from "../src/protocol/jsonrpc";
+} from "../../src/protocol/jsonrpc";
 
 /** What the envelope schemas alone make of a JSON object that claims to be a message. */
 function bySchemas(value: Record<string, unknown>) {

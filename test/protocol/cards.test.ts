@@ -8,8 +8,8 @@ import {
   type PermissionRequest,
   type QuestionRequest,
   type PlanRequest,
-} from "../src/protocol/cards";
-import { permissionParams } from "./helpers/cards";
+} from "../../src/protocol/cards";
+import { permissionParams } from "../helpers/cards";
 
 const permission: PermissionRequest = CARDS["session/request_permission"].params.parse(
   permissionParams("call_1", { session: true, lembas: { patient: true } }),
