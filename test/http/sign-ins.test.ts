@@ -5,11 +5,11 @@
  */
 import { env, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import type { SignIn } from "../src/protocol/http-api";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { linkStub, ORIGIN, Peer, upgrade } from "./helpers/link";
-import { fireDeadlines } from "./helpers/linked";
-import { call, jsonOf } from "./helpers/requests";
+import type { SignIn } from "../../src/protocol/http-api";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { linkStub, ORIGIN, Peer, upgrade } from "../helpers/link";
+import { fireDeadlines } from "../helpers/linked";
+import { call, jsonOf } from "../helpers/requests";
 
 /** Signs in as a browser with this User-Agent; the cookie pair to send back. */
 async function signIn(user: TestUser, userAgent: string, password = user.password): Promise<string> {

@@ -1,9 +1,9 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, jsonOf, ORIGIN } from "./helpers/requests";
-import { createUser, type TestUser } from "./helpers/fixtures";
-import { authenticateDevice } from "../src/http/auth";
-import { sha256Hex } from "../src/crypto/tokens";
+import { call, jsonOf, ORIGIN } from "../helpers/requests";
+import { createUser, type TestUser } from "../helpers/fixtures";
+import { authenticateDevice } from "../../src/http/auth";
+import { sha256Hex } from "../../src/crypto/tokens";
 
 interface Authorization {
   device_code: string;

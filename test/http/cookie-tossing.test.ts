@@ -6,10 +6,10 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createUser, type TestUser } from "./helpers/fixtures";
-import { call, jsonOf } from "./helpers/requests";
-import { DEV_SESSION_COOKIE, SESSION_COOKIE } from "../src/http/session-cookie";
-import { hashUserCode, normaliseUserCode } from "../src/crypto/user-codes";
+import { createUser, type TestUser } from "../helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
+import { DEV_SESSION_COOKIE, SESSION_COOKIE } from "../../src/http/session-cookie";
+import { hashUserCode, normaliseUserCode } from "../../src/crypto/user-codes";
 
 const PUBLIC = "https://lembas.example";
 

@@ -4,8 +4,8 @@
  */
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createUser, type TestUser } from "./helpers/fixtures";
-import { call, jsonOf } from "./helpers/requests";
+import { createUser, type TestUser } from "../helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
 
 const setAdmin = (by: TestUser, target: TestUser, admin: boolean) =>
   call("PUT", `/api/admin/accounts/${target.userId}/admin`, {

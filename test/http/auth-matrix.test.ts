@@ -6,14 +6,14 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { buildRouter } from "../src/http/routes";
-import { chatFromAnnounce } from "../src/db/chats";
-import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
-import { call, jsonOf, ORIGIN } from "./helpers/requests";
-import { attachClient, linkDevice, waitUntilUp, type Peer } from "./helpers/link";
-import { drain } from "./helpers/linked";
-import { announceParams, until, CHAT_QUOTA } from "./helpers/chats";
-import { makeSubscription, type TestSubscription } from "./helpers/push-receiver";
+import { buildRouter } from "../../src/http/routes";
+import { chatFromAnnounce } from "../../src/db/chats";
+import { createDevice, createUser, type TestDevice, type TestUser } from "../helpers/fixtures";
+import { call, jsonOf, ORIGIN } from "../helpers/requests";
+import { attachClient, linkDevice, waitUntilUp, type Peer } from "../helpers/link";
+import { drain } from "../helpers/linked";
+import { announceParams, until, CHAT_QUOTA } from "../helpers/chats";
+import { makeSubscription, type TestSubscription } from "../helpers/push-receiver";
 
 /**
  * What a route takes: nothing (it is public by design), a person (session cookie or API token), an admin person, a

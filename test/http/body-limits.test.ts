@@ -5,9 +5,9 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { linkDevice } from "./helpers/link";
-import { jsonOf } from "./helpers/requests";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { linkDevice } from "../helpers/link";
+import { jsonOf } from "../helpers/requests";
 
 const KiB = 1024;
 const MiB = 1024 * KiB;

@@ -6,10 +6,10 @@
  */
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { call, jsonOf } from "./helpers/requests";
-import { DEFAULT_RATE_LIMITS, limitsOf } from "../src/limits/config";
-import { HttpError } from "../src/respond";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
+import { DEFAULT_RATE_LIMITS, limitsOf } from "../../src/limits/config";
+import { HttpError } from "../../src/respond";
 
 beforeEach(() => {
   vi.useFakeTimers({ toFake: ["Date"] });

@@ -1,7 +1,7 @@
 /** A path that is not valid percent-encoding is a client's mistake: 400 with a sentence, never a 500. */
 import { describe, expect, it } from "vitest";
-import { createUser } from "./helpers/fixtures";
-import { call, jsonOf } from "./helpers/requests";
+import { createUser } from "../helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
 
 describe("bad percent-encoding in the path", () => {
   it.each([

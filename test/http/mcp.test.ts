@@ -6,11 +6,11 @@
 import { env, SELF } from "cloudflare:test";
 import * as z from "zod";
 import { describe, expect, it } from "vitest";
-import { LIBRARY_TOOLS } from "../src/http/mcp/library-tools";
-import { splitText } from "../src/library/chunks";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { usageRows } from "./helpers/v1";
-import { call, jsonOf, ORIGIN } from "./helpers/requests";
+import { LIBRARY_TOOLS } from "../../src/http/mcp/library-tools";
+import { splitText } from "../../src/library/chunks";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { usageRows } from "../helpers/v1";
+import { call, jsonOf, ORIGIN } from "../helpers/requests";
 
 const MODERN = "2026-07-28";
 // biome-ignore lint/suspicious/noExplicitAny: an answer is read loosely; each assertion states the shape it expects

@@ -1,8 +1,8 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, jsonOf } from "./helpers/requests";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { DEV_SESSION_COOKIE } from "../src/http/session-cookie";
+import { call, jsonOf } from "../helpers/requests";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { DEV_SESSION_COOKIE } from "../../src/http/session-cookie";
 
 const THIRTY_DAYS_S = 30 * 86_400;
 

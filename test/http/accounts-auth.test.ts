@@ -5,8 +5,8 @@
  */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { call, jsonOf } from "./helpers/requests";
-import { createDevice, createUser, type TestDevice, type TestUser } from "./helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
+import { createDevice, createUser, type TestDevice, type TestUser } from "../helpers/fixtures";
 
 interface Route {
   /** Method and path pattern, e.g. `DELETE /api/users/:id`. */

@@ -1,11 +1,11 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, jsonOf } from "./helpers/requests";
-import { until } from "./helpers/chats";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { linkDevice } from "./helpers/link";
-import { authenticateDevice } from "../src/http/auth";
-import type { DeviceInfo as DeviceView } from "../src/db/devices";
+import { call, jsonOf } from "../helpers/requests";
+import { until } from "../helpers/chats";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { linkDevice } from "../helpers/link";
+import { authenticateDevice } from "../../src/http/auth";
+import type { DeviceInfo as DeviceView } from "../../src/db/devices";
 
 describe("devices", () => {
   it("lists only the person's own devices, with what the last link said", async () => {

@@ -4,17 +4,17 @@
  * deletes), and expired device codes and sign-ins are swept by the cron trigger.
  */
 import { createExecutionContext, createScheduledController, env, waitOnExecutionContext } from "cloudflare:test";
-import worker from "../src/index";
+import worker from "../../src/index";
 import { describe, expect, it } from "vitest";
-import { chatFromAnnounce } from "../src/db/chats";
-import { DEFAULT_QUOTAS } from "../src/limits/config";
-import type { SessionAnnounce } from "../src/protocol/lembas";
-import { CHAT_QUOTA, chatsOf, pendingRows, until } from "./helpers/chats";
-import { createDevice, createUser, type TestUser } from "./helpers/fixtures";
-import { hello, initializeResult, linkedDevice, openLink, ORIGIN, Peer, upgrade } from "./helpers/link";
-import { issueToken } from "../src/crypto/tokens";
-import { call, jsonOf } from "./helpers/requests";
-import { fireRequestDeadlines, statusOf } from "./helpers/linked";
+import { chatFromAnnounce } from "../../src/db/chats";
+import { DEFAULT_QUOTAS } from "../../src/limits/config";
+import type { SessionAnnounce } from "../../src/protocol/lembas";
+import { CHAT_QUOTA, chatsOf, pendingRows, until } from "../helpers/chats";
+import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
+import { hello, initializeResult, linkedDevice, openLink, ORIGIN, Peer, upgrade } from "../helpers/link";
+import { issueToken } from "../../src/crypto/tokens";
+import { call, jsonOf } from "../helpers/requests";
+import { fireRequestDeadlines, statusOf } from "../helpers/linked";
 
 const announce = (sessionId: string, fields: Partial<SessionAnnounce> = {}) => ({
   jsonrpc: "2.0",

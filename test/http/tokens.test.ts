@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { call, jsonOf } from "./helpers/requests";
-import { createUser } from "./helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
+import { createUser } from "../helpers/fixtures";
 
 interface CreatedToken {
   id: string;

@@ -5,8 +5,8 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { call } from "./helpers/requests";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { call } from "../helpers/requests";
 
 /** A browser navigating to a page. */
 const page = (path: string) =>
