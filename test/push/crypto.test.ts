@@ -1,11 +1,11 @@
 /** Web Push's pieces on their own: RFC 8291 encryption, the VAPID JWT, keys, endpoints and the payload's size. */
 import { describe, expect, it } from "vitest";
-import { encryptPushMessage, MAX_PLAINTEXT } from "../src/push/encrypt";
-import { endpointRefusal, extraOrigins } from "../src/push/endpoints";
-import type { PushPayload } from "../src/protocol/push";
-import { cardNotice, fitPayload } from "../src/push/payload";
-import { importVapidKeys, vapidAuthorization } from "../src/push/vapid";
-import { b64u, decryptPush, makeSubscription, unb64u, verifyVapid } from "./helpers/push-receiver";
+import { encryptPushMessage, MAX_PLAINTEXT } from "../../src/push/encrypt";
+import { endpointRefusal, extraOrigins } from "../../src/push/endpoints";
+import type { PushPayload } from "../../src/protocol/push";
+import { cardNotice, fitPayload } from "../../src/push/payload";
+import { importVapidKeys, vapidAuthorization } from "../../src/push/vapid";
+import { b64u, decryptPush, makeSubscription, unb64u, verifyVapid } from "../helpers/push-receiver";
 
 // RFC 8291, Appendix A.
 const RFC = {

@@ -1,10 +1,10 @@
 /** A person's browsers subscribe to Web Push: the instance's key, subscriptions saved, listed, changed, removed. */
 import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
-import { pushSetup } from "../src/push/setup";
-import { createUser, type TestUser } from "./helpers/fixtures";
-import { makeSubscription, type TestSubscription } from "./helpers/push-receiver";
-import { call, jsonOf } from "./helpers/requests";
+import { pushSetup } from "../../src/push/setup";
+import { createUser, type TestUser } from "../helpers/fixtures";
+import { makeSubscription, type TestSubscription } from "../helpers/push-receiver";
+import { call, jsonOf } from "../helpers/requests";
 
 let me: TestUser;
 let other: TestUser;
