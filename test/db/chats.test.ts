@@ -9,17 +9,17 @@ import {
   markChatLeft,
   setChatTitle,
   type ChatInfo,
-} from "../src/db/chats";
+} from "../../src/db/chats";
 import {
   clearPendingDelete,
   listPendingDeletes,
   MAX_REFUSALS,
   recordPendingDelete,
   recordRefusal,
-} from "../src/db/pending-deletes";
-import { createDevice, createUser } from "./helpers/fixtures";
-import { call, jsonOf } from "./helpers/requests";
-import { announceParams, CHAT_QUOTA } from "./helpers/chats";
+} from "../../src/db/pending-deletes";
+import { createDevice, createUser } from "../helpers/fixtures";
+import { call, jsonOf } from "../helpers/requests";
+import { announceParams, CHAT_QUOTA } from "../helpers/chats";
 
 const db = env.DB;
 

@@ -1,7 +1,7 @@
 import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { authenticateDevice, authenticatePerson } from "../src/http/auth";
-import { createDevice, createUser } from "./helpers/fixtures";
+import { authenticateDevice, authenticatePerson } from "../../src/http/auth";
+import { createDevice, createUser } from "../helpers/fixtures";
 
 const req = (headers: Record<string, string>) => new Request("http://localhost/x", { headers });
 
