@@ -4,7 +4,7 @@
  * their updates — and those the instance does not know), and a client's request that names only a session
  * (WithSession: `_lembas/session/status`, `…/history` and the like). Each only ever says yes where its schema says
  * yes — a yes is final, a no means "ask the schema", which then decides and words the refusal — so the verdict is
- * the schema's on every frame (test/protocol-hand-checks.test.ts). A schema builds an object for every level of the
+ * the schema's on every frame (test/protocol/hand-checks.test.ts). A schema builds an object for every level of the
  * params only to say whether they fit; these build none.
  */
 import { KNOWN_SESSION_UPDATES, SESSION_ID_MAX } from "./acp";

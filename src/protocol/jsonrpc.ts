@@ -123,7 +123,7 @@ function recordOf(value: Record<string, unknown>): Record<string, unknown> {
 /**
  * The envelope schemas above, checked by hand for the frames that pass them — every frame on the hot path — with
  * the result zod gives (members in the schema's order, unknown ones dropped). A frame this does not accept goes on
- * to the schema, which refuses it and words why; it accepts nothing the schema refuses (test/protocol-envelope).
+ * to the schema, which refuses it and words why; it accepts nothing the schema refuses (test/protocol/envelope).
  */
 function envelopeOf(value: Record<string, unknown>): Classified | null {
   if (value.jsonrpc !== "2.0") return null;

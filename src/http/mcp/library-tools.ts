@@ -1,7 +1,7 @@
 /**
  * The account library's MCP tools. Each needs the `library` scope (a tool error says so without it) and is the
  * library service's own operation; `inputSchema` is each zod schema's JSON Schema, written out so the Worker needs
- * no schema converter (test/mcp.test.ts, "tool definitions", keeps the two equal).
+ * no schema converter (test/http/mcp.test.ts, "tool definitions", keeps the two equal).
  */
 import * as z from "zod/mini";
 import type { ApiCaller } from "../auth";
