@@ -1,8 +1,8 @@
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
-import { fakePushService, PUSH_SERVICE } from "./test/helpers/push-service.js";
-import { fakeUpstream, TEST_PROVIDERS } from "./test/helpers/upstream.js";
+import { fakePushService, PUSH_SERVICE } from "./test/shared/push-service.js";
+import { fakeUpstream, TEST_PROVIDERS } from "./test/shared/upstream.js";
 import { writeHeadersFile } from "./scripts/write-headers.ts";
 
 /** A VAPID key pair for the tests' instance, in the web-push tools' form (the tests verify with the public key). */

@@ -6,7 +6,7 @@
 import { createECDH } from "node:crypto";
 import ece from "http_ece";
 import { importJWK, jwtVerify, decodeProtectedHeader } from "jose";
-import type { TestSubscription } from "../helpers/push-receiver.js";
+import type { TestSubscription } from "../shared/push-receiver.js";
 
 /** Opens an aes128gcm body with the subscription's private key and auth secret. */
 export async function openPush(body: Buffer, sub: TestSubscription): Promise<string> {

@@ -23,8 +23,8 @@ import { ROOT } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
-import { permissionParams } from "../helpers/cards.js";
-import { makeSubscription, type TestSubscription } from "../helpers/push-receiver.js";
+import { permissionParams } from "../shared/cards.js";
+import { makeSubscription, type TestSubscription } from "../shared/push-receiver.js";
 import { checkVapid, openPush } from "./push-service.js";
 import { type CspWatch, watchCsp } from "./csp-watch.js";
 

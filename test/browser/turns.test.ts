@@ -27,7 +27,7 @@ import * as z from "zod";
 import { launchChromium, sentByPage, signInWithDevice } from "./browser.js";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
-import { permissionParams } from "../helpers/cards.js";
+import { permissionParams } from "../shared/cards.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
 

@@ -10,7 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { firstPerson, loginDevice, type Person } from "./helpers/accounts.js";
 import { startInstance, type Instance } from "./helpers/instance.js";
 import { startUpstream, type Upstream } from "./helpers/openai-upstream.js";
-import { bagOfWords } from "../helpers/bag-of-words.js";
+import { bagOfWords } from "../shared/bag-of-words.js";
 
 let upstream: Upstream;
 let instance: Instance;

@@ -13,7 +13,7 @@ import { call, jsonOf, ORIGIN } from "../helpers/requests";
 import { attachClient, linkDevice, waitUntilUp, type Peer } from "../helpers/link";
 import { drain } from "../helpers/linked";
 import { announceParams, until, CHAT_QUOTA } from "../helpers/chats";
-import { makeSubscription, type TestSubscription } from "../helpers/push-receiver";
+import { makeSubscription, type TestSubscription } from "../shared/push-receiver";
 
 /**
  * What a route takes: nothing (it is public by design), a person (session cookie or API token), an admin person, a

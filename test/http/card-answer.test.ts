@@ -3,7 +3,7 @@
  * origin: the same first-answer-wins rule as a socket's answer, the device answered once, every socket told.
  */
 import { describe, expect, it } from "vitest";
-import { permissionParams } from "../helpers/cards";
+import { permissionParams } from "../shared/cards";
 import { drain, linkedWithClients } from "../helpers/linked";
 import type { Peer } from "../helpers/link";
 import { call, jsonOf, ORIGIN } from "../helpers/requests";

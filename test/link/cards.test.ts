@@ -1,6 +1,6 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { permissionParams } from "../helpers/cards";
+import { permissionParams } from "../shared/cards";
 import { attachClient, linkStub, type Peer } from "../helpers/link";
 import { drain, fireDeadlines, linkedWithClients, statusOf } from "../helpers/linked";
 

@@ -2,19 +2,19 @@
  * Push from the device's object: a card nobody watches reaches the person's browsers through a push service (the
  * test's own, at http://push.test, reached over the Worker's real outbound fetch). The test decrypts what the push
  * service received with the browser's private key and checks the VAPID JWT with the instance's public key, with
- * code of its own (helpers/push-receiver.ts).
+ * code of its own (test/shared/push-receiver.ts).
  */
 import { env, evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { PUSH_OUTBOX } from "../../src/link/features/push/push-outbox";
 import { OnDemandTables } from "../../src/link/runtime/tables-on-demand";
-import { permissionParams } from "../helpers/cards";
+import { permissionParams } from "../shared/cards";
 import { announceParams, until } from "../helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "../helpers/fixtures";
 import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "../helpers/link";
 import { drain, fireDeadlines } from "../helpers/linked";
-import { decryptPush, makeSubscription, unb64u, verifyVapid, type TestSubscription } from "../helpers/push-receiver";
-import { PUSH_SERVICE } from "../helpers/push-service";
+import { decryptPush, makeSubscription, unb64u, verifyVapid, type TestSubscription } from "../shared/push-receiver";
+import { PUSH_SERVICE } from "../shared/push-service";
 import { call, jsonOf } from "../helpers/requests";
 
 interface Received {

@@ -9,7 +9,7 @@ import {
   type QuestionRequest,
   type PlanRequest,
 } from "../../src/protocol/cards";
-import { permissionParams } from "../helpers/cards";
+import { permissionParams } from "../shared/cards";
 
 const permission: PermissionRequest = CARDS["session/request_permission"].params.parse(
   permissionParams("call_1", { session: true, lembas: { patient: true } }),

@@ -5,7 +5,7 @@ import { endpointRefusal, extraOrigins } from "../../src/push/endpoints";
 import type { PushPayload } from "../../src/protocol/push";
 import { cardNotice, fitPayload } from "../../src/push/payload";
 import { importVapidKeys, vapidAuthorization } from "../../src/push/vapid";
-import { b64u, decryptPush, makeSubscription, unb64u, verifyVapid } from "../helpers/push-receiver";
+import { b64u, decryptPush, makeSubscription, unb64u, verifyVapid } from "../shared/push-receiver";
 
 // RFC 8291, Appendix A.
 const RFC = {

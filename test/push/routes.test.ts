@@ -3,7 +3,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { pushSetup } from "../../src/push/setup";
 import { createUser, type TestUser } from "../helpers/fixtures";
-import { makeSubscription, type TestSubscription } from "../helpers/push-receiver";
+import { makeSubscription, type TestSubscription } from "../shared/push-receiver";
 import { call, jsonOf } from "../helpers/requests";
 
 let me: TestUser;

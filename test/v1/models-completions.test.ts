@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { createDevice, createUser } from "../helpers/fixtures";
 import { servedModels } from "../../src/providers/config";
-import { bagOfWords } from "../helpers/bag-of-words";
+import { bagOfWords } from "../shared/bag-of-words";
 import { call, releaseUpstream, upstreamReceived, usageRows, waitForUsage } from "../helpers/v1";
 
 const tag = () => crypto.randomUUID();

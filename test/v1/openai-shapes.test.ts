@@ -3,7 +3,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { servedModels } from "../../src/providers/config";
 import { createUser, type TestUser } from "../helpers/fixtures";
 import { assignPlan, call, putPlan, spend } from "../helpers/v1";
-import { TEST_PROVIDERS } from "../helpers/upstream";
+import { TEST_PROVIDERS } from "../shared/upstream";
 
 interface OpenAiError {
   error: { message: string; type: string; code: string | null; param: string | null };

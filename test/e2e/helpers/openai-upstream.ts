@@ -1,6 +1,6 @@
 /**
  * A local OpenAI-compatible provider on loopback, for the instance under `wrangler dev` to forward to: chat
- * completions (whole or streamed, with usage when asked), embeddings (bags of words, see bag-of-words.ts),
+ * completions (whole or streamed, with usage when asked), embeddings (bags of words, see test/shared/bag-of-words.ts),
  * transcriptions (a second of audio per 1,000 bytes) and speech (the input back as "audio", its last part held until
  * the test releases it, so a test can see audio arrive before the provider has finished). A last message starting
  * with "fail" gets a 500 in OpenAI's error shape. It keeps what it received.
@@ -8,7 +8,7 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import { once } from "node:events";
 import type { AddressInfo } from "node:net";
-import { bagOfWords, wordsOf } from "../../helpers/bag-of-words.js";
+import { bagOfWords, wordsOf } from "../../shared/bag-of-words.js";
 
 export const USAGE = { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 };
 
