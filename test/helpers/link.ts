@@ -4,6 +4,7 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { deviceLinkOf } from "../../src/link/device-link";
+import { cliHelloParams, cliInitializeResult } from "../shared/lembas-cli";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
 export type WireId = string | number | null;
@@ -138,40 +139,14 @@ export const CAPABILITIES_ALL = [
   "shell",
 ];
 
+/** LLeMbas CLI's hello, as the spec's example says it. */
 export function hello(protocol = 2) {
-  return {
-    jsonrpc: "2.0",
-    method: "_lembas/hello",
-    params: {
-      protocol,
-      version: "1.4.0",
-      harness_spec: "1.0.0",
-      device: { host: "work-laptop", platform: "linux" },
-      limits: { roots: ["~/work"], max_mode: "edit", require_trust: true },
-    },
-  };
+  return { jsonrpc: "2.0", method: "_lembas/hello", params: cliHelloParams({ protocol }) };
 }
 
+/** LLeMbas CLI's answer to initialize, as the spec's example says it, offering these capabilities. */
 export function initializeResult(protocol = 2, capabilities: string[] = CAPABILITIES_ALL) {
-  return {
-    protocolVersion: 1,
-    agentCapabilities: {
-      loadSession: false,
-      promptCapabilities: { image: true, audio: false, embeddedContext: true },
-      mcpCapabilities: { http: false, sse: false },
-    },
-    authMethods: [],
-    agentInfo: { name: "LLeMbas CLI", version: "1.4.0" },
-    _meta: {
-      lembas: {
-        protocol,
-        harness_spec: "1.0.0",
-        limits: { roots: ["~/work"], max_mode: "edit" },
-        connection: "example",
-        capabilities,
-      },
-    },
-  };
+  return cliInitializeResult({ protocol, capabilities });
 }
 
 /** Opens a device's link socket (no hello yet). */

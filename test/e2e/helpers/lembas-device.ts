@@ -9,8 +9,11 @@ import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import WebSocket from "ws";
 import * as z from "zod";
+import { cliHelloParams, cliInitializeResult, type Limits } from "../../shared/lembas-cli.js";
 
 const LINKED_WITHIN_MS = 20_000;
+/** The LLeMbas CLI version this device says it is. */
+const VERSION = "0.0.0-e2e";
 
 export interface DeviceOptions {
   origin: string;
@@ -35,44 +38,26 @@ export class LembasDevice {
   private initialized: () => void = () => {};
 
   constructor(private readonly options: DeviceOptions) {
-    const limits = { roots: [...options.roots], max_mode: "edit", require_trust: false };
+    const limits: Limits = { roots: [...options.roots], max_mode: "edit", require_trust: false };
     this.app = acp
       .agent({ name: "lembas-e2e-device" })
       .onConnect((connection) => {
         // Before the connection reads anything: the hello is the link's first frame.
         connection.client
-          .notify("_lembas/hello", {
-            protocol: 2,
-            version: "0.0.0-e2e",
-            harness_spec: "1.0.0",
-            device: { host: options.host, platform: "linux" },
-            limits,
-          })
+          .notify("_lembas/hello", cliHelloParams({ version: VERSION, host: options.host, limits }))
           .catch(() => {});
       })
       .onRequest(acp.methods.agent.initialize, ({ params }) => {
         this.initializations.push(params);
         // Answered once this returns; the instance's next frames may rely on it.
         queueMicrotask(this.initialized);
-        return {
-          protocolVersion: 1,
-          agentCapabilities: {
-            loadSession: false,
-            promptCapabilities: { image: false, audio: false, embeddedContext: false },
-            mcpCapabilities: { http: false, sse: false },
-          },
-          authMethods: [],
-          agentInfo: { name: "LLeMbas CLI", version: "0.0.0-e2e" },
-          _meta: {
-            lembas: {
-              protocol: 2,
-              harness_spec: "1.0.0",
-              limits,
-              connection: "e2e",
-              capabilities: [...options.capabilities],
-            },
-          },
-        };
+        return cliInitializeResult({
+          version: VERSION,
+          limits,
+          connection: "e2e",
+          capabilities: [...options.capabilities],
+          promptCapabilities: { image: false, audio: false, embeddedContext: false },
+        });
       });
   }
 
