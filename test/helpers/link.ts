@@ -4,6 +4,7 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { deviceLinkOf } from "../../src/link/device-link";
+import { drainProbeAnswer } from "../shared/drain-probe";
 import { cliHelloParams, cliInitializeResult } from "../shared/lembas-cli";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
@@ -46,9 +47,9 @@ export class Peer {
       const message = JSON.parse(
         typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data),
       ) as Wire;
-      if (message.method === "$/ping" && String(message.id).startsWith("drain:")) {
-        if (this.answersDrainProbes)
-          this.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "method not found" } });
+      const probeAnswer = drainProbeAnswer(message);
+      if (probeAnswer) {
+        if (this.answersDrainProbes) this.send(probeAnswer);
         return;
       }
       const waiter = this.#waiting.shift();

@@ -4,6 +4,7 @@
  * itself; they are not kept with the messages received.
  */
 import WebSocket from "ws";
+import { drainProbeAnswer } from "../../shared/drain-probe.js";
 
 export type Message = {
   jsonrpc: "2.0";
@@ -29,8 +30,9 @@ export class ClientSocket {
       const text = data.toString();
       if (text === "pong") return;
       const message = JSON.parse(text) as Message;
-      if (message.method === "$/ping" && String(message.id).startsWith("drain:")) {
-        this.send({ jsonrpc: "2.0", id: message.id, error: { code: -32601, message: "method not found" } });
+      const probeAnswer = drainProbeAnswer(message);
+      if (probeAnswer) {
+        this.send(probeAnswer);
         return;
       }
       this.received.push(message);
