@@ -4,6 +4,7 @@
  */
 import { env, SELF } from "cloudflare:test";
 import { deviceLinkOf } from "../../src/link/device-link";
+import { CAPABILITIES } from "../../src/protocol/capabilities";
 import { drainProbeAnswer } from "../shared/drain-probe";
 import { cliHelloParams, cliInitializeResult } from "../shared/lembas-cli";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
@@ -120,33 +121,13 @@ export class Peer {
   }
 }
 
-export const CAPABILITIES_ALL = [
-  "directories",
-  "configure",
-  "steer",
-  "terminal",
-  "sessions",
-  "status",
-  "delete",
-  "compact",
-  "title",
-  "files",
-  "commands",
-  "attachments",
-  "ask",
-  "plan",
-  "model",
-  "turns",
-  "shell",
-];
-
 /** LLeMbas CLI's hello, as the spec's example says it. */
 export function hello(protocol = 2) {
   return { jsonrpc: "2.0", method: "_lembas/hello", params: cliHelloParams({ protocol }) };
 }
 
 /** LLeMbas CLI's answer to initialize, as the spec's example says it, offering these capabilities. */
-export function initializeResult(protocol = 2, capabilities: string[] = CAPABILITIES_ALL) {
+export function initializeResult(protocol = 2, capabilities: readonly string[] = CAPABILITIES) {
   return cliInitializeResult({ protocol, capabilities });
 }
 

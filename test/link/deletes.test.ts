@@ -1,15 +1,16 @@
 import { env, evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { chatFromAnnounce } from "../../src/db/chats";
+import { CAPABILITIES } from "../../src/protocol/capabilities";
 import type { SessionAnnounce } from "../../src/protocol/lembas";
 import { chatsOf, pendingRows, until, CHAT_QUOTA } from "../helpers/chats";
 import { createDevice, createUser, type TestDevice, type TestUser } from "../helpers/fixtures";
-import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "../helpers/link";
+import { attachClient, linkDevice, linkedDevice, linkStub, type Peer } from "../helpers/link";
 import { drain, fireRequestDeadlines } from "../helpers/linked";
 import { call, jsonOf } from "../helpers/requests";
 
 const DELETE = "_lembas/session/delete";
-const WITHOUT_DELETE = CAPABILITIES_ALL.filter((c) => c !== "delete");
+const WITHOUT_DELETE = CAPABILITIES.filter((c) => c !== "delete");
 
 const announced = (sessionId: string): SessionAnnounce => ({
   sessionId,

@@ -1,6 +1,7 @@
 import { evictDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { attachClient, CAPABILITIES_ALL, linkDevice, linkedDevice, linkStub, type Peer } from "../helpers/link";
+import { CAPABILITIES } from "../../src/protocol/capabilities";
+import { attachClient, linkDevice, linkedDevice, linkStub, type Peer } from "../helpers/link";
 import { drain } from "../helpers/linked";
 import { call, jsonOf } from "../helpers/requests";
 
@@ -192,7 +193,7 @@ describe("terminals belong to the socket that opened them", () => {
   });
 
   it("to a device without the terminal capability every terminal method is refused and the device sees nothing", async () => {
-    const { link, client } = await linkedDevice(CAPABILITIES_ALL.filter((c) => c !== "terminal" && c !== "shell"));
+    const { link, client } = await linkedDevice(CAPABILITIES.filter((c) => c !== "terminal" && c !== "shell"));
     const answer = await client.call(1, OPEN, { cols: 80, rows: 24 });
     expect(answer.error).toMatchObject({ code: -32601, data: { capability: "terminal" } });
     for (const method of ["_lembas/terminal/input", "_lembas/terminal/resize", "_lembas/terminal/close"]) {

@@ -1,7 +1,8 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
-import { CAPABILITIES_ALL, linkDevice, linkStub, type Peer, type Wire } from "../helpers/link";
+import { CAPABILITIES } from "../../src/protocol/capabilities";
+import { linkDevice, linkStub, type Peer, type Wire } from "../helpers/link";
 import type { TestDevice } from "../helpers/fixtures";
 import { drain, linkedWithClients, numbered, statusOf } from "../helpers/linked";
 import { call, jsonOf } from "../helpers/requests";
@@ -13,7 +14,7 @@ const prompt = (text: string, turnId?: string) => ({
 });
 const turnIdOf = (request: Wire) =>
   (request.params?._meta as { lembas?: { turnId?: string } } | undefined)?.lembas?.turnId;
-const WITHOUT_TURNS = CAPABILITIES_ALL.filter((c) => c !== "turns");
+const WITHOUT_TURNS = CAPABILITIES.filter((c) => c !== "turns");
 
 /** Drops the link and waits until the client has seen it go down. */
 async function dropLink(link: Peer, client: Peer): Promise<void> {
