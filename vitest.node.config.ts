@@ -10,6 +10,7 @@ export default defineConfig({
       "test/e2e/**/*.test.ts",
       "test/browser/**/*.test.ts",
       "test/web/**/*.test.ts",
+      "test/architecture/**/*.test.ts",
     ],
     globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],
     testTimeout: 60_000,
