@@ -41,7 +41,7 @@ export default defineConfig(async () => {
     ],
     test: {
       include: ["test/**/*.test.ts"],
-      exclude: ["test/e2e/**", "test/bridge/**", "test/browser/**", "test/web/**", "test/architecture/**"],
+      exclude: ["test/e2e/**", "test/bridge/**", "test/browser/**", "test/architecture/**"],
       setupFiles: ["./test/apply-migrations.ts"],
       // Every wait inside a test has its own bound that names what never came (a message, a row, a state); the
       // test's own bound is the last resort. Vitest's 5 s failed CI once: under the full suite's load a test that takes

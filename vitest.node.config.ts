@@ -9,7 +9,6 @@ export default defineConfig({
       "test/bridge/**/*.test.ts",
       "test/e2e/**/*.test.ts",
       "test/browser/**/*.test.ts",
-      "test/web/**/*.test.ts",
       "test/architecture/**/*.test.ts",
     ],
     globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],

@@ -3,12 +3,11 @@
  * imports. Read from the sources with the TypeScript parser, type-only imports included — a type is a dependency
  * too, and a circle of types ties its modules together as firmly as one of values.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
+import { ROOT, sources } from "./sources.ts";
 
 /** The Worker's layers, lowest first: a module imports its own layer or one below it. */
 const LAYERS: readonly (readonly string[])[] = [
@@ -24,13 +23,6 @@ const LINK_ROOMS = ["src/link/runtime/", "src/link/features/", "src/link/device-
 
 /** What the browser UI and the bridge may take from the Worker's source: the protocol's types and tables. */
 const SHARED_WITH_CLIENTS = "src/protocol/";
-
-async function sources(dir: string): Promise<string[]> {
-  const entries = await readdir(path.join(ROOT, dir), { withFileTypes: true, recursive: true });
-  return entries
-    .filter((e) => e.isFile() && /\.tsx?$/.test(e.name) && !e.name.endsWith(".d.ts"))
-    .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)).split(path.sep).join("/"));
-}
 
 /** Every module of the three programs, with the modules of this repository it imports. */
 async function importGraph(): Promise<Map<string, string[]>> {

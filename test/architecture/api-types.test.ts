@@ -7,23 +7,15 @@
  * typeof CARDS`, a zod enum, an `as const` list): a union the web UI writes with the same literals as one anywhere
  * in the API's types, or all but one, is a restatement too.
  */
-import { readdir, readFile } from "node:fs/promises";
+import { readFile } from "node:fs/promises";
 import path from "node:path";
 import ts from "typescript";
 import { describe, expect, it } from "vitest";
-
-const ROOT = path.resolve(import.meta.dirname, "../..");
+import { ROOT, sources } from "./sources.ts";
 
 interface Shape {
   where: string;
   members: ReadonlySet<string>;
-}
-
-async function sources(dir: string): Promise<string[]> {
-  const entries = await readdir(path.join(ROOT, dir), { withFileTypes: true, recursive: true });
-  return entries
-    .filter((e) => e.isFile() && /\.tsx?$/.test(e.name))
-    .map((e) => path.relative(ROOT, path.join(e.parentPath, e.name)));
 }
 
 async function parse(file: string): Promise<ts.SourceFile> {
