@@ -6,6 +6,7 @@
  */
 import * as z from "zod/mini";
 import { PATH_MAX, SESSION_ID_MAX } from "../protocol/acp";
+import { hasVisibleCharacter, NEEDS_VISIBLE } from "../protocol/names";
 
 export const BOUNDS = {
   /** Names people give: API tokens, devices (characters). */
@@ -35,13 +36,17 @@ const UNSHOWABLE = "\\u0000-\\u001f\\u007f-\\u009f\\u061c\\u200e\\u200f\\u202a-\
 const HAS_UNSHOWABLE = new RegExp(`[${UNSHOWABLE}]`);
 const EVERY_UNSHOWABLE = new RegExp(`[${UNSHOWABLE}]`, "g");
 
-/** A name a person gives (zod): trimmed, 1–`max` characters, no control or bidirectional formatting character. */
+/**
+ * A name a person gives (zod): trimmed, 1–`max` characters, at least one of them visible, no control or
+ * bidirectional formatting character.
+ */
 export const displayName = (max: number = BOUNDS.name) =>
   z.string().check(
     z.trim(),
     z.minLength(1, "is required"),
     z.maxLength(max, `is longer than ${max} characters`),
     z.refine((name) => !HAS_UNSHOWABLE.test(name), "may not hold control or bidirectional formatting characters"),
+    z.refine((name) => name === "" || hasVisibleCharacter(name), NEEDS_VISIBLE),
   );
 
 /**

@@ -5,6 +5,7 @@
 import * as z from "zod/mini";
 import { DeviceLimits, DevicePath, jsonWithin, SessionId, WithSession } from "./acp";
 import { openUnion } from "./open-union";
+import { hasVisibleCharacter, NEEDS_VISIBLE } from "./names";
 
 const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
 const Base64 = z.base64("must be base64");
@@ -35,10 +36,12 @@ export const SessionDeleteParams = WithSession;
 export const SessionCompactParams = WithSession;
 export const SessionTitleParams = z.looseObject({
   sessionId: SessionId,
-  title: z.string().check(
-    z.maxLength(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`),
-    z.refine((title) => title.trim() !== "", "a title cannot be blank"),
-  ),
+  title: z
+    .string()
+    .check(
+      z.maxLength(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`),
+      z.refine(hasVisibleCharacter, `a title ${NEEDS_VISIBLE}`),
+    ),
 });
 export const FilesSearchParams = z
   .looseObject({

@@ -369,4 +369,66 @@ describe("names", () => {
     });
     expect(fine.status).toBe(201);
   });
+
+  // Each looks empty in a list: spaces and characters drawn as nothing, alone or together.
+  const INVISIBLE = [
+    "\u200b",
+    "\u200b\u200b",
+    "\u2060",
+    "\ufeff",
+    "\u3164",
+    "\u2800",
+    "\u00ad",
+    "\u0301",
+    "\u200b \u200c",
+  ];
+  // U+FEFF is white space to trim, so that name is empty ("is required"); the others say why.
+  const NEEDS_VISIBLE = "needs a visible character (not only spaces, zero-width or formatting characters)";
+  const refusal = (field: string) => new RegExp(`^${field}: (is required|${NEEDS_VISIBLE.replace(/[()]/g, "\\$&")})$`);
+
+  it("a token's, a device's and a device login's name made only of invisible characters is refused", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId, "laptop");
+    for (const name of INVISIBLE) {
+      const shown = JSON.stringify(name);
+      const token = await call("POST", "/api/tokens", { body: { name }, headers: { authorization: user.apiAuth } });
+      expect(token.status, shown).toBe(400);
+      expect((await jsonOf(token)).detail, shown).toMatch(refusal("name"));
+      const renamed = await call("PATCH", `/api/devices/${device.deviceId}`, {
+        body: { name },
+        headers: { authorization: user.apiAuth },
+      });
+      expect(renamed.status, shown).toBe(400);
+      expect((await jsonOf(renamed)).detail, shown).toMatch(refusal("name"));
+      for (const field of ["name", "host", "platform"]) {
+        const started = await call("POST", "/api/devices/authorize", {
+          body: { [field]: name },
+          headers: { "cf-connecting-ip": `203.0.113.${++addresses}` },
+        });
+        expect(started.status, `${field} ${shown}`).toBe(400);
+        expect((await jsonOf(started)).detail).toMatch(refusal(field));
+      }
+    }
+    expect(await count("SELECT COUNT(*) AS n FROM api_tokens WHERE user_id = ?", user.userId)).toBe(1);
+    const [kept] = (await (await call("GET", "/api/devices", { headers: { authorization: user.apiAuth } })).json()) as {
+      name: string;
+    }[];
+    expect(kept!.name).toBe("laptop");
+    // A visible character among invisible ones is a name.
+    const fine = await call("POST", "/api/tokens", {
+      body: { name: "\u200bci\u200b" },
+      headers: { authorization: user.apiAuth },
+    });
+    expect(fine.status).toBe(201);
+  });
+
+  it("a chat title a person gives made only of invisible characters is refused before the device sees it", async () => {
+    const { link, client } = await linkedDevice();
+    for (const [i, title] of INVISIBLE.entries()) {
+      const answer = await client.call(i + 1, "_lembas/session/title", { sessionId: "ses_1", title });
+      expect(answer.error, JSON.stringify(title)).toMatchObject({ code: -32602 });
+      expect(answer.error?.message).toContain(`a title ${NEEDS_VISIBLE}`);
+    }
+    await link.silent();
+  });
 });
