@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
-import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
+import { byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
 /** Session ids and paths are bounded so none can fill what stores them (docs/security.md). */
 export const SESSION_ID_MAX = 256;
@@ -109,8 +109,6 @@ export function blockBytes(block: ContentBlock): number {
   }
 }
 
-const mb = (bytes: number) => `${Math.round(bytes / (1024 * 1024))} MB`;
-
 export const PromptParams = z
   .looseObject({
     sessionId: SessionId,
@@ -129,7 +127,7 @@ export const PromptParams = z
           ctx.addIssue({
             code: "custom",
             path: ["prompt", i],
-            message: `a block may be at most ${mb(PROMPT_LIMITS.blockBytes)} decoded; this one is ${mb(bytes)}`,
+            message: `a block may be at most ${byteCount(PROMPT_LIMITS.blockBytes)} decoded; this one is ${byteCount(bytes)}`,
           });
         }
       });
@@ -137,7 +135,7 @@ export const PromptParams = z
         ctx.addIssue({
           code: "custom",
           path: ["prompt"],
-          message: `a prompt may be at most ${mb(PROMPT_LIMITS.promptBytes)} decoded; this one is ${mb(total)}`,
+          message: `a prompt may be at most ${byteCount(PROMPT_LIMITS.promptBytes)} decoded; this one is ${byteCount(total)}`,
         });
       }
     }),

@@ -74,16 +74,16 @@ describe("frame size limits", () => {
     await link.silent();
   });
 
-  it("relays a 30 MiB prompt (three images of 7.5 MiB, as base64) to the device whole", async () => {
+  /** An image block of exactly `bytes` decoded bytes (base64, padded as it must be). */
+  const imageOf = (bytes: number, digit: number) => {
+    const whole = Math.floor(bytes / 3);
+    const tail = ["", `${digit}${digit}==`, `${digit}${digit}${digit}=`][bytes % 3];
+    return { type: "image", data: String(digit).repeat(4 * whole) + tail, mimeType: "image/png" };
+  };
+
+  it("relays a prompt of exactly 25,000,000 bytes decoded (three images, 33.3 MB as base64) to the device whole", async () => {
     const { link, client } = await linkedDevice(["attachments"]);
-    const image = (i: number) => ({
-      type: "image",
-      data: String(i)
-        .repeat(4)
-        .repeat((10 * MiB) / 4),
-      mimeType: "image/png",
-    });
-    const prompt = [image(1), image(2), image(3)];
+    const prompt = [imageOf(8_333_334, 1), imageOf(8_333_333, 2), imageOf(8_333_333, 3)];
     client.send({ jsonrpc: "2.0", id: "big", method: "session/prompt", params: { sessionId: "ses_1", prompt } });
     const forwarded = await link.next(20_000);
     expect(forwarded.params?.prompt).toEqual(prompt);
@@ -91,11 +91,29 @@ describe("frame size limits", () => {
     expect(await client.next(10_000)).toEqual({ jsonrpc: "2.0", id: "big", result: { stopReason: "end_turn" } });
   }, 60_000);
 
-  it("refuses an image block over the spec's 10 MB with -32602 and a sentence", async () => {
+  it("answers a prompt of 25,000,001 bytes decoded -32602 with a sentence, and the device sees nothing", async () => {
     const { link, client } = await linkedDevice(["attachments"]);
-    const image = { type: "image", data: "AAAA".repeat((16 * MiB) / 4), mimeType: "image/png" };
-    const answer = await client.call("over", "session/prompt", { sessionId: "ses_1", prompt: [image] });
-    expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining("10 MB") });
+    const prompt = [imageOf(8_333_334, 1), imageOf(8_333_334, 2), imageOf(8_333_333, 3)];
+    const answer = await client.call("over", "session/prompt", { sessionId: "ses_1", prompt });
+    expect(answer.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining(
+        "a prompt may be at most 25,000,000 bytes decoded; this one is 25,000,001 bytes",
+      ),
+    });
+    await link.silent();
+  }, 60_000);
+
+  it("refuses an image block of 10,000,001 bytes decoded with -32602 and a sentence", async () => {
+    const { link, client } = await linkedDevice(["attachments"]);
+    const answer = await client.call("over", "session/prompt", {
+      sessionId: "ses_1",
+      prompt: [imageOf(10_000_001, 0)],
+    });
+    expect(answer.error).toMatchObject({
+      code: -32602,
+      message: expect.stringContaining("a block may be at most 10,000,000 bytes decoded; this one is 10,000,001 bytes"),
+    });
     await link.silent();
   }, 60_000);
 

@@ -72,7 +72,7 @@ describe("session/prompt params", () => {
     });
     expect(r).toMatchObject({
       ok: false,
-      error: expect.stringMatching(/^prompt\.0: a block may be at most 10 MB decoded/),
+      error: expect.stringMatching(/^prompt\.0: a block may be at most 10,000,000 bytes decoded/),
     });
   });
 });

@@ -3,7 +3,8 @@
  * what can be read at all, a close), never an exception.
  *
  * Limits. Workers take WebSocket messages up to 32 MiB (larger ones are closed by the runtime with 1009). A prompt
- * may carry 25 MB decoded, about 33.3 MB as base64 — so session/prompt frames may use the whole 32 MiB, and so may
+ * may carry 25,000,000 bytes decoded, 33,333,336 characters as base64 — so session/prompt frames may use the whole
+ * 32 MiB (MAX_FRAME_BYTES, which leaves the largest legal prompt 221,096 bytes for its JSON), and so may
  * the device (a history answer can be large). Any other client frame is held to 1 MiB. Larger frames never reach
  * the object: the runtime closes the socket with 1009 first. No frame may nest deeper than MAX_DEPTH (a value
  * nested thousands deep parses, but serialising it again throws).
@@ -18,13 +19,14 @@ import {
   type ErrorMessage,
   type NotificationMessage,
 } from "../../protocol/jsonrpc";
+import { MAX_FRAME_BYTES } from "../../protocol/prompt-limits";
 import { frameShape, paramsStart } from "./frame-shape";
 import type { Role } from "./sockets";
 
 const MiB = 1024 * 1024;
 export const FRAME_LIMITS = {
   /** The most any frame may be: the platform's WebSocket message limit. */
-  maxFrameBytes: 32 * MiB,
+  maxFrameBytes: MAX_FRAME_BYTES,
   /** A client frame other than session/prompt. */
   clientFrameBytes: 1 * MiB,
 } as const;
