@@ -8,12 +8,13 @@
  *   400 { detail }           not an answer this card takes (the sentence says why)
  *   404 { detail }           no such card (or device)
  *   409 { detail, reason }   the card already ended: answered, timed_out, settled, link_down, withdrawn or refused
+ *   429 { detail }           the credential's budget, shared with /rpc, is spent (Retry-After says when to try)
  */
 import * as z from "zod/mini";
 import { deviceLinkOf } from "../link/device-link";
 import { ErrorCode } from "../protocol/jsonrpc";
 import { readJson } from "./body";
-import { ownersDevice } from "./link-routes";
+import { ownersDeviceWithinBudget } from "./link-routes";
 import { HttpError, json } from "../respond";
 import type { Handler } from "./handler";
 
@@ -22,7 +23,7 @@ const Id = (what: string) =>
 const answerBody = z.looseObject({ sessionId: Id("sessionId"), toolCallId: Id("toolCallId") });
 
 export const answerCardOverHttp: Handler = async (request, env) => {
-  const { deviceId } = await ownersDevice(request, env);
+  const { deviceId } = await ownersDeviceWithinBudget(request, env);
   const { sessionId, toolCallId, ...answer } = await readJson(request, answerBody);
   const refusal = await deviceLinkOf(env, deviceId).answerCard({ sessionId, toolCallId }, answer);
   if (refusal === null) return json({ answered: true });

@@ -49,10 +49,19 @@ export const clientSocket: Handler = async (request, env) => {
   return toLink(env, request, identity);
 };
 
-/** The body is read here, within the route's cap, and sent on: the object never reads more than was allowed. */
-export const clientRpc: Handler = async (request, env) => {
+/**
+ * One flood budget per credential for every request a person sends a device's object over HTTP (`/rpc`, a card's
+ * answer): spent before the body is read, so a refused request costs the object nothing.
+ */
+export async function ownersDeviceWithinBudget(request: Parameters<Handler>[0], env: Env): Promise<Identity> {
   const identity = await ownersDevice(request, env);
   await countAttempt(env, [["rpc_credential", identity.credential!]], "too many requests: slow down");
+  return identity;
+}
+
+/** The body is read here, within the route's cap, and sent on: the object never reads more than was allowed. */
+export const clientRpc: Handler = async (request, env) => {
+  const identity = await ownersDeviceWithinBudget(request, env);
   const body = await readBodyBytes(request);
   return toLink(env, new Request(request.url, { method: "POST", headers: request.headers, body }), identity);
 };

@@ -1,8 +1,8 @@
 /**
  * Rate limits, each driven to 429 and lifted when its window passes (the clock is moved, nothing sleeps): sign-ins
  * per account and per client address (a back-off after 5 failures), approvals naming codes that do not exist per
- * person and per address, device logins started per address, and HTTP /rpc calls per credential. Counts are exact:
- * attempts made at once cannot slip past them.
+ * person and per address, device logins started per address, and HTTP /rpc calls and card answers per credential.
+ * Counts are exact: attempts made at once cannot slip past them.
  */
 import { env } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
@@ -158,7 +158,7 @@ describe("device logins started", MANY_CALLS, () => {
   });
 });
 
-describe("HTTP /rpc", () => {
+describe("HTTP /rpc and card answers", () => {
   it("one flood budget per credential: 100 at once, then 50 a second; another credential has its own", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
@@ -175,6 +175,32 @@ describe("HTTP /rpc", () => {
     later(1);
     const refilled = await Promise.all(Array.from({ length: 51 }, () => rpc(byToken).then((r) => r.status)));
     expect(refilled.filter((s) => s === 200)).toHaveLength(50);
+    expect(refilled.filter((s) => s === 429)).toHaveLength(1);
+  }, 30_000);
+
+  it("answering cards over HTTP spends the same budget: a flood of answers is refused before the device's object", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const byToken = { authorization: user.apiAuth };
+    const answer = () =>
+      call("POST", `/api/devices/${device.deviceId}/cards/answer`, {
+        body: { sessionId: "ses_1", toolCallId: "call_1", outcome: { outcome: "cancelled" } },
+        headers: byToken,
+      });
+    // No such card: each answer the budget lets through reaches the object and is told so (404).
+    const statuses = await Promise.all(Array.from({ length: 100 }, () => answer().then((r) => r.status)));
+    expect(statuses.every((s) => s === 404)).toBe(true);
+    await expect429(await answer(), /too many requests: slow down/, 1);
+    // One budget for both routes of the credential.
+    const rpc = await call("POST", `/api/devices/${device.deviceId}/rpc`, {
+      body: { jsonrpc: "2.0", id: 1, method: "_instance/status" },
+      headers: byToken,
+    });
+    expect(rpc.status).toBe(429);
+    expect((await answer()).status).toBe(429);
+    later(1);
+    const refilled = await Promise.all(Array.from({ length: 51 }, () => answer().then((r) => r.status)));
+    expect(refilled.filter((s) => s === 404)).toHaveLength(50);
     expect(refilled.filter((s) => s === 429)).toHaveLength(1);
   }, 30_000);
 });
