@@ -9,6 +9,8 @@ import { Stop, say } from "./bridge/log.js";
 
 /** The keep-alive interval the instance expects; the environment may shorten it (tests do). */
 const DEFAULT_PING_MS = 30_000;
+/** How long the agent has to exit after SIGTERM before its process group is killed; the environment may change it. */
+const DEFAULT_STOP_GRACE_MS = 5_000;
 
 async function main(argv: readonly string[]): Promise<number> {
   const command = parseArgs(argv);
@@ -24,7 +26,13 @@ async function main(argv: readonly string[]): Promise<number> {
       return 0;
     case "link": {
       const credential = await findCredential(configDir(), command.origin);
-      return link({ credential, agent: command.agent, version: packageVersion(), pingMs: pingMs() });
+      return link({
+        credential,
+        agent: command.agent,
+        version: packageVersion(),
+        pingMs: positiveMs("LEMBAS_EDGE_PING_MS", DEFAULT_PING_MS),
+        stopGraceMs: positiveMs("LEMBAS_EDGE_STOP_GRACE_MS", DEFAULT_STOP_GRACE_MS),
+      });
     }
   }
 }
@@ -35,9 +43,9 @@ function packageVersion(): string {
   return (JSON.parse(text) as { version: string }).version;
 }
 
-function pingMs(): number {
-  const value = Number(process.env.LEMBAS_EDGE_PING_MS);
-  return Number.isInteger(value) && value > 0 ? value : DEFAULT_PING_MS;
+function positiveMs(name: string, fallback: number): number {
+  const value = Number(process.env[name]);
+  return Number.isInteger(value) && value > 0 ? value : fallback;
 }
 
 main(process.argv.slice(2)).then(

@@ -2,6 +2,7 @@
  * `lembas-edge link`: runs a stdio ACP agent and relays it to the instance, one JSON line ↔ one WebSocket
  * message, redialling while the agent keeps running.
  */
+import { constants } from "node:os";
 import { setTimeout as sleep } from "node:timers/promises";
 import WebSocket from "ws";
 import { CloseCode } from "../../src/protocol/close-codes.js";
@@ -21,6 +22,8 @@ export interface LinkOptions {
   agent: readonly [string, ...string[]];
   version: string;
   pingMs: number;
+  /** How long the agent's process group has to exit after SIGTERM before it is killed. */
+  stopGraceMs: number;
 }
 
 export const REVOKED = "this device was revoked; run lembas-edge login again";
@@ -37,17 +40,26 @@ const STOPPING_CLOSES: ReadonlyMap<number, string> = new Map([
 /** How long the bridge waits for the instance to answer its closing handshake when the agent has exited. */
 const CLOSE_GRACE_MS = 2_000;
 
+/** The signals a terminal or a service manager stops the bridge with. */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM", "SIGHUP"] as const;
+
 export async function link(options: LinkOptions): Promise<number> {
   const agent = startAgent(options.agent);
   const relay = new Relay(agent, options);
-  const forwardSignal = () => agent.terminate();
-  process.once("SIGINT", forwardSignal);
-  process.once("SIGTERM", forwardSignal);
+  const stopAgent = () => agent.stop(options.stopGraceMs);
+  // A second signal while stopping kills the agent's group at once (stop() again).
+  let stoppedBy: NodeJS.Signals | null = null;
+  const onSignal = (signal: NodeJS.Signals) => {
+    if (!stoppedBy) say(`${signal}: stopping the agent`);
+    stoppedBy ??= signal;
+    stopAgent();
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, onSignal);
 
   const pumped = relay.pumpAgent().catch((error: unknown) => {
     // The agent wrote something that is not ACP framing (e.g. a line past the size limit): it cannot go on.
     say(`stopped reading the agent: ${error instanceof Error ? error.message : String(error)}`);
-    agent.terminate();
+    stopAgent();
   });
   // The agent's last lines are relayed before the link closes behind it.
   const agentExit = Promise.all([agent.exited, pumped]).then(([code]) => {
@@ -57,13 +69,14 @@ export async function link(options: LinkOptions): Promise<number> {
   const stop = await relay.run();
   if (stop) {
     say(stop.message);
-    agent.terminate();
+    stopAgent();
     await agentExit;
     return stop.exitCode;
   }
   const code = await agentExit;
   say(`the agent exited with code ${code}`);
-  return code;
+  // Stopped by a signal: the shell's convention for it, whatever the agent answered the signal with.
+  return stoppedBy ? 128 + constants.signals[stoppedBy] : code;
 }
 
 class Relay {

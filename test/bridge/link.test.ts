@@ -1,5 +1,5 @@
 /** The bridge's link, against a local stand-in of the instance, with the real ACP SDK example agent behind it. */
-import { readFile } from "node:fs/promises";
+import { readdir, readFile, writeFile } from "node:fs/promises";
 import { hostname } from "node:os";
 import path from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
@@ -254,6 +254,73 @@ describe("lembas-edge link", () => {
     const run = runBridge(["link", "--", ...exampleAgent], { configHome: empty });
     expect(await run.exited).toBe(1);
     expect(run.stderr()).toContain("not logged in to any instance; run lembas-edge login <instance-url> first");
+  });
+});
+
+/** The live processes of a process group, read from /proc (a stat's field 3 is the state, 5 the group). */
+async function groupMembers(pgid: number): Promise<number[]> {
+  const members: number[] = [];
+  for (const entry of await readdir("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = await readFile(`/proc/${entry}/stat`, "utf8").catch(() => "");
+    // The command name (field 2) may hold spaces and parentheses: the fields after it follow its last ")".
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    // A zombie has ended; only its parent's reaping is left.
+    if (Number(fields[2]) === pgid && fields[0] !== "Z") members.push(Number(entry));
+  }
+  return members;
+}
+
+/**
+ * An agent as npm installs one: a shell launcher whose child (the bridge's grandchild) is the agent and holds the
+ * launcher's stdout. The launcher writes its pid, which is its process group's id, to `pidFile`.
+ */
+async function launcher(pidFile: string, agentArgs: string[]): Promise<string[]> {
+  const dir = await tempDir("launcher");
+  const script = path.join(dir, "agent");
+  const quoted = agentArgs.map((arg) => `'${arg.replaceAll("'", "'\\''")}'`).join(" ");
+  await writeFile(script, `#!/bin/sh\necho $$ > '${pidFile}'\n${quoted}\nexit $?\n`, { mode: 0o755 });
+  return [script];
+}
+
+describe("lembas-edge link stops its agent", () => {
+  /** Starts the bridge on a launched agent; resolves once the link is up with the agent's group id. */
+  async function launched(agentArgs: string[], env: NodeJS.ProcessEnv = {}) {
+    const pidFile = path.join(await tempDir("pid"), "launcher.pid");
+    const run = linkAgent(await launcher(pidFile, agentArgs), { env });
+    const link = await server.connection(0);
+    expect((await initialize(link, 0)).result).toMatchObject({ protocolVersion: 1 });
+    const pgid = Number((await readFile(pidFile, "utf8")).trim());
+    // The launcher and the agent it started, both alive.
+    expect(await groupMembers(pgid)).toHaveLength(2);
+    return { run, link, pgid };
+  }
+
+  it("leaves no process of the agent's group after one SIGTERM, and exits 143 saying why", async () => {
+    const { run, link, pgid } = await launched(exampleAgent);
+    run.child.kill("SIGTERM");
+    expect(await run.exited).toBe(143);
+    expect(await groupMembers(pgid)).toEqual([]);
+    expect(run.stderr()).toContain("SIGTERM: stopping the agent");
+    expect(await link.closed).toBe(1000);
+  });
+
+  it("kills an agent that ignores SIGTERM once the grace period is over", async () => {
+    const stubborn = [
+      "process.on('SIGTERM', () => {});",
+      "process.stdin.on('data', (data) => {",
+      "  const request = JSON.parse(String(data).split('\\n')[0]);",
+      "  process.stdout.write(JSON.stringify({ jsonrpc: '2.0', id: request.id, result: { protocolVersion: 1, agentCapabilities: {} } }) + '\\n');",
+      "});",
+      "process.stdin.on('end', () => {});",
+      "setInterval(() => {}, 1000);",
+    ].join("\n");
+    const { run, pgid } = await launched([process.execPath, "-e", stubborn], { LEMBAS_EDGE_STOP_GRACE_MS: "500" });
+    const sent = Date.now();
+    run.child.kill("SIGHUP");
+    expect(await run.exited).toBe(129);
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(500);
+    expect(await groupMembers(pgid)).toEqual([]);
   });
 });
 
