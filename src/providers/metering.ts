@@ -39,10 +39,11 @@ export async function reportWindow(
   };
 }
 
-const shown = (micro: number) => {
-  const n = toCredits(micro);
-  return Math.abs(n) < 1000 ? n.toFixed(2) : n.toFixed(0);
-};
+/** An amount in credits to the micro-credit, so a small limit or balance reads as itself (at least two decimals). */
+export const shown = (micro: number): string =>
+  toCredits(micro)
+    .toFixed(6)
+    .replace(/(\.\d\d\d*?)0+$/, "$1");
 
 /** A refusal a client should not retry on its own (the OpenAI SDKs read x-should-retry). */
 const noRetry = { "x-should-retry": "false" };

@@ -5,17 +5,20 @@
  *   duration the provider reports) or by token (`price_in`/`price_out`: its usage); when it reports neither, the
  *   audio's length is estimated from its size and the row marked estimated.
  * - POST /v1/audio/speech: `model` (kind tts), `input`, `voice`, `response_format`, `speed`, `instructions`; the
- *   audio streamed back as it arrives. Priced by the characters of `input` (`price_chars`), known before it is sent.
+ *   audio streamed back as it arrives. Priced by the characters of `input` and `instructions` (`price_chars`), known
+ *   before it is sent.
  */
 import * as z from "zod/mini";
 import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
-import { readBodyBytes, readJson, validated } from "../body";
+import { readForm, readJson, validated } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { tokensLikely } from "../../providers/estimate";
 import { admit, forwardAdmitted } from "../../providers/metering";
 
+/** A transcription has a file and a handful of fields (a few repeated, as timestamp_granularities[]). */
+const MAX_FORM_PARTS = 32;
 /** OpenAI's own limit for a file to transcribe. */
 const MAX_AUDIO = 25 * 1024 * 1024;
 /** Audio of a given size lasts at most this long at 16 kbit/s (low-rate speech): what a transcription holds. */
@@ -43,15 +46,7 @@ const bad = (detail: string, param?: string) =>
 
 export const transcriptions: Handler = async (request, env, ctx) => {
   const caller = await authenticateCaller(request, env);
-  const bytes = await readBodyBytes(request);
-  let form: FormData;
-  try {
-    form = await new Response(bytes, {
-      headers: { "content-type": request.headers.get("content-type") ?? "" },
-    }).formData();
-  } catch {
-    throw bad("the body is not a multipart form");
-  }
+  const form = await readForm(request, MAX_FORM_PARTS);
   const file = form.get("file");
   if (!(file instanceof File) || file.size === 0) throw bad("the audio is missing: send it as `file`", "file");
   if (file.size > MAX_AUDIO) throw new HttpError(413, "the audio is over 25 MiB");
@@ -110,7 +105,9 @@ export const speech: Handler = async (request, env, ctx) => {
   const caller = await authenticateCaller(request, env);
   const body = await readJson(request, Speech);
   const model = findModel(env, body.model, "tts");
-  const used = { tokensIn: 0, tokensOut: 0, characters: [...body.input].length };
+  // The instructions are read by the model as much as the input is: both are paid for.
+  const characters = [...body.input].length + [...(body.instructions ?? "")].length;
+  const used = { tokensIn: 0, tokensOut: 0, characters };
   const charge = await admit(env, ctx, caller, model, used);
   const upstream = await forwardAdmitted(
     env,
