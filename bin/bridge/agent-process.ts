@@ -44,6 +44,8 @@ export function startAgent([program, ...args]: readonly [string, ...string[]]): 
   };
 
   let closed = false;
+  // Cleared once the agent is gone: its group's id may be reused by then.
+  let killTimer: NodeJS.Timeout | undefined;
   const exited = new Promise<number>((resolve) => {
     child.once("error", (error) => {
       say(`could not start the agent "${program}": ${error.message}`);
@@ -53,6 +55,7 @@ export function startAgent([program, ...args]: readonly [string, ...string[]]): 
     // "close" (not "exit"): it comes after stdout is drained, so the agent's last messages are read first.
     child.once("close", (code, signal) => {
       closed = true;
+      clearTimeout(killTimer);
       resolve(code ?? 128 + (signal ? constants.signals[signal] : 0));
     });
   });
@@ -77,8 +80,7 @@ export function startAgent([program, ...args]: readonly [string, ...string[]]): 
       stopping = true;
       child.stdin.end();
       signalGroup("SIGTERM");
-      const kill = setTimeout(() => signalGroup("SIGKILL"), graceMs);
-      exited.then(() => clearTimeout(kill));
+      killTimer = setTimeout(() => signalGroup("SIGKILL"), graceMs);
     },
   };
 }
