@@ -14,7 +14,8 @@ import { createDevice, createUser, type TestDevice, type TestUser } from "../hel
 import { attachClient, linkDevice, linkStub, waitUntilUp, type Peer } from "../helpers/link";
 import { drain, fireDeadlines } from "../helpers/linked";
 import { decryptPush, makeSubscription, unb64u, verifyVapid, type TestSubscription } from "../shared/push-receiver";
-import { PUSH_SERVICE } from "../shared/push-service";
+import { HUGE_BODY_BYTES, PUSH_SERVICE } from "../shared/push-service";
+import { SEND_TIMEOUT_MS } from "../../src/push/send";
 import { call, jsonOf } from "../helpers/requests";
 
 interface Received {
@@ -246,6 +247,63 @@ describe("the push service's answers", () => {
         ),
       (rows) => rows.length === 1 && rows[0]!.sent === 1,
     );
+    await drain(link, 10);
+  });
+});
+
+describe("push services that misbehave", () => {
+  it("a redirect, a huge error body and a hang hold back no other browser, and each outcome is recorded", async () => {
+    const { user, device, sub: working } = await subscribed();
+    const misbehaving: Record<"redirect" | "huge" | "hang", TestSubscription> = {
+      redirect: await makeSubscription(`${PUSH_SERVICE}/redirect/${crypto.randomUUID()}`),
+      huge: await makeSubscription(`${PUSH_SERVICE}/huge/${crypto.randomUUID()}`),
+      hang: await makeSubscription(`${PUSH_SERVICE}/hang/${crypto.randomUUID()}`),
+    };
+    for (const sub of Object.values(misbehaving)) {
+      const res = await call("POST", "/api/push/subscriptions", {
+        body: { endpoint: sub.endpoint, keys: sub.keys },
+        headers: { authorization: user.apiAuth },
+      });
+      expect(res.status).toBe(201);
+    }
+    const link = await linkUp(device);
+    const sentAt = Date.now();
+    link.send({ jsonrpc: "2.0", id: 0, method: "session/request_permission", params: permission("call_1") });
+
+    const row = () =>
+      runInDurableObject(linkStub(device.deviceId), (_i, state) => {
+        const [r] = state.storage.sql.exec("SELECT delivered, finished, attempts FROM push_outbox").toArray();
+        return (
+          r && {
+            delivered: JSON.parse(String(r.delivered)),
+            finished: JSON.parse(String(r.finished)),
+            attempts: r.attempts,
+          }
+        );
+      });
+    // Delivered, redirected and huge are each recorded while the hanging push service still holds its request —
+    // the huge error answer refused from its start, long before the push service could have made all of it.
+    const early = await until(row, (r) => r?.finished.length === 3);
+    const made = (await (
+      await fetch(`${PUSH_SERVICE}/_pulled?endpoint=${encodeURIComponent(misbehaving.huge.endpoint)}`)
+    ).json()) as { bytes: number };
+    expect(made.bytes).toBeLessThan(HUGE_BODY_BYTES);
+    expect(early).toEqual({
+      delivered: [working.endpoint],
+      finished: expect.arrayContaining([working.endpoint, misbehaving.redirect.endpoint, misbehaving.huge.endpoint]),
+      attempts: 0,
+    });
+    expect(await received(misbehaving.hang.endpoint)).toHaveLength(1);
+    // The redirect was not followed.
+    expect(await received(misbehaving.redirect.endpoint.replace("/redirect/", "/redirected/"))).toEqual([]);
+    // The hang is given up after the time limit: the attempt ends, and that browser alone is tried again later.
+    const after = await until(row, (r) => r?.attempts === 1, SEND_TIMEOUT_MS + 5_000);
+    expect(Date.now() - sentAt).toBeGreaterThanOrEqual(SEND_TIMEOUT_MS);
+    expect(after?.finished).not.toContain(misbehaving.hang.endpoint);
+    const deadlines = await runInDurableObject(linkStub(device.deviceId), (_i, state) =>
+      state.storage.sql.exec("SELECT kind FROM deadlines WHERE kind = 'push'").toArray(),
+    );
+    expect(deadlines).toHaveLength(1);
     await drain(link, 10);
   });
 });

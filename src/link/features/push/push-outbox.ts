@@ -155,40 +155,30 @@ async function attempt(rt: LinkRuntime, id: number): Promise<void> {
     urgency: row.urgency as PushMessage["urgency"],
     topic: await topicOf(payload.tag),
   };
-  const outcomes = await Promise.all(
-    recipients.map(async (r) => ({ endpoint: r.endpoint, delivery: await sendPush(setup.vapid, r, message) })),
-  );
+  // Each browser's outcome is recorded as it comes: one slow or failing push service holds back no other.
   const retry: Delivery[] = [];
-  const delivered: string[] = [];
-  for (const { endpoint, delivery } of outcomes) {
-    if (delivery.outcome === "retry") {
-      retry.push(delivery);
-      continue;
-    }
-    finished.add(endpoint);
-    if (delivery.outcome === "delivered") delivered.push(endpoint);
-    if (delivery.outcome === "gone") await forgetPushEndpoint(rt.env.DB, endpoint);
-    if (delivery.outcome === "refused")
-      console.error(`push service refused message ${id} (${delivery.status}): ${delivery.detail}`);
-  }
+  await Promise.all(
+    recipients.map(async (r) => {
+      const delivery = await sendPush(setup.vapid, r, message);
+      if (delivery.outcome === "retry") {
+        if (delivery.status === null) console.error(`push message ${id}: no answer from ${new URL(r.endpoint).origin}`);
+        retry.push(delivery);
+        return;
+      }
+      if (delivery.outcome === "refused")
+        console.error(`push service refused message ${id} (${delivery.status}): ${delivery.detail}`);
+      record(rt, row, payload, r.endpoint, delivery);
+      if (delivery.outcome === "gone") await forgetPushEndpoint(rt.env.DB, r.endpoint);
+    }),
+  );
   const now = Date.now();
   const stored = outboxOf(rt).ifMade(
     undefined,
     (sql) =>
-      sql
-        .exec<OutboxRow>(
-          "UPDATE push_outbox SET delivered = ?, finished = ?, attempts = attempts + 1 WHERE id = ? RETURNING *",
-          JSON.stringify([...(list(row.delivered) ?? []), ...delivered]),
-          JSON.stringify([...finished]),
-          id,
-        )
-        .toArray()[0],
+      sql.exec<OutboxRow>("UPDATE push_outbox SET attempts = attempts + 1 WHERE id = ? RETURNING *", id).toArray()[0],
   );
-  if (!stored) {
-    // The card ended while this was being sent: the browsers that just got it are told at once.
-    if (row.kind === "cards" && delivered.length > 0) settleCard(rt, payload, delivered);
-    return;
-  }
+  // The card ended while this was being sent: what was delivered was settled as it came (record).
+  if (!stored) return;
   if (retry.length > 0 && stored.attempts < MAX_ATTEMPTS) {
     const after = Math.max(
       BACKOFF_MS[stored.attempts - 1] ?? BACKOFF_MS.at(-1)!,
@@ -199,6 +189,30 @@ async function attempt(rt: LinkRuntime, id: number): Promise<void> {
   }
   if (retry.length > 0) console.error(`push message ${id}: ${retry.length} browser(s) never took it; given up`);
   finish(rt, stored, list(stored.delivered) ?? []);
+}
+
+/** One browser is done with a message: delivered, gone or refused. */
+function record(rt: LinkRuntime, row: OutboxRow, payload: PushPayload, endpoint: string, delivery: Delivery): void {
+  const delivered = delivery.outcome === "delivered";
+  const stored = outboxOf(rt).ifMade(undefined, (sql) => {
+    const current = sql
+      .exec<Pick<OutboxRow, "delivered" | "finished">>(
+        "SELECT delivered, finished FROM push_outbox WHERE id = ?",
+        row.id,
+      )
+      .toArray()[0];
+    if (!current) return undefined;
+    const wasDelivered = list(current.delivered) ?? [];
+    sql.exec(
+      "UPDATE push_outbox SET delivered = ?, finished = ? WHERE id = ?",
+      JSON.stringify(delivered ? [...wasDelivered, endpoint] : wasDelivered),
+      JSON.stringify([...(list(current.finished) ?? []), endpoint]),
+      row.id,
+    );
+    return current;
+  });
+  // The card ended while this was being sent: the browser that just got it is told at once.
+  if (!stored && row.kind === "cards" && delivered) settleCard(rt, payload, [endpoint]);
 }
 
 /** Sending is over: a card's row stays (marked sent) while its card is open and some browser got it. */
