@@ -92,6 +92,14 @@ export const DEFAULT_LINK_CAPS = {
    * open_card_bytes it stays under the 64 MiB behind after which a socket is closed (drain.ts LAG_HARD_LIMIT).
    */
   replay_bytes: 32 * 1024 * 1024,
+  /** Finished turns kept per chat (features/kept): the last this many; 0 keeps none (the kept conversation is off). */
+  kept_turns: 200,
+  /** A chat's kept turns together, as bytes: past it the oldest go. */
+  kept_chat_bytes: 8 * 1024 * 1024,
+  /** All the device's kept turns together, as bytes: past it the oldest of any chat go. */
+  kept_device_bytes: 64 * 1024 * 1024,
+  /** An image (prompt or agent) whose base64 data is at most this long is kept; a larger one as a placeholder. */
+  kept_image_bytes: 256 * 1024,
 };
 
 export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;

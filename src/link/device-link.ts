@@ -31,6 +31,7 @@ import { heartbeat, keepAlive, watchLiveness } from "./runtime/heartbeat";
 import { handleRpc } from "./runtime/http-rpc";
 import { identityOf, type Identity } from "./runtime/identity";
 import { instanceMethods } from "./runtime/instance-methods";
+import { forgetAllKept, kept } from "./features/kept/kept";
 import { deleteForPerson, pendingDeletes } from "./features/deletes/pending-deletes";
 import { presence } from "./runtime/presence";
 import { push } from "./features/push/push";
@@ -69,6 +70,7 @@ const FEATURES: readonly LinkFeature[] = [
   push,
   turns,
   replay,
+  kept,
   cards,
   cancel,
   sessionLoad,
@@ -234,11 +236,16 @@ export class DeviceLink extends DurableObject<Env> {
     }
   }
 
-  /** The device was revoked: close its link at once (4401), and every client socket attached to it (4404). */
+  /**
+   * The device was revoked: its kept turns go, its link closes at once (4401), and every client socket attached to
+   * it (4404).
+   */
   revoke(): Promise<void> {
     return this.#guard("revoke", async () => {
       const rt = this.#rt;
       const link = rt.link();
+      // The device (or its account) is gone: so is what was kept of its conversations.
+      forgetAllKept(rt);
       for (const ws of this.ctx.getWebSockets("device")) closeSocket(ws, CloseCode.Revoked, "device revoked");
       if (link) await endLink(rt, link, "revoked");
       for (const ws of this.ctx.getWebSockets("client")) {

@@ -68,7 +68,7 @@ export const ContentBlock = z.discriminatedUnion("type", [
 export type ContentBlock = z.infer<typeof ContentBlock>;
 
 /** Bytes of a base64 string once decoded. */
-function base64Bytes(data: string): number {
+export function base64Bytes(data: string): number {
   let padding = 0;
   if (data.endsWith("==")) padding = 2;
   else if (data.endsWith("=")) padding = 1;

@@ -2,6 +2,7 @@
  * The instance's own methods on the client socket (ACP extension methods, `_instance/…`), as types with no platform
  * behind them: the link's modules build these and the web UI imports them.
  */
+import * as z from "zod/mini";
 import type { InitializeLembasMeta, InitializeResult } from "./acp";
 import type { Hello } from "./lembas";
 
@@ -68,4 +69,85 @@ export interface InstanceFrameMeta {
 export interface InstanceWatch {
   sessionId: string | null;
   visible: boolean;
+}
+
+/** An attachment of a kept prompt: an image's data is kept up to the instance's limit, else only its name and size. */
+export interface KeptAttachment {
+  name: string;
+  mimeType: string;
+  size: number;
+  /** An image's base64 data, when within the limit. */
+  data?: string;
+}
+
+/** A tool call as it last stood: every field of its tool_call and tool_call_update frames, the latest winning. */
+export interface KeptTool {
+  toolCallId: string;
+  title?: string;
+  kind?: string;
+  status?: string;
+  /** ACP ToolCallContent: diffs, content blocks, terminals. */
+  content?: unknown[];
+  locations?: { path: string; line?: number | null }[];
+  rawInput?: unknown;
+  rawOutput?: unknown;
+}
+
+/** How a card ended: who answered it (a client's socket, an HTTP answer) and with what, or why nobody did. */
+export interface KeptDecision {
+  how: "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
+  /** The answer the device was given (an approval's option, a question's answers, a plan's outcome). */
+  answer?: unknown;
+  /** Where the answer came from: "client" (a socket), "http" (a notification's action), or null. */
+  by?: string | null;
+}
+
+/** One thing a kept turn shows, in the order its frames came. */
+export type KeptItem =
+  | { type: "text"; text: string }
+  | { type: "thought"; text: string }
+  /** A content block the agent sent that is not text (an image: data kept within the limit, else its size). */
+  | { type: "block"; block: Record<string, unknown> }
+  | { type: "tool"; tool: KeptTool }
+  | { type: "plan"; entries: unknown[] }
+  | { type: "event"; event: { type: string } & Record<string, unknown> }
+  | { type: "mode"; modeId: string }
+  | { type: "card"; method: string; toolCallId: string; params: unknown; decision: KeptDecision | null };
+
+/** A finished turn as the instance keeps it (`_instance/kept/turns`): enough to draw it again. */
+export interface KeptTurn {
+  sessionId: string;
+  /** The turn's id (the client's, the device's for a terminal's turn), or one the instance made. */
+  turnId: string;
+  startedAt: number;
+  endedAt: number;
+  prompt: { text: string; attachments: KeptAttachment[] } | null;
+  items: KeptItem[];
+  /** The plan (todo list) as it last stood, if the turn had one. */
+  plan: unknown[] | null;
+  stopReason: string | null;
+  /** The prompt answer's `_meta.lembas` fields (command, summary, undone, mode, message, unsent). */
+  result: Record<string, unknown> | null;
+  /** Parts cut to keep the record within its size (images as placeholders, long texts shortened). */
+  cut?: boolean;
+}
+
+/** `_instance/kept/turns` params: a chat's kept turns, newest first, `limit` a page, older than `before`. */
+export const KeptTurnsParams = z.strictObject({
+  sessionId: z.string().check(z.minLength(1), z.maxLength(256)),
+  before: z.optional(z.int().check(z.gte(0))),
+  limit: z.optional(z.int().check(z.gte(1), z.lte(50))),
+});
+export type KeptTurnsParams = z.infer<typeof KeptTurnsParams>;
+
+/** `_instance/kept/turns`' answer: the page, newest first, and the cursor for the next (older) one, null at the end. */
+export interface KeptTurnsResult {
+  sessionId: string;
+  turns: KeptTurn[];
+  next: number | null;
+}
+
+/** `_instance/kept/chats`' answer: each chat with kept turns, its last message and when its last turn ended. */
+export interface KeptChatsResult {
+  chats: { sessionId: string; turns: number; bytes: number; lastText: string; lastAt: number }[];
 }

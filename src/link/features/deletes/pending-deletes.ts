@@ -7,7 +7,7 @@
  * every pending delete of the device is sent again. The device's own `_lembas/session/deleted` deletes the chat
  * (one for a chat that does not exist changes nothing). Whenever a chat goes, every client is sent
  * `_lembas/session/deleted`. A person's delete first withdraws the chat's prompts kept across a dropped link
- * (answered cancelled, never sent again).
+ * (answered cancelled, never sent again) and forgets the turns the instance kept of it (kept.ts).
  *
  * A client's delete is answered with the device's result ({ deleted }), { deleted: false, pending: true, reason }
  * (kept, sent again at the next link) or { deleted: false, pending: false, reason } (given up: removed here, not
@@ -42,6 +42,7 @@ import { failureAnswer, logFailure } from "../../runtime/failures";
 import { INSTANCE_ORIGIN } from "../../runtime/outbound";
 import { ANSWER_LATER, type LinkRuntime, type LinkFeature } from "../../runtime/runtime";
 import { withdrawKept } from "../turns/turns";
+import { forgetKept } from "../kept/kept";
 import { limitsOf } from "../../../limits/config";
 
 const DELETE = "_lembas/session/delete";
@@ -148,6 +149,8 @@ const notKept = (reason: string): DeleteAnswer => ({
  */
 async function startDelete(rt: LinkRuntime, sessionId: string, memo: DeleteMemo): Promise<DeleteAnswer | null> {
   const kept = await keepable(rt, sessionId, memo.userId);
+  // What the instance kept of the chat goes now, whatever the device does with the delete.
+  forgetKept(rt, sessionId);
   // The chat's prompts kept for the next link are never sent: the device is not to get a prompt for a deleted chat.
   withdrawKept(rt, sessionId, { cancelOnRelink: false });
   const unsent = (reason: string) => (kept ? pending(keep(rt, sessionId, memo.userId, reason)) : notKept(reason));
@@ -268,6 +271,7 @@ export const pendingDeletes: LinkFeature = {
       handle: (rt, message) => {
         const params = check(SessionDeleted, message.params);
         if (!params.ok) return console.warn(`${DELETED} from the device ignored: ${params.error}`);
+        forgetKept(rt, params.value.sessionId);
         oweD1(rt, CLEAR, chatKey(params.value.sessionId), {
           deviceId: deviceOf(rt).deviceId,
           sessionId: params.value.sessionId,

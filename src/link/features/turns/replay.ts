@@ -452,6 +452,12 @@ function buffersOf(storage: DurableObjectStorage): Buffers {
   return buffers;
 }
 
+/** The frames of a session's running turns written so far, and how many were dropped (kept.ts rebuilds a turn). */
+export function writtenFrames(storage: DurableObjectStorage, sessionId: string): { texts: string[]; dropped: number } {
+  const { texts, dropped } = buffersOf(storage).kept(sessionId);
+  return { texts, dropped };
+}
+
 /** Forgets a session's buffered frames (its turn ended). */
 export function clearReplay(storage: DurableObjectStorage, sessionId: string): void {
   buffersOf(storage).forget(sessionId);
