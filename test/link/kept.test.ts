@@ -251,13 +251,15 @@ describe("kept turns", () => {
     const s = "ses_evicted";
     for (const frame of [task(s, "start", "t-e"), text(s, "before "), text(s, "the eviction")]) link.send(frame);
     for (let i = 0; i < 3; i++) await a.next();
-    await vi.waitFor(async () =>
-      expect(
-        await runInDurableObject(
-          linkStub(device.deviceId),
-          (_i, state) => [...state.storage.kv.list({ prefix: "replay/" })].length,
-        ),
-      ).toBeGreaterThan(0),
+    await vi.waitFor(
+      async () =>
+        expect(
+          await runInDurableObject(
+            linkStub(device.deviceId),
+            (_i, state) => [...state.storage.kv.list({ prefix: "replay/" })].length,
+          ),
+        ).toBeGreaterThan(0),
+      { timeout: 10_000, interval: 20 },
     );
     await evictDurableObject(linkStub(device.deviceId));
     const late = await attachClient(user, device.deviceId);
