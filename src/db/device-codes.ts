@@ -3,7 +3,7 @@
  * pending → denied; every move is a conditional UPDATE, so two requests racing on one code cannot both win.
  */
 import type { Scope } from "../protocol/http-api";
-import { writeScopes } from "./scopes";
+import { readScopes, writeScopes } from "./scopes";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "issued";
 
@@ -146,12 +146,12 @@ export async function recordPoll(db: D1Database, codeId: string, now: number, sl
   return false;
 }
 
-export type IssueOutcome = "issued" | "already-issued" | "device-gone";
+export type IssueOutcome = { issued: Scope[] } | "already-issued" | "device-gone";
 
 /**
  * Gives an approved code's device its secret, exactly once: the code moves approved → issued and the device's
  * empty secret is set in one transaction. A second poll racing the first finds the code issued and the secret
- * set, and changes nothing.
+ * set, and changes nothing. Answers the device's scopes as they are now (its owner may have changed them).
  */
 export async function issueDeviceSecret(
   db: D1Database,
@@ -159,10 +159,13 @@ export async function issueDeviceSecret(
   deviceId: string,
   secretHash: string,
 ): Promise<IssueOutcome> {
-  const [code, device] = await db.batch([
+  const [code, device] = await db.batch<{ scopes: string }>([
     db.prepare("UPDATE device_codes SET status = 'issued' WHERE id = ? AND status = 'approved'").bind(codeId),
-    db.prepare("UPDATE devices SET secret_hash = ? WHERE id = ? AND secret_hash = ''").bind(secretHash, deviceId),
+    db
+      .prepare("UPDATE devices SET secret_hash = ? WHERE id = ? AND secret_hash = '' RETURNING scopes")
+      .bind(secretHash, deviceId),
   ]);
   if (code!.meta.changes === 0) return "already-issued";
-  return device!.meta.changes > 0 ? "issued" : "device-gone";
+  const [row] = device!.results;
+  return row ? { issued: readScopes(row.scopes) } : "device-gone";
 }

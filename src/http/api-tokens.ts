@@ -8,7 +8,7 @@ import { personWriting } from "./guards";
 import { issueToken } from "../crypto/tokens";
 import { deleteApiToken, insertApiToken, listApiTokens } from "../db/api-tokens";
 import { closeCredentialSockets } from "./devices";
-import { ScopeList } from "./scopes";
+import { requireHeld, ScopeList } from "./scopes";
 import { displayName } from "../db/bounds";
 import { limitsOf, quotaReached } from "../limits/config";
 
@@ -17,6 +17,7 @@ const createBody = z.object({ name: displayName(), scopes: z._default(ScopeList,
 export const createToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const { name, scopes } = await readJson(request, createBody);
+  requireHeld(person.scopes, scopes);
   const token = await issueToken("lba");
   const now = Date.now();
   const { api_tokens: quota } = limitsOf(env).quotas;

@@ -11,6 +11,8 @@ import { readJsonOrForm } from "./form-body";
 import { HttpError, json } from "../respond";
 import { personWriting } from "./guards";
 import type { Scope } from "../protocol/http-api";
+import { writeScopes } from "../db/scopes";
+import { requireHeld } from "./scopes";
 import type { Person } from "./auth";
 import { findUser } from "../db/users";
 import { clientAddress, countAttempt } from "./rate-limit";
@@ -162,10 +164,11 @@ export const lookup: Handler = async (request, env) => {
 export const approve: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const code = await pendingCode(request, env, person);
+  const scopes: Scope[] = code.library ? ["library"] : [];
+  requireHeld(person.scopes, scopes);
   const deviceId = newTokenId();
   const now = Date.now();
   const shown = await waitingLogin(env, code, person, now);
-  const scopes: Scope[] = code.library ? ["library"] : [];
   const approval = { codeId: code.id, userId: person.userId, deviceId, name: shown.name, scopes, now };
   const { devices: quota } = limitsOf(env).quotas;
   const outcome = await approveDeviceCode(env.DB, approval, quota);
@@ -216,5 +219,7 @@ export const token: Handler = async (request, env) => {
     throw oauthError("invalid_grant", "this device code was already used; start the login again");
   if (outcome === "device-gone")
     throw oauthError("access_denied", "the device was removed before its token was issued");
-  return json({ access_token: device.token, token_type: "Bearer", device_id: deviceId });
+  // RFC 6749 §5.1: the scopes granted, space-separated (empty: none), so the CLI knows whether to offer the library.
+  const scope = writeScopes(outcome.issued);
+  return json({ access_token: device.token, token_type: "Bearer", device_id: deviceId, scope });
 };

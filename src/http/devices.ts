@@ -9,7 +9,7 @@ import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { deleteDevice, listDevices, updateDevice } from "../db/devices";
-import { ScopeList } from "./scopes";
+import { requireHeld, ScopeList } from "./scopes";
 import { displayName } from "../db/bounds";
 
 /** Another person's device answers like a missing one, so its existence is never revealed. */
@@ -61,6 +61,7 @@ export const listOwnDevices: Handler = async (request, env) => {
 export const renameOwnDevice: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const change = await readJson(request, changeBody);
+  requireHeld(person.scopes, change.scopes ?? []);
   const device = await updateDevice(env.DB, request.params.id!, person.userId, change);
   if (!device) throw noSuchDevice();
   return json(device);

@@ -1,4 +1,7 @@
-/** Scopes at the HTTP edge: as a request gives them, and the refusal of a credential without one. */
+/**
+ * Scopes at the HTTP edge: as a request gives them, the refusal of a credential without one, and of one handing out
+ * more than it holds.
+ */
 import * as z from "zod/mini";
 import { SCOPES, type Scope } from "../protocol/http-api";
 import { HttpError } from "../respond";
@@ -9,11 +12,24 @@ export const ScopeList = z.array(z.enum(SCOPES)).check(
   z.refine((s) => new Set(s).size === s.length, "each scope may appear once"),
 );
 
-export const missingScope = (scope: Scope) =>
-  `this token does not have the ${scope} scope: approve the device with ${scope} access (or give it in the ` +
-  `devices list), or make an API token with scopes ["${scope}"]`;
+/** How a person gives a token `scope`: what a refusal and /mcp's instructions say. */
+export const howToGetScope = (scope: Scope) =>
+  `approve the device with ${scope} access (or, signed in, PATCH /api/devices/<id> with {"scopes": ["${scope}"]}), ` +
+  `or make an API token with scopes ["${scope}"]`;
 
-/** 403 unless the caller's credential carries `scope`, saying how to get it. */
-export function requireScope(scopes: readonly Scope[], scope: Scope): void {
-  if (!scopes.includes(scope)) throw new HttpError(403, missingScope(scope));
+export const missingScope = (scope: Scope) => `this token does not have the ${scope} scope: ${howToGetScope(scope)}`;
+
+/**
+ * 403 unless the caller holds every scope it hands out (to a token it makes, a device it approves or changes): a
+ * credential can never make one wider than itself. A sign-in holds them all.
+ */
+export function requireHeld(held: readonly Scope[], given: readonly Scope[]): void {
+  const missing = given.find((scope) => !held.includes(scope));
+  if (missing === undefined) return;
+  throw new HttpError(
+    403,
+    `this credential does not hold the ${missing} scope, so it cannot give it: sign in (a sign-in holds every ` +
+      `scope) or use an API token that has ${missing}`,
+    { scope: missing },
+  );
 }

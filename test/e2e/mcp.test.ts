@@ -9,14 +9,15 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from "@modelcontextprotocol/client";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { firstPerson, loginDevice } from "./helpers/accounts.js";
+import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "./helpers/accounts.js";
 import { startInstance, type Instance } from "./helpers/instance.js";
 import { startUpstream, type Upstream } from "./helpers/openai-upstream.js";
 
 let upstream: Upstream;
 let instance: Instance;
-let reader: string; // a device token with the library scope
-let stranger: string; // one without it
+let person: Person;
+let reader: LoggedInDevice; // a device with the library scope
+let stranger: LoggedInDevice; // one without it
 
 beforeAll(async () => {
   upstream = await startUpstream();
@@ -26,9 +27,9 @@ beforeAll(async () => {
   instance = await startInstance({
     vars: { PROVIDERS: JSON.stringify(providers), PROVIDER_LOCAL_API_KEY: "sk-local-upstream" },
   });
-  const person = await firstPerson(instance.origin);
-  reader = (await loginDevice(instance.origin, person, "reader", { library: true })).token;
-  stranger = (await loginDevice(instance.origin, person, "no-library")).token;
+  person = await firstPerson(instance.origin);
+  reader = await loginDevice(instance.origin, person, "reader", { library: true });
+  stranger = await loginDevice(instance.origin, person, "no-library");
 });
 
 afterAll(async () => {
@@ -56,7 +57,7 @@ describe("the 1.x SDK client (2025 era)", () => {
 
   beforeAll(async () => {
     client = new Client({ name: "lembas-e2e", version: "1.0.0" });
-    await client.connect(new StreamableHTTPClientTransport(url(), { requestInit: auth(reader) }));
+    await client.connect(new StreamableHTTPClientTransport(url(), { requestInit: auth(reader.token) }));
   });
   afterAll(async () => client?.close());
 
@@ -111,13 +112,51 @@ describe("the 1.x SDK client (2025 era)", () => {
     expect(listed.documents.map((d) => d.id)).toEqual([mirror]);
   });
 
-  it("refuses a device without the library scope, saying how to get it", async () => {
+  it("shows a device without the library scope no tools, says how to get them, and refuses a call", async () => {
+    expect(reader.scope).toBe("library");
+    expect(stranger.scope).toBe("");
     const outsider = new Client({ name: "lembas-e2e", version: "1.0.0" });
-    await outsider.connect(new StreamableHTTPClientTransport(url(), { requestInit: auth(stranger) }));
+    await outsider.connect(new StreamableHTTPClientTransport(url(), { requestInit: auth(stranger.token) }));
+    expect((await outsider.listTools()).tools).toEqual([]);
+    expect(outsider.getInstructions()).toMatch(/need the library scope, which this token does not have; to get them/);
     const result = await outsider.callTool({ name: "library_search", arguments: { query: "rope" } });
     expect(result.isError).toBe(true);
     expect((result.content as { text: string }[])[0]!.text).toMatch(/does not have the library scope/);
     await outsider.close();
+  });
+
+  it("an API token without the library scope cannot approve a device into the library", async () => {
+    // The person's script token was made with no scopes (firstPerson).
+    const post = (route: string, body: unknown, headers: Record<string, string> = {}) =>
+      fetch(`${instance.origin}${route}`, {
+        method: "POST",
+        headers: { "content-type": "application/json", ...headers },
+        body: JSON.stringify(body),
+      });
+    const code = (await (await post("/api/devices/authorize", { host: "planted" })).json()) as {
+      user_code: string;
+      device_code: string;
+    };
+    const script = { authorization: person.apiAuth };
+    const refused = await post("/api/devices/approve", { user_code: code.user_code, library: true }, script);
+    expect(refused.status).toBe(403);
+    expect(await refused.json()).toMatchObject({ scope: "library", detail: expect.stringMatching(/does not hold/) });
+    expect((await post("/api/devices/approve", { user_code: code.user_code }, script)).status).toBe(200);
+    const issued = (await (await post("/api/devices/token", { device_code: code.device_code })).json()) as {
+      access_token: string;
+      scope: string;
+    };
+    expect(issued.scope).toBe("");
+
+    const device = new Client({ name: "lembas-e2e", version: "1.0.0" });
+    await device.connect(new StreamableHTTPClientTransport(url(), { requestInit: auth(issued.access_token) }));
+    expect((await device.listTools()).tools).toEqual([]);
+    for (const name of ["library_list", "library_search"]) {
+      const result = await device.callTool({ name, arguments: { query: "rope" } });
+      expect(result.isError, name).toBe(true);
+      expect(result.structuredContent, name).toBeUndefined();
+    }
+    await device.close();
   });
 });
 
@@ -130,7 +169,7 @@ describe("the 2.x client pinned to the current specification (2026-07-28)", () =
     );
     await client.connect(
       new ModernTransport(url(), {
-        requestInit: auth(reader),
+        requestInit: auth(reader.token),
         fetch: async (input, init) => {
           const body = typeof init?.body === "string" ? (JSON.parse(init.body) as { method?: string }) : {};
           sent.push({ method: body.method ?? "", version: new Headers(init?.headers).get("mcp-protocol-version") });
@@ -160,7 +199,7 @@ describe("the 2.x client pinned to the current specification (2026-07-28)", () =
 
 describe("what the library cost", () => {
   it("every embedding was a metered request of the instance's embedding model, the person's usage", async () => {
-    const usage = await fetch(`${instance.origin}/v1/usage`, { headers: { authorization: `Bearer ${reader}` } });
+    const usage = await fetch(`${instance.origin}/v1/usage`, { headers: { authorization: `Bearer ${reader.token}` } });
     const { device } = (await usage.json()) as { device: { tokens_in: number; cost: number } };
     const embedded = upstream.received.filter((r) => r.path === "/v1/embeddings");
     expect(embedded.length).toBeGreaterThanOrEqual(7); // three documents, at least four searches

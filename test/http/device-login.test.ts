@@ -104,6 +104,7 @@ describe("device login (RFC 8628)", () => {
       access_token: expect.stringMatching(new RegExp(`^lbd_${device_id}_`)),
       token_type: "Bearer",
       device_id,
+      scope: "", // RFC 6749 §5.1: the scopes granted, here none
     });
     const caller = await authenticateDevice(
       new Request("http://localhost/x", { headers: { authorization: `Bearer ${tokenBody.access_token}` } }),
@@ -114,6 +115,27 @@ describe("device login (RFC 8628)", () => {
     // Used once: a second poll gets nothing.
     const again = await expectOAuthError(await poll(auth.device_code), "invalid_grant");
     expect(again.detail).toMatch(/already used/);
+  });
+
+  it("the token answer carries the scopes granted (RFC 6749 §5.1), as they are when the token is issued", async () => {
+    const user = await createUser();
+    const issuedScope = async (approval: Record<string, unknown>, change?: string[]) => {
+      const auth = await startLogin();
+      const approved = await call("POST", "/api/devices/approve", {
+        body: { user_code: auth.user_code, ...approval },
+        headers: { cookie: user.cookie },
+      });
+      const { device_id } = await jsonOf<{ device_id: string }>(approved);
+      if (change)
+        await call("PATCH", `/api/devices/${device_id}`, {
+          body: { scopes: change },
+          headers: { cookie: user.cookie },
+        });
+      return (await jsonOf<{ scope: string }>(await poll(auth.device_code))).scope;
+    };
+    expect(await issuedScope({ library: true })).toBe("library");
+    expect(await issuedScope({})).toBe("");
+    expect(await issuedScope({ library: true }, [])).toBe("");
   });
 
   it("two polls racing after approval get one token between them", async () => {

@@ -55,12 +55,18 @@ async function modern(
 }
 
 const bearer = (authorization: string) => ({ authorization });
+/** An API token with the library scope (made by a sign-in, which holds every scope): all the tools are its. */
+async function reader(): Promise<string> {
+  const { cookie } = await createUser();
+  const made = await call("POST", "/api/tokens", { body: { name: "mcp", scopes: ["library"] }, headers: { cookie } });
+  return `Bearer ${(await jsonOf<{ token: string }>(made)).token}`;
+}
 const tool = async (auth: Record<string, string>, name: string, args: Record<string, unknown>) =>
   (await modern(auth, "tools/call", { name, arguments: args })).body.result;
 
 describe("the legacy era (2025-03-26 … 2025-11-25)", () => {
   it("answers initialize statelessly, takes the initialized notification, lists the tools and pings", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     const init = await legacy(auth, "initialize", {
       protocolVersion: "2025-06-18",
       capabilities: {},
@@ -106,7 +112,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   const listing = JSON.stringify(rpc("tools/list", 1));
 
   it("takes a POST only from a client that accepts JSON and event streams (406)", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     const type = { "content-type": "application/json" };
     for (const accept of [
       "text/html",
@@ -127,7 +133,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   });
 
   it("takes only a JSON body (415)", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     for (const type of ["text/plain", "application/jsonl", "application/x-www-form-urlencoded"]) {
       const res = await rawPost({ accept: STREAMABLE.accept, "content-type": type, ...auth }, listing);
       expect(res.status, type).toBe(415);
@@ -141,7 +147,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   });
 
   it("answers a body that is not JSON with -32700 and one that is not JSON-RPC with -32600", async () => {
-    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const auth = { ...STREAMABLE, ...bearer(await reader()) };
     const unparsed = await rawPost(auth, '{"jsonrpc":"2.0",');
     expect(unparsed.status).toBe(400);
     expect(unparsed.answer).toMatchObject({
@@ -167,7 +173,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   });
 
   it("answers a body of notifications or responses alone with 202 and no body", async () => {
-    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const auth = { ...STREAMABLE, ...bearer(await reader()) };
     const bodies = [
       rpc("notifications/cancelled", undefined, { requestId: 3 }),
       { jsonrpc: "2.0", id: 7, result: {} },
@@ -181,7 +187,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   });
 
   it("takes batches in 2025-03-26 (the header's default) and refuses them from 2025-06-18 on", async () => {
-    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const auth = { ...STREAMABLE, ...bearer(await reader()) };
     const batch = JSON.stringify([
       rpc("ping", 1),
       rpc("notifications/initialized"),
@@ -219,7 +225,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
   });
 
   it("refuses an MCP-Protocol-Version it does not serve (400), except on initialize (where it is agreed)", async () => {
-    const auth = { ...STREAMABLE, ...bearer((await createUser()).apiAuth) };
+    const auth = { ...STREAMABLE, ...bearer(await reader()) };
     for (const version of ["1900-01-01", "not-a-version", "2024-11-05"]) {
       const res = await rawPost({ ...auth, "mcp-protocol-version": version }, listing);
       expect(res.status, version).toBe(400);
@@ -245,7 +251,7 @@ describe("the legacy era's Streamable HTTP rules", () => {
 
 describe("the modern era (2026-07-28)", () => {
   it("discovers, and marks every result complete with the server's identity", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     const found = await modern(auth, "server/discover");
     expect(found.status).toBe(200);
     expect(found.body.result).toMatchObject({
@@ -255,11 +261,15 @@ describe("the modern era (2026-07-28)", () => {
       _meta: { [`${META}serverInfo`]: { name: "lembas-edge" } },
     });
     const list = await modern(auth, "tools/list");
-    expect(list.body.result).toMatchObject({ resultType: "complete", ttlMs: expect.any(Number), cacheScope: "public" });
+    expect(list.body.result).toMatchObject({
+      resultType: "complete",
+      ttlMs: expect.any(Number),
+      cacheScope: "private",
+    });
   });
 
   it("refuses headers that disagree with the body (-32020), an unknown version (-32022) and method (404)", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     const wrongMethod = await modern(auth, "tools/list", {}, { "mcp-method": "tools/call" });
     expect(wrongMethod).toMatchObject({ status: 400, body: { error: { code: -32020 } } });
     const noVersion = await modern(auth, "tools/list", {}, { "mcp-protocol-version": "2025-11-25" });
@@ -287,7 +297,7 @@ describe("the modern era (2026-07-28)", () => {
   });
 
   it("refuses what is not one JSON-RPC message, in either era, and a client that cannot take JSON", async () => {
-    const auth = bearer((await createUser()).apiAuth);
+    const auth = bearer(await reader());
     const eras: Record<string, string>[] = [{}, { "mcp-protocol-version": MODERN }];
     for (const era of eras)
       for (const body of ["{", '{"jsonrpc":"2.0","id":1}', '{"jsonrpc":"2.0","id":1,"method":7}']) {
@@ -357,6 +367,32 @@ describe("the library's tools", () => {
     expect(rows.length).toBe(5); // two documents, three searches
     expect(new Set(rows.map((r) => `${r.model} ${r.device_id}`))).toEqual(new Set([`fake/embed ${device.deviceId}`]));
     expect(rows.every((r) => r.tokens_in > 0 && r.cost_micro === r.tokens_in * 100)).toBe(true);
+  });
+
+  it("lists only the tools a token may call, in both eras, and its instructions say how to get the rest", async () => {
+    const user = await createUser();
+    const without = bearer((await createDevice(user.userId)).auth);
+    const withIt = bearer((await createDevice(user.userId, "reader", ["library"])).auth);
+    const names = (result: Answer) => result.tools.map((t: { name: string }) => t.name);
+    const init = { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "t", version: "1" } };
+
+    expect(names((await legacy(without, "tools/list")).body!.result)).toEqual([]);
+    expect(names((await modern(without, "tools/list")).body.result)).toEqual([]);
+    for (const instructions of [
+      (await legacy(without, "initialize", init)).body!.result.instructions,
+      (await modern(without, "server/discover")).body.result.instructions,
+    ]) {
+      expect(instructions).toMatch(/^No tools are listed for this token\./);
+      expect(instructions).toContain("library_search, library_add, library_list, library_get, library_delete need");
+      expect(instructions).toContain("the library scope, which this token does not have");
+      expect(instructions).toContain('PATCH /api/devices/<id> with {"scopes": ["library"]}');
+    }
+
+    expect(names((await legacy(withIt, "tools/list")).body!.result)).toHaveLength(5);
+    expect(names((await modern(withIt, "tools/list")).body.result)).toHaveLength(5);
+    const own = (await legacy(withIt, "initialize", init)).body!.result.instructions;
+    expect(own).toMatch(/^The person's library of documents/);
+    expect(own).not.toMatch(/scope/);
   });
 
   it("refuses a token without the library scope with a tool error that says how to get it", async () => {

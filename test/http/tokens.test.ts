@@ -96,3 +96,80 @@ describe("API token scopes", () => {
     }
   });
 });
+
+describe("a credential hands out only scopes it holds", () => {
+  const HELD = /this credential does not hold the library scope, so it cannot give it/;
+
+  /** A new API token of the user, made with the sign-in (which holds every scope). */
+  async function tokenWith(user: Awaited<ReturnType<typeof createUser>>, scopes: string[]) {
+    const made = await call("POST", "/api/tokens", { body: { name: "t", scopes }, headers: { cookie: user.cookie } });
+    expect(made.status).toBe(201);
+    return `Bearer ${(await jsonOf<CreatedToken>(made)).token}`;
+  }
+
+  it("a token without the library scope cannot make one with it (403, naming the scope); one with it can", async () => {
+    const user = await createUser();
+    const bare = await tokenWith(user, []);
+    const refused = await call("POST", "/api/tokens", {
+      body: { name: "wider", scopes: ["library"] },
+      headers: { authorization: bare },
+    });
+    expect(refused.status).toBe(403);
+    const body = await jsonOf<{ detail: string; scope: string }>(refused);
+    expect(body.detail).toMatch(HELD);
+    expect(body.scope).toBe("library");
+    const names = (await jsonOf<CreatedToken[]>(await call("GET", "/api/tokens", { headers: { cookie: user.cookie } })))
+      .map((t) => t.name)
+      .sort();
+    expect(names).toEqual(["t", "test"]);
+    // Without scopes it may still make tokens; a library token may give the library on.
+    expect(
+      (await call("POST", "/api/tokens", { body: { name: "same" }, headers: { authorization: bare } })).status,
+    ).toBe(201);
+    const reader = await tokenWith(user, ["library"]);
+    const given = await call("POST", "/api/tokens", {
+      body: { name: "given", scopes: ["library"] },
+      headers: { authorization: reader },
+    });
+    expect(given.status).toBe(201);
+  });
+
+  it("a token without the library scope cannot approve a device with it, nor give it to one", async () => {
+    const user = await createUser();
+    const bare = await tokenWith(user, []);
+    const authorize = await jsonOf<{ user_code: string; device_code: string }>(
+      await call("POST", "/api/devices/authorize", { body: { host: "box" } }),
+    );
+    const approve = (authorization: string, library: boolean) =>
+      call("POST", "/api/devices/approve", {
+        body: { user_code: authorize.user_code, library },
+        headers: { authorization },
+      });
+    const refused = await approve(bare, true);
+    expect(refused.status).toBe(403);
+    expect(await jsonOf(refused)).toMatchObject({ detail: expect.stringMatching(HELD), scope: "library" });
+    // Nothing was made; the code still waits for someone who may approve it.
+    expect(
+      await env.DB.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?").bind(user.userId).first("n"),
+    ).toBe(0);
+    expect((await approve(bare, false)).status).toBe(200);
+    const token = await call("POST", "/api/devices/token", { body: { device_code: authorize.device_code } });
+    const { device_id, scope } = await jsonOf<{ device_id: string; scope: string }>(token);
+    expect(scope).toBe("");
+
+    const patch = (authorization: string) =>
+      call("PATCH", `/api/devices/${device_id}`, { body: { scopes: ["library"] }, headers: { authorization } });
+    const widened = await patch(bare);
+    expect(widened.status).toBe(403);
+    expect(await jsonOf(widened)).toMatchObject({ scope: "library" });
+    const row = await env.DB.prepare("SELECT scopes FROM devices WHERE id = ?").bind(device_id).first("scopes");
+    expect(row).toBe("");
+    // Renaming and taking scopes away need nothing held; a library token may give what it has.
+    const renamed = await call("PATCH", `/api/devices/${device_id}`, {
+      body: { name: "box", scopes: [] },
+      headers: { authorization: bare },
+    });
+    expect(renamed.status).toBe(200);
+    expect((await patch(await tokenWith(user, ["library"]))).status).toBe(200);
+  });
+});

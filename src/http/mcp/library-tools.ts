@@ -1,11 +1,10 @@
 /**
- * The account library's MCP tools. Each needs the `library` scope (a tool error says so without it) and is the
- * library service's own operation; `inputSchema` is each zod schema's JSON Schema, written out so the Worker needs
- * no schema converter (test/http/mcp.test.ts, "tool definitions", keeps the two equal).
+ * The account library's MCP tools. Each needs the `library` scope (a token without it is not shown them, and a
+ * call is a tool error saying how to get it) and is the library service's own operation; `inputSchema` is each zod
+ * schema's JSON Schema, written out so the Worker needs no schema converter (test/http/mcp.test.ts, "tool
+ * definitions", keeps the two equal).
  */
 import * as z from "zod/mini";
-import type { ApiCaller } from "../auth";
-import { missingScope } from "../scopes";
 import type { Tool } from "./server";
 import {
   addDocument,
@@ -19,10 +18,8 @@ import {
   searchLibrary,
 } from "../../library/library";
 
-const needsLibrary = (caller: ApiCaller) => (caller.scopes.includes("library") ? null : missingScope("library"));
-
-/** A tool, typed by its own input schema. */
-const tool = <S extends z.ZodMiniType>(t: Omit<Tool<S>, "allowed">): Tool => ({ ...t, allowed: needsLibrary }) as Tool;
+/** A tool of the library, typed by its own input schema. */
+const tool = <S extends z.ZodMiniType>(t: Omit<Tool<S>, "scope">): Tool => ({ ...t, scope: "library" }) as Tool;
 
 // Unknown arguments are dropped, not refused: no additionalProperties: false.
 const object = (properties: Record<string, unknown>, required: string[] = []) => ({

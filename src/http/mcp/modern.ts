@@ -11,7 +11,7 @@ import { answerOf, invalidRequest, parseBody, readMessage, refuse } from "./mess
 import {
   CAPABILITIES,
   dispatch,
-  INSTRUCTIONS,
+  instructionsFor,
   LEGACY_VERSIONS,
   MODERN_VERSIONS,
   SERVER_INFO,
@@ -78,7 +78,8 @@ export async function modernExchange(
 
   let outcome: Outcome;
   if (method === "server/discover") {
-    outcome = { result: { supportedVersions: SUPPORTED, capabilities: CAPABILITIES, instructions: INSTRUCTIONS } };
+    const instructions = instructionsFor(tools, context.caller);
+    outcome = { result: { supportedVersions: SUPPORTED, capabilities: CAPABILITIES, instructions } };
   } else if (method === "initialize" || method === "ping") {
     outcome = { error: { code: -32601, message: `Method not found: ${method} (2025 era only)` } };
   } else outcome = await dispatch(method, params, tools, context);
@@ -89,7 +90,8 @@ export async function modernExchange(
       result: {
         resultType: "complete",
         ...outcome.result,
-        ...(cacheable && { ttlMs: 3_600_000, cacheScope: "public" }),
+        // What is listed depends on the token's scopes: never shared across callers.
+        ...(cacheable && { ttlMs: 3_600_000, cacheScope: "private" }),
         _meta: { [`${META}serverInfo`]: SERVER_INFO },
       },
     }),

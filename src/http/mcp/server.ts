@@ -8,6 +8,8 @@ import type { ApiCaller } from "../auth";
 import { describeIssues } from "../body";
 import { HttpError } from "../../respond";
 import { VERSION } from "../../version";
+import type { Scope } from "../../protocol/http-api";
+import { howToGetScope, missingScope } from "../scopes";
 
 /** The 2025-era revisions, newest first: `initialize` answers the client's when it is one of them. */
 export const LEGACY_VERSIONS = ["2025-11-25", "2025-06-18", "2025-03-26"];
@@ -27,8 +29,8 @@ export interface Tool<S extends z.ZodMiniType = z.ZodMiniType> {
   input: S;
   inputSchema: Record<string, unknown>;
   annotations: { readOnlyHint: boolean; destructiveHint?: boolean; idempotentHint?: boolean; openWorldHint: false };
-  /** Checked before the tool runs; a refusal is a tool error the model can read. */
-  allowed(caller: ApiCaller): string | null;
+  /** What the caller's token must hold: without it the tool is not listed, and a call is a tool error. */
+  scope: Scope;
   /** What it did: a structured result (also sent as its JSON text). A thrown HttpError is a tool error. */
   run(args: z.output<S>, context: ToolContext): Promise<Record<string, unknown>>;
 }
@@ -39,7 +41,7 @@ export type Outcome =
 
 export const SERVER_INFO = { name: "lembas-edge", version: VERSION };
 export const CAPABILITIES = { tools: { listChanged: false } };
-export const INSTRUCTIONS =
+const LIBRARY_INSTRUCTIONS =
   "The person's library of documents: library_search finds the passages nearest a question by meaning, " +
   "library_get reads a whole document, library_add stores a new one.";
 
@@ -51,6 +53,28 @@ const listing = (tools: readonly Tool[]) =>
     inputSchema,
     annotations,
   }));
+
+const allowed = (tool: Tool, caller: ApiCaller) => caller.scopes.includes(tool.scope);
+
+/** The tools this caller may call: the only ones listed. */
+export const toolsFor = (tools: readonly Tool[], caller: ApiCaller) => tools.filter((t) => allowed(t, caller));
+
+/**
+ * What the server says of itself to this caller: the library, when its token may use it; otherwise which tools it
+ * is not shown, the scope they need and how a person gives it — so a client can tell whether to offer the library.
+ */
+export function instructionsFor(tools: readonly Tool[], caller: ApiCaller): string {
+  const withheld = new Map<Scope, string[]>();
+  for (const tool of tools)
+    if (!allowed(tool, caller)) withheld.set(tool.scope, [...(withheld.get(tool.scope) ?? []), tool.name]);
+  if (withheld.size === 0) return LIBRARY_INSTRUCTIONS;
+  const missing = [...withheld].map(
+    ([scope, names]) =>
+      `${names.join(", ")} need the ${scope} scope, which this token does not have; to get them, ${howToGetScope(scope)}.`,
+  );
+  const shown = toolsFor(tools, caller).length > 0 ? LIBRARY_INSTRUCTIONS : "No tools are listed for this token.";
+  return `${shown} ${missing.join(" ")}`;
+}
 
 /** One request's answer: a result, or a JSON-RPC error (-32601 for a method this server does not have). */
 export async function dispatch(
@@ -64,12 +88,12 @@ export async function dispatch(
       const asked = params.protocolVersion;
       const version = typeof asked === "string" && LEGACY_VERSIONS.includes(asked) ? asked : LEGACY_VERSIONS[0];
       const result = { protocolVersion: version, capabilities: CAPABILITIES, serverInfo: SERVER_INFO };
-      return { result: { ...result, instructions: INSTRUCTIONS } };
+      return { result: { ...result, instructions: instructionsFor(tools, context.caller) } };
     }
     case "ping":
       return { result: {} };
     case "tools/list":
-      return { result: { tools: listing(tools) } };
+      return { result: { tools: listing(toolsFor(tools, context.caller)) } };
     case "tools/call":
       return callTool(params, tools, context);
     default:
@@ -85,8 +109,7 @@ async function callTool(
   const tool = tools.find((t) => t.name === params.name);
   if (!tool) return { error: { code: -32602, message: `Unknown tool: ${String(params.name)}` } };
   const failed = (text: string) => ({ result: { content: [{ type: "text", text }], isError: true } });
-  const refusal = tool.allowed(context.caller);
-  if (refusal) return failed(refusal);
+  if (!allowed(tool, context.caller)) return failed(missingScope(tool.scope));
   const args = tool.input.safeParse(params.arguments ?? {});
   if (!args.success) return failed(`invalid arguments for ${tool.name}: ${describeIssues(args.error)}`);
   try {

@@ -14,6 +14,8 @@ export interface LoggedInDevice {
   deviceId: string;
   /** `lbd_…` */
   token: string;
+  /** The token answer's `scope` (RFC 6749 §5.1): the scopes granted, space-separated. */
+  scope: string;
 }
 
 async function post<T>(
@@ -65,12 +67,12 @@ export async function loginDevice(
     { cookie: person.cookie, origin },
     200,
   );
-  const token = await post<{ access_token: string; device_id: string }>(
+  const token = await post<{ access_token: string; device_id: string; scope: string }>(
     origin,
     "/api/devices/token",
     { device_code: code.body.device_code },
     {},
     200,
   );
-  return { deviceId: token.body.device_id, token: token.body.access_token };
+  return { deviceId: token.body.device_id, token: token.body.access_token, scope: token.body.scope };
 }
