@@ -50,6 +50,7 @@ import {
 } from "./runtime/sockets";
 import { terminals } from "./features/terminals/terminals";
 import { signInExpiry, watchSignIn } from "./runtime/sign-in-expiry";
+import { labelOfCredential } from "./runtime/client-labels";
 import { turns } from "./features/turns/turns";
 
 /**
@@ -152,7 +153,8 @@ export class DeviceLink extends DurableObject<Env> {
   async #open(role: Role, identity: Identity): Promise<Response> {
     const rt = this.#rt;
     const credential = role === "client" ? identity.credential : undefined;
-    const { peer, server, attachment } = acceptSocket(this.ctx, role, identity.userId, credential);
+    const label = role === "client" ? labelOfCredential(credential) : undefined;
+    const { peer, server, attachment } = acceptSocket(this.ctx, role, identity.userId, credential, label);
     const fail = () =>
       closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
     if (role === "device") {

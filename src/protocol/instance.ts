@@ -151,3 +151,40 @@ export interface KeptTurnsResult {
 export interface KeptChatsResult {
   chats: { sessionId: string; turns: number; bytes: number; lastText: string; lastAt: number }[];
 }
+
+/** How a card ended (also `data.reason` of an answer that came too late). */
+export type CardEnd = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
+
+/** A card's kind: an approval (session/request_permission), a question, a plan. */
+export type CardKind = "permission" | "question" | "plan";
+
+/** The answer the device got, in short: `outcome` as the card's answer says it, `text` in words. */
+export interface CardDecisionAnswer {
+  outcome: string;
+  /** A permission's chosen option. */
+  optionId?: string;
+  /** The option's name, the answers, "dismissed", … (at most 240 characters). */
+  text: string;
+}
+
+/**
+ * `_instance/card/decided`: a card ended — what was asked, what the device was answered, and by whom. Sent to every
+ * client socket, and given to the object's features (a turn's record keeps it).
+ */
+export interface CardDecision {
+  sessionId: string;
+  toolCallId: string;
+  kind: CardKind;
+  /** What was asked, in a line: the tool call's title, the first question, the plan's path (at most 240 characters). */
+  asked: string;
+  ended: CardEnd;
+  /** What the device was answered; null when it was not (settled on the device, its link dropped). */
+  answer: CardDecisionAnswer | null;
+  /**
+   * Who: the answering client's label (`web`, an ACP client's name, `a notification`), or for a card nobody answered
+   * `timed out`, `settled on the device`, `withdrawn`, `link dropped`, `no client could show it`.
+   */
+  by: string;
+  /** When it ended (ms). */
+  at: number;
+}

@@ -46,6 +46,15 @@ describe("POST /api/devices/:deviceId/cards/answer", () => {
       expect(await drain(client, 200)).toEqual([
         { jsonrpc: "2.0", method: "_lembas/permission/settled", params: { sessionId: "ses_1", toolCallId: "call_1" } },
         { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "card:ses_1/call_1" } },
+        {
+          jsonrpc: "2.0",
+          method: "_instance/card/decided",
+          params: expect.objectContaining({
+            toolCallId: "call_1",
+            answer: { outcome: "selected", optionId: "once", text: "Allow once" },
+            by: "a notification",
+          }),
+        },
       ]);
     }
 

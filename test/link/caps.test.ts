@@ -83,6 +83,7 @@ describe("a device's open cards are capped", () => {
     // Answering one makes room for exactly one more.
     browser.send({ jsonrpc: "2.0", id: "card:ses_1/call_0", result: { outcome: "dismissed" } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 1000, result: { outcome: "dismissed" } });
+    expect(await browser.next()).toMatchObject({ method: "_instance/card/decided", params: { toolCallId: "call_0" } });
     askPlans(link, ["call_again", "call_over"], 2000);
     expect(await link.next()).toMatchObject({ id: 2001, error: { code: LIMIT_REACHED, data: { cap: "open_cards" } } });
     expect(await browser.next()).toMatchObject({ id: "card:ses_1/call_again" });

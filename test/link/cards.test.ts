@@ -1,7 +1,7 @@
-import { evictDurableObject } from "cloudflare:test";
+import { evictDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import { permissionParams } from "../shared/cards";
-import { attachClient, linkStub, type Peer } from "../helpers/link";
+import { attachClient, linkStub, ORIGIN, type Peer } from "../helpers/link";
 import { drain, fireDeadlines, linkedWithClients, statusOf } from "../helpers/linked";
 
 const permission = (toolCallId: string, lembas: Record<string, unknown> = {}) =>
@@ -33,6 +33,18 @@ const withdrawn = (toolCallId: string, sessionId = "ses_1") => ({
   params: { requestId: `card:${sessionId}/${toolCallId}` },
 });
 
+/** Every socket is told how a card ended: what was asked, what was answered, and by whom. */
+const decided = (toolCallId: string, decision: Record<string, unknown>, sessionId = "ses_1") => ({
+  jsonrpc: "2.0",
+  method: "_instance/card/decided",
+  params: { sessionId, toolCallId, at: expect.any(Number), ...decision },
+});
+/** How the permission card for `rm -rf build` ended. */
+const permissionDecided = (toolCallId: string, decision: Record<string, unknown>, sessionId = "ses_1") =>
+  decided(toolCallId, { kind: "permission", asked: "rm -rf build", ...decision }, sessionId);
+const ALLOWED = { ended: "answered", answer: { outcome: "selected", optionId: "once", text: "Allow once" } };
+const byApi = { by: "an API client" };
+
 /** The device asks; returns the card as each client received it. */
 async function ask(link: Peer, clients: Peer[], id: number, method: string, params: unknown) {
   link.send({ jsonrpc: "2.0", id, method, params });
@@ -58,9 +70,11 @@ describe("cards", () => {
       });
     answer(a, "card:ses_1/call_1", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
-    // The other socket is told both ways: the spec's settled, and ACP's withdrawal of the request it shows.
-    expect(await drain(b)).toEqual([settled("call_1"), withdrawn("call_1")]);
-    await a.silent();
+    // The other socket is told both ways: the spec's settled, and ACP's withdrawal of the request it shows; both
+    // are told the decision.
+    const decision = permissionDecided("call_1", { ...ALLOWED, ...byApi });
+    expect(await drain(b)).toEqual([settled("call_1"), withdrawn("call_1"), decision]);
+    expect(await drain(a)).toEqual([decision]);
     expect((await statusOf(a)).cards).toEqual([]);
   });
 
@@ -80,8 +94,16 @@ describe("cards", () => {
     expect([answers.a, answers.b]).toContainEqual(toDevice[0]!.result);
     const winner = JSON.stringify(toDevice[0]!.result) === JSON.stringify(answers.a) ? "a" : "b";
     const [won, lost] = winner === "a" ? [a, b] : [b, a];
-    expect(await drain(won)).toEqual([]);
+    const decision = decided("call_q", {
+      kind: "question",
+      asked: "Which database?",
+      ended: "answered",
+      answer: winner === "a" ? { outcome: "answered", text: "SQLite" } : { outcome: "dismissed", text: "dismissed" },
+      ...byApi,
+    });
+    expect(await drain(won)).toEqual([decision]);
     const toLoser = await drain(lost);
+    expect(toLoser).toContainEqual(decision);
     expect(toLoser).toContainEqual(settled("call_q"));
     expect(toLoser).toContainEqual(withdrawn("call_q"));
     const refusal = toLoser.find((m) => m.error);
@@ -112,7 +134,13 @@ describe("cards", () => {
       id: 1,
       result: { outcome: { optionId: "deny" }, _meta: { lembas: { feedback: "not the build dir" } } },
     });
-    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1")]);
+    const decision = permissionDecided("call_1", {
+      ended: "answered",
+      answer: { outcome: "selected", optionId: "deny", text: "Deny — not the build dir" },
+      ...byApi,
+    });
+    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1"), decision]);
+    expect(await drain(b)).toEqual([decision]);
   });
 
   it("leaves a card open while another socket may answer it when one answers with an error (it cannot show cards)", async () => {
@@ -124,9 +152,16 @@ describe("cards", () => {
     await a.silent();
     answer(b, "card:ses_1/call_p", { outcome: "approve", mode: "edit" });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 2, result: { outcome: "approve", mode: "edit" } });
-    // Neither needs telling: one answered, the other could not show it.
-    await a.silent();
-    await b.silent();
+    // Neither needs telling it ended (one answered, the other could not show it), but both are told the decision.
+    const decision = decided("call_p", {
+      kind: "plan",
+      asked: "the plan in PLAN.md",
+      ended: "answered",
+      answer: { outcome: "approve", text: "approved, then work in edit mode" },
+      ...byApi,
+    });
+    expect(await drain(a)).toEqual([decision]);
+    expect(await drain(b)).toEqual([decision]);
   });
 
   it("answers a card at once, as its time-out would, when every socket attached answered it with an error; a patient one waits", async () => {
@@ -136,7 +171,13 @@ describe("cards", () => {
     await ask(link, clients, 61, "_lembas/question", question("call_q", true));
     for (const client of [a, b]) for (const id of ["card:ses_1/call_1", "card:ses_1/call_q"]) cannotShow(client, id);
     expect(await drain(link)).toEqual([{ jsonrpc: "2.0", id: 60, result: { outcome: { outcome: "cancelled" } } }]);
-    await a.silent();
+    expect(await drain(a)).toEqual([
+      permissionDecided("call_1", {
+        ended: "refused",
+        answer: { outcome: "cancelled", text: "cancelled" },
+        by: "no client could show it",
+      }),
+    ]);
     expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_q", patient: true }]);
     // The patient question waits for a socket that can show it.
     const later = await attachClient(user, device.deviceId);
@@ -154,6 +195,15 @@ describe("cards", () => {
     b.close();
     await b.closed;
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 62, result: { outcome: "dismissed" } });
+    expect(await a.next()).toEqual(
+      decided("call_p", {
+        kind: "plan",
+        asked: "the plan in PLAN.md",
+        ended: "refused",
+        answer: { outcome: "dismissed", text: "dismissed" },
+        by: "no client could show it",
+      }),
+    );
     answer(a, "card:ses_1/call_p", { outcome: "dismissed" });
     expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "refused" } });
   });
@@ -163,7 +213,9 @@ describe("cards", () => {
     const [a] = clients as [Peer, Peer];
     await ask(link, clients, 3, "session/request_permission", permission("call_1"));
     link.send(settled("call_1"));
-    for (const client of clients) expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1")]);
+    const decision = permissionDecided("call_1", { ended: "settled", answer: null, by: "settled on the device" });
+    for (const client of clients)
+      expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1"), decision]);
     expect((await statusOf(a)).cards).toEqual([]);
     answer(a, "card:ses_1/call_1", ALLOW);
     const late = await a.next();
@@ -191,7 +243,24 @@ describe("cards", () => {
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 11, result: { outcome: "dismissed" } });
     for (const client of [a, b]) {
       expect(await drain(client)).toEqual(
-        expect.arrayContaining([settled("call_1"), withdrawn("call_1"), settled("call_p"), withdrawn("call_p")]),
+        expect.arrayContaining([
+          settled("call_1"),
+          withdrawn("call_1"),
+          permissionDecided("call_1", {
+            ended: "timed_out",
+            answer: { outcome: "cancelled", text: "cancelled" },
+            by: "timed out",
+          }),
+          settled("call_p"),
+          withdrawn("call_p"),
+          decided("call_p", {
+            kind: "plan",
+            asked: "the plan in PLAN.md",
+            ended: "timed_out",
+            answer: { outcome: "dismissed", text: "dismissed" },
+            by: "timed out",
+          }),
+        ]),
       );
     }
     expect((await statusOf(a)).cards).toEqual([]);
@@ -213,8 +282,20 @@ describe("cards", () => {
       expect(await drain(client)).toEqual([
         settled("call_1"),
         withdrawn("call_1"),
+        permissionDecided("call_1", {
+          ended: "withdrawn",
+          answer: { outcome: "cancelled", text: "cancelled" },
+          by: "withdrawn",
+        }),
         settled("call_q"),
         withdrawn("call_q"),
+        decided("call_q", {
+          kind: "question",
+          asked: "Which database?",
+          ended: "withdrawn",
+          answer: { outcome: "dismissed", text: "dismissed" },
+          by: "withdrawn",
+        }),
       ]);
     }
     expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_p", sessionId: "ses_other" }]);
@@ -253,6 +334,7 @@ describe("cards", () => {
     expect(await link.next()).toMatchObject({ id: 20 });
     expect(await late.next()).toEqual(settled("call_1"));
     expect(await late.next()).toEqual(withdrawn("call_1"));
+    expect(await late.next()).toEqual(permissionDecided("call_1", { ...ALLOWED, ...byApi }));
     const later = await attachClient(user, device.deviceId);
     expect(await later.next()).toMatchObject({ id: "card:ses_1/call_q" });
     await later.silent();
@@ -287,7 +369,9 @@ describe("cards", () => {
     await evictDurableObject(linkStub(device.deviceId));
     answer(b, "card:ses_1/call_1", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 0, result: ALLOW });
-    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1")]);
+    const decision = permissionDecided("call_1", { ...ALLOWED, ...byApi });
+    expect(await drain(a)).toEqual([settled("call_1"), withdrawn("call_1"), decision]);
+    expect(await drain(b)).toEqual([decision]);
   });
 
   it("takes every card down when the link drops", async () => {
@@ -298,7 +382,13 @@ describe("cards", () => {
     link.close();
     const seen = await drain(a);
     expect(seen).toEqual(
-      expect.arrayContaining([settled("call_1"), withdrawn("call_1"), settled("call_q"), withdrawn("call_q")]),
+      expect.arrayContaining([
+        settled("call_1"),
+        withdrawn("call_1"),
+        permissionDecided("call_1", { ended: "link_down", answer: null, by: "link dropped" }),
+        settled("call_q"),
+        withdrawn("call_q"),
+      ]),
     );
     expect(seen).toContainEqual({
       jsonrpc: "2.0",
@@ -350,14 +440,24 @@ describe("cards", () => {
     ]);
     answer(b, "card:ses_2/call_2", ALLOW);
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 71, result: ALLOW });
-    expect(await drain(a)).toEqual([settled("call_2", "ses_2"), withdrawn("call_2", "ses_2")]);
+    const inTwoDecided = permissionDecided("call_2", { ...ALLOWED, ...byApi }, "ses_2");
+    expect(await drain(a)).toEqual([settled("call_2", "ses_2"), withdrawn("call_2", "ses_2"), inTwoDecided]);
     answer(a, "card:ses_1/call_2", { outcome: { outcome: "selected", optionId: "deny" } });
     expect(await link.next()).toEqual({
       jsonrpc: "2.0",
       id: 70,
       result: { outcome: { outcome: "selected", optionId: "deny" } },
     });
-    expect(await drain(b)).toEqual([settled("call_2"), withdrawn("call_2")]);
+    expect(await drain(b)).toEqual([
+      inTwoDecided,
+      settled("call_2"),
+      withdrawn("call_2"),
+      permissionDecided("call_2", {
+        ended: "answered",
+        answer: { outcome: "selected", optionId: "deny", text: "Deny" },
+        ...byApi,
+      }),
+    ]);
   });
 
   it("keeps cards of two sessions with one toolCallId apart when one is cancelled, replayed to a late socket and timed out", async () => {
@@ -391,7 +491,16 @@ describe("cards", () => {
     await ask(link, clients, 80, "session/request_permission", permission("call_1"));
     link.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 80 } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 80, result: { outcome: { outcome: "cancelled" } } });
-    for (const client of [a, b]) expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1")]);
+    for (const client of [a, b])
+      expect(await drain(client)).toEqual([
+        settled("call_1"),
+        withdrawn("call_1"),
+        permissionDecided("call_1", {
+          ended: "settled",
+          answer: { outcome: "cancelled", text: "cancelled" },
+          by: "settled on the device",
+        }),
+      ]);
     // A plain ACP client acknowledges the withdrawal with -32800: nothing more is said to it.
     a.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", error: { code: -32800, message: "Request cancelled" } });
     await a.silent();
@@ -435,5 +544,47 @@ describe("cards", () => {
       id: 92,
       result: { outcome: "answered", answers: [{ kind: "options", labels: [long] }] },
     });
+  });
+
+  it("says which client answered: a browser as web, an ACP client by its clientInfo, a notification's action", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [acp] = clients as [Peer];
+    acp.send({
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: 1, clientInfo: { name: "zed", title: "Zed", version: "1.0" } },
+    });
+    expect(await acp.next()).toMatchObject({ id: 1, result: {} });
+    const web = await attachClient(user, device.deviceId, "cookie");
+    const both = [acp, web];
+    await ask(link, both, 1, "session/request_permission", permission("call_1"));
+    answer(web, "card:ses_1/call_1", ALLOW);
+    expect(await link.next()).toMatchObject({ id: 1 });
+    expect(await drain(web)).toEqual([permissionDecided("call_1", { ...ALLOWED, by: "web" })]);
+    expect(await drain(acp)).toContainEqual(permissionDecided("call_1", { ...ALLOWED, by: "web" }));
+
+    await ask(link, both, 2, "_lembas/question", question("call_q"));
+    answer(acp, "card:ses_1/call_q", { outcome: "answered", answers: [{ kind: "custom", text: "DuckDB" }] });
+    expect(await link.next()).toMatchObject({ id: 2 });
+    const byZed = decided("call_q", {
+      kind: "question",
+      asked: "Which database?",
+      ended: "answered",
+      answer: { outcome: "answered", text: "DuckDB" },
+      by: "Zed",
+    });
+    expect(await drain(acp)).toEqual([byZed]);
+    expect(await drain(web)).toContainEqual(byZed);
+
+    await ask(link, both, 3, "session/request_permission", permission("call_3"));
+    const res = await SELF.fetch(`${ORIGIN}/api/devices/${device.deviceId}/cards/answer`, {
+      method: "POST",
+      headers: { authorization: user.apiAuth, "content-type": "application/json" },
+      body: JSON.stringify({ sessionId: "ses_1", toolCallId: "call_3", ...ALLOW }),
+    });
+    expect(res.status).toBe(200);
+    expect(await link.next()).toMatchObject({ id: 3 });
+    expect(await drain(web)).toContainEqual(permissionDecided("call_3", { ...ALLOWED, by: "a notification" }));
   });
 });

@@ -411,6 +411,11 @@ describe("schema steps", () => {
         params: { sessionId: "ses_old", toolCallId: "call_open" },
       },
       { jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "card:ses_old/call_open" } },
+      {
+        jsonrpc: "2.0",
+        method: "_instance/card/decided",
+        params: expect.objectContaining({ sessionId: "ses_old", toolCallId: "call_open", ended: "timed_out" }),
+      },
     ]);
   });
 });

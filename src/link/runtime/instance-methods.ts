@@ -12,6 +12,7 @@
  */
 import { clientInitialize } from "../../protocol/capabilities";
 import { rpcNotification, RpcError } from "../../protocol/jsonrpc";
+import { nameClient } from "./client-labels";
 import { OFFLINE, type LinkRuntime, type LinkFeature } from "./runtime";
 import type { LinkRecord } from "./store";
 import type { InstanceStatus, LinkFacts } from "../../protocol/instance";
@@ -57,7 +58,8 @@ export const instanceMethods: LinkFeature = {
     // The name before instance methods were named as ACP extensions; a client may still ask by it. What the
     // instance sends is only ever under the new names.
     "instance/status": (rt) => instanceStatus(rt),
-    initialize: (rt) => {
+    initialize: (rt, peer, params) => {
+      nameClient(rt.ctx, peer.sid, params);
       const init = rt.link()?.initialize;
       if (!init)
         throw new RpcError(

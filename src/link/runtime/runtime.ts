@@ -15,6 +15,7 @@
 import type { Env } from "../../env";
 import { CANCEL_REQUEST } from "../../protocol/acp";
 import type { CardMethod } from "../../protocol/cards";
+import type { CardDecision } from "../../protocol/instance";
 import {
   ErrorCode,
   rpcError,
@@ -188,8 +189,11 @@ export interface LinkFeature extends Migrating {
   onClientDetached?: (rt: LinkRuntime, sid: string) => void | Promise<void>;
   /** A card opened (after it went to the clients); synchronous, so it can never hold a frame back. */
   onCardOpened?: (rt: LinkRuntime, card: OpenedCard) => void;
-  /** A card ended — answered, timed out, settled or taken down with its link. */
-  onCardEnded?: (rt: LinkRuntime, card: { sessionId: string; toolCallId: string }) => void;
+  /**
+   * A card ended — answered, timed out, settled or taken down with its link: what was asked, answered and by whom
+   * (what a turn's record keeps); after every client socket was told it. Synchronous, like onCardOpened.
+   */
+  onCardEnded?: (rt: LinkRuntime, decision: CardDecision) => void;
   /** Fields this feature adds to _instance/status (e.g. cards, turns). */
   status?: (rt: LinkRuntime) => Record<string, unknown>;
 }

@@ -19,6 +19,8 @@ export interface Attachment {
   probed?: number;
   /** What a client socket shows (watchers.ts): the chat's session id (null: none) and whether its page is visible. */
   watch?: { s: string | null; v: boolean };
+  /** What a client socket is called when it answers a card (client-labels.ts). */
+  label?: string;
 }
 
 const SEEN_EVERY_MS = 15_000;
@@ -34,11 +36,12 @@ export function acceptSocket(
   role: Role,
   uid: string,
   credential?: string,
+  label?: string,
 ): { peer: WebSocket; server: WebSocket; attachment: Attachment } {
   const pair = new WebSocketPair();
   const server = pair[1];
   const now = Date.now();
-  const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now };
+  const attachment: Attachment = { role, sid: crypto.randomUUID(), uid, at: now, seen: now, ...(label && { label }) };
   ctx.acceptWebSocket(server, [role, sidTag(attachment.sid), ...(credential ? [credentialTag(credential)] : [])]);
   storeAttachment(server, attachment);
   const known = knownOf(ctx);

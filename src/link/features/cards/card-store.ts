@@ -9,12 +9,13 @@
  * cannot make two cards' ids alike); the same text after `card:` keys its chunks and its deadline.
  */
 import type { CardKey } from "../../../protocol/cards";
+import type { CardEnd } from "../../../protocol/instance";
 import type { JsonRpcId } from "../../../protocol/jsonrpc";
 import { Chunks } from "../../runtime/chunks";
 import type { Migrating, SchemaStep } from "../../runtime/schema-steps";
 import { OnDemandTables } from "../../runtime/tables-on-demand";
 
-export type EndedHow = "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
+export type EndedHow = CardEnd;
 
 export interface Card {
   key: CardKey;

@@ -30,10 +30,13 @@ import {
 import { PermissionSettled } from "../../../protocol/lembas";
 import { type Card, CARD_TABLES, CardStore, type EndedHow, keyText, parseKeyText } from "./card-store";
 import type { LinkRuntime, DeviceRequestHandler, LinkFeature } from "../../runtime/runtime";
-import type { OpenCardStatus } from "../../../protocol/instance";
+import type { CardDecision, OpenCardStatus } from "../../../protocol/instance";
+import { clientLabel } from "../../runtime/client-labels";
+import { answerOf, askedOf, ENDED_BY, KIND_OF } from "./decisions";
 import { attachmentOf, socketById } from "../../runtime/sockets";
 
 export const SETTLED = "_lembas/permission/settled";
+export const CARD_DECIDED = "_instance/card/decided";
 /** Cards' ids toward clients: `card:<session>/<toolCall>` (card-store.ts). */
 const CARD_PREFIX = "card";
 const CARD_DEADLINE = "card";
@@ -74,32 +77,55 @@ function tellEnded(rt: LinkRuntime, card: Card, answered: ReadonlySet<string>, s
   }
 }
 
+/** Tells every client socket how a card ended (`_instance/card/decided`), and the features (a turn's record). */
+function tellDecided(rt: LinkRuntime, card: Card, params: unknown, how: EndedHow, answer: unknown, by: string | null) {
+  if (!isCardMethod(card.method)) return;
+  const decision: CardDecision = {
+    ...card.key,
+    kind: KIND_OF[card.method],
+    asked: askedOf(card.method, params),
+    ended: how,
+    answer: answer === undefined ? null : answerOf(card.method, params, answer),
+    by: how === "answered" ? clientLabel(rt.ctx, by) : ENDED_BY[how],
+    at: card.endedAt ?? Date.now(),
+  };
+  rt.broadcast(rpcNotification(CARD_DECIDED, decision));
+  rt.tell("onCardEnded", decision);
+}
+
 /**
  * Ends an open card exactly once: returns it, or null when it was not open. The sockets that did not answer it are
- * told (settled and $/cancel_request) — all but `answeredBy`; without settled when the device's own is being fanned
- * out already.
+ * told (settled and $/cancel_request) — all but `answeredBy` (a socket's id; null: over HTTP); without settled when
+ * the device's own is being fanned out already. `answer`: what the device is answered (none: it is not).
  */
 function endCard(
   rt: LinkRuntime,
   key: CardKey,
   how: EndedHow,
-  { answeredBy = null, settled = true }: { answeredBy?: string | null; settled?: boolean } = {},
+  {
+    answeredBy = null,
+    answer,
+    settled = true,
+  }: { answeredBy?: string | null; answer?: unknown; settled?: boolean } = {},
 ): Card | null {
   const store = storeOf(rt);
   const answered = store.refusedBy(key);
+  const params = store.params(key);
   const card = store.end(key, how);
   if (!card) return null;
   rt.deadlines.clear(CARD_DEADLINE, keyText(key));
   if (answeredBy !== null) answered.add(answeredBy);
   tellEnded(rt, card, answered, settled);
-  rt.tell("onCardEnded", key);
+  tellDecided(rt, card, params, how, answer, answeredBy);
   return card;
 }
 
 /** Ends an open card and gives the device the answer the spec gives a card nobody answered (cancelled / dismissed). */
 function endUnanswered(rt: LinkRuntime, key: CardKey, how: EndedHow): void {
-  const card = endCard(rt, key, how);
-  if (card && isCardMethod(card.method)) rt.answerDevice(card.deviceRequestId, CARDS[card.method].timeoutAnswer);
+  const method = storeOf(rt).get(key)?.method ?? "";
+  const answer = isCardMethod(method) ? CARDS[method].timeoutAnswer : undefined;
+  const card = endCard(rt, key, how, { answer });
+  if (card && answer !== undefined) rt.answerDevice(card.deviceRequestId, answer);
 }
 
 /**
@@ -180,7 +206,7 @@ export function answerCard(rt: LinkRuntime, key: CardKey, result: unknown, by: s
       message: `this answer does not fit the ${card.method} card: ${fits.error}`,
     };
   }
-  if (!endCard(rt, key, "answered", { answeredBy: by })) return null;
+  if (!endCard(rt, key, "answered", { answeredBy: by, answer: fits.value })) return null;
   rt.answerDevice(card.deviceRequestId, fits.value);
   return null;
 }
