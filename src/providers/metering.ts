@@ -118,8 +118,11 @@ export async function admit(
     settle(usage) {
       ctx.waitUntil(
         usage
-          .then((u) =>
-            settle(env.DB, holdId, {
+          .then((u) => {
+            // The hold is the most a request may cost: a provider reporting more is not passed on to the account.
+            const cost = costMicro(model, u);
+            if (holdId !== null && cost > need) console.error(`${model.id} reported more than was held`, u);
+            return settle(env.DB, holdId, {
               userId: caller.userId,
               deviceId: caller.deviceId,
               model: model.id,
@@ -127,11 +130,11 @@ export async function admit(
               tokensOut: u.tokensOut,
               audioMs: u.audioMs ?? 0,
               characters: u.characters ?? 0,
-              costMicro: costMicro(model, u),
+              costMicro: holdId === null ? cost : Math.min(cost, need),
               estimated: u.estimated === true,
               at: Date.now(),
-            }),
-          )
+            });
+          })
           .catch(logged("usage not recorded")),
       );
     },

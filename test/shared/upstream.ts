@@ -101,8 +101,9 @@ function chat(body: ChatBody): Response {
 }
 
 /**
- * Transcriptions: the audio lasts a second per 1,000 bytes. `json` and `verbose_json` report it (`usage.seconds`, or
- * for the model `tokens-stt` token usage: 100 in, 20 out); `text` reports nothing. The fields it got are kept, the
+ * Transcriptions: the provider says the audio lasts a second per 1,000 bytes, whatever it holds. `json` and
+ * `verbose_json` report it (`usage.seconds`, `duration`; for the model `tokens-stt` token usage: 100 in, 20 out);
+ * `text`, `srt` and `vtt` report nothing. The fields it got are kept, the
  * file as `file: <name> <size>`.
  */
 async function transcription(request: Request): Promise<Response> {
@@ -118,7 +119,10 @@ async function transcription(request: Request): Promise<Response> {
     body: JSON.stringify(fields),
   });
   const text = `heard ${file.size} bytes`;
-  if (fields.response_format === "text") return new Response(text, { headers: { "content-type": "text/plain" } });
+  const format = fields.response_format ?? "json";
+  if (format === "text" || format === "srt" || format === "vtt")
+    return new Response(text, { headers: { "content-type": "text/plain" } });
+  if (format === "verbose_json") return Response.json({ text, duration: file.size / 1000, segments: [] });
   const usage =
     fields.model === "tokens-stt"
       ? { type: "tokens", input_tokens: 100, output_tokens: 20, total_tokens: 120 }

@@ -2,7 +2,7 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
 import { meterSse } from "../../src/providers/sse-meter";
-import { assignPlan, call, putPlan, upstreamReceived, usageRows } from "../helpers/v1";
+import { assignPlan, call, putPlan, upstreamReceived, usageRows, waitForUsage } from "../helpers/v1";
 
 let admin: TestUser;
 beforeAll(async () => {
@@ -175,23 +175,33 @@ describe("what reaches the provider", () => {
 });
 
 describe("bounded credits", () => {
-  it("charges at most a billion credits for a request whatever usage the provider reports: the balance stays a number", async () => {
-    const user = await createUser();
-    await assignPlan(admin.apiAuth, user.userId, "five");
-    const res = await call("/v1/chat/completions", user.apiAuth, {
-      body: {
-        model: "fake/chat",
-        max_tokens: 5,
-        messages: [{ role: "user", content: `boast ${crypto.randomUUID()}` }],
-      },
-    });
+  it("charges at most a billion credits for a request whatever usage the provider reports, and a held one at most its hold", async () => {
+    const boast = (auth: string) =>
+      call("/v1/chat/completions", auth, {
+        body: {
+          model: "fake/chat",
+          max_tokens: 5,
+          messages: [{ role: "user", content: `boast ${crypto.randomUUID()}` }],
+        },
+      });
+    const unlimited = await createUser();
+    const res = await boast(unlimited.apiAuth);
     expect(res.status).toBe(200);
     await res.text();
-    await settled(user.userId, 1);
-    const [row] = await usageRows(user.userId);
+    const [row] = await waitForUsage(unlimited.userId);
     expect(row!.cost_micro).toBe(1e15);
+
+    const user = await createUser();
+    await assignPlan(admin.apiAuth, user.userId, "five");
+    const held = await boast(user.apiAuth);
+    expect(held.status).toBe(200);
+    await held.text();
+    const [charged] = await waitForUsage(user.userId);
+    // The provider claims 9e15 tokens each way; the account pays what was held: the request's bytes and 5 tokens out.
+    expect(charged!.tokens_in).toBe(9e15);
+    expect(charged!.cost_micro).toBeLessThan(1e6);
     const standing = await (await call("/v1/usage", user.apiAuth)).json<Standing>();
-    expect(standing.balance).toBe(5 - 1e9);
+    expect(standing.balance).toBe(5 - charged!.cost_micro / 1e6);
   });
 
   it("refuses amounts past a billion credits, or not finite, and a grant that takes the balance past it", async () => {

@@ -2,8 +2,7 @@
  * The instance's speech endpoints, as OpenAI shapes them, metered like the rest of /v1:
  * - POST /v1/audio/transcriptions: multipart `file`, `model` (kind stt), `response_format`, `language`, `prompt`,
  *   `temperature`; the provider's answer relayed as it is. Priced by the minute of audio (`price_minute`: the
- *   duration the provider reports) or by token (`price_in`/`price_out`: its usage); when it reports neither, the
- *   audio's length is estimated from its size and the row marked estimated.
+ *   duration read from the file) or by token (`price_in`/`price_out`: the usage the provider reports).
  * - POST /v1/audio/speech: `model` (kind tts), `input`, `voice`, `response_format`, `speed`, `instructions`; the
  *   audio streamed back as it arrives. Priced by the characters of `input` and `instructions` (`price_chars`), known
  *   before it is sent.
@@ -14,17 +13,26 @@ import { authenticateCaller } from "../auth";
 import { readForm, readJson, validated } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
-import { tokensLikely } from "../../providers/estimate";
+import { byteLength } from "../../providers/estimate";
+import { audioDurationMs } from "../../providers/audio-duration";
+import type { Metered } from "../../providers/pricing";
 import { admit, forwardAdmitted } from "../../providers/metering";
 
 /** A transcription has a file and a handful of fields (a few repeated, as timestamp_granularities[]). */
 const MAX_FORM_PARTS = 32;
 /** OpenAI's own limit for a file to transcribe. */
 const MAX_AUDIO = 25 * 1024 * 1024;
-/** Audio of a given size lasts at most this long at 16 kbit/s (low-rate speech): what a transcription holds. */
-const msAtMost = (bytes: number) => Math.ceil(bytes / 2);
-/** …and about this long at 128 kbit/s: what one is charged when the provider reports neither duration nor usage. */
-const msLikely = (bytes: number) => Math.ceil(bytes / 16);
+/**
+ * Audio whose container is not read lasts at most its size at 6 kbit/s, the least any codec a transcription takes
+ * spends on speech (Opus; MP3 and AAC go no lower than 8): what it is held and charged.
+ */
+const msAtMost = (bytes: number) => Math.ceil((bytes * 8) / 6);
+/**
+ * For a model priced by token: ceilings on the audio tokens and the transcript tokens a second of speech makes (the
+ * providers' audio models count well under these), so the hold bounds what the provider may report.
+ */
+const AUDIO_TOKENS_PER_SECOND = 50;
+const TEXT_TOKENS_PER_SECOND = 20;
 
 const Transcription = z.object({
   model: z.string().check(z.minLength(1)),
@@ -34,16 +42,22 @@ const Transcription = z.object({
   temperature: z.optional(z.coerce.number().check(z.gte(0), z.lte(1))),
 });
 
-/** What a transcription's answer says it used: `usage` (tokens or seconds) or verbose_json's `duration`. */
+/** What a json transcription says it used, for a model priced by token, and its text. */
 const count = z.optional(z.number().check(z.nonnegative()));
-const Reported = z.object({
-  duration: count,
-  usage: z.optional(z.object({ seconds: count, input_tokens: count, output_tokens: count })),
+const TokenAnswer = z.object({
+  text: z.string(),
+  usage: z.optional(z.object({ input_tokens: count, output_tokens: count })),
 });
 
 const bad = (detail: string, param?: string) =>
   new HttpError(400, detail, {}, undefined, { code: "invalid_request", ...(param && { param }) });
 
+/**
+ * A transcription is held and charged by the audio's duration, read from its file before anything is sent
+ * (audio-duration.ts), so the charge is the same whatever `response_format` the client picks. A model priced by
+ * token is always asked for json (the only answer that reports usage) and a `text` answer made from it; its
+ * charge is the usage reported, within the hold.
+ */
 export const transcriptions: Handler = async (request, env, ctx) => {
   const caller = await authenticateCaller(request, env);
   const form = await readForm(request, MAX_FORM_PARTS);
@@ -52,41 +66,53 @@ export const transcriptions: Handler = async (request, env, ctx) => {
   if (file.size > MAX_AUDIO) throw new HttpError(413, "the audio is over 25 MiB");
   const fields = validated(Transcription, Object.fromEntries([...form].filter(([, v]) => typeof v === "string")));
   const model = findModel(env, fields.model, "stt");
+  const byTokens = model.priceIn > 0 || model.priceOut > 0;
+  const format = fields.response_format ?? "json";
+  if (byTokens && format !== "json" && format !== "text")
+    throw bad(
+      `${model.id} is priced by token, which only a json answer reports: ask for json or text`,
+      "response_format",
+    );
+
+  const read = audioDurationMs(new Uint8Array(await file.arrayBuffer()));
+  const audioMs = read ?? msAtMost(file.size);
+  const seconds = audioMs / 1000;
+  const most: Metered = byTokens
+    ? {
+        tokensIn: Math.ceil(seconds * AUDIO_TOKENS_PER_SECOND) + byteLength(fields.prompt ?? ""),
+        tokensOut: Math.ceil(seconds * TEXT_TOKENS_PER_SECOND),
+        audioMs,
+      }
+    : { tokensIn: 0, tokensOut: 0, audioMs, estimated: read === null };
 
   const forwarded = new FormData();
   forwarded.set("file", file, file.name || "audio");
-  for (const [name, value] of Object.entries({ ...fields, model: model.upstreamModel }))
-    if (value !== undefined) forwarded.set(name, String(value));
-  const charge = await admit(env, ctx, caller, model, {
-    tokensIn: Math.ceil(file.size / 1024),
-    tokensOut: 0,
-    audioMs: msAtMost(file.size),
-  });
+  const sent = { ...fields, model: model.upstreamModel, ...(byTokens && { response_format: "json" }) };
+  for (const [name, value] of Object.entries(sent)) if (value !== undefined) forwarded.set(name, String(value));
+  const charge = await admit(env, ctx, caller, model, most);
   const upstream = await forwardAdmitted(env, charge, model, "/audio/transcriptions", forwarded);
   const text = await upstream.text();
-
-  let reported: z.output<typeof Reported> = {};
-  try {
-    reported = Reported.parse(JSON.parse(text));
-  } catch {
-    // text, srt or vtt: no report
+  const type = upstream.headers.get("content-type") ?? "application/json";
+  if (!byTokens) {
+    charge.settle(Promise.resolve(most));
+    return new Response(text, { headers: { "content-type": type } });
   }
-  const seconds = reported.usage?.seconds ?? reported.duration;
-  const tokens = reported.usage?.input_tokens;
+  let answer: z.output<typeof TokenAnswer> | null = null;
+  try {
+    answer = TokenAnswer.parse(JSON.parse(text));
+  } catch {
+    // not the json asked for: charged what was held, as nothing says less
+  }
+  const usage = answer?.usage;
   charge.settle(
     Promise.resolve(
-      seconds === undefined && tokens === undefined
-        ? { tokensIn: 0, tokensOut: tokensLikely(text.length), audioMs: msLikely(file.size), estimated: true }
-        : {
-            tokensIn: tokens ?? 0,
-            tokensOut: reported.usage?.output_tokens ?? 0,
-            audioMs: Math.round((seconds ?? 0) * 1000),
-          },
+      usage?.input_tokens === undefined
+        ? { ...most, estimated: true }
+        : { tokensIn: usage.input_tokens, tokensOut: usage.output_tokens ?? 0, audioMs },
     ),
   );
-  return new Response(text, {
-    headers: { "content-type": upstream.headers.get("content-type") ?? "application/json" },
-  });
+  if (format === "text" && answer) return new Response(answer.text, { headers: { "content-type": "text/plain" } });
+  return new Response(text, { headers: { "content-type": type } });
 };
 
 const Speech = z.object({
