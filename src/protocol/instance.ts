@@ -93,15 +93,6 @@ export interface KeptTool {
   rawOutput?: unknown;
 }
 
-/** How a card ended: who answered it (a client's socket, an HTTP answer) and with what, or why nobody did. */
-export interface KeptDecision {
-  how: "answered" | "timed_out" | "settled" | "link_down" | "withdrawn" | "refused";
-  /** The answer the device was given (an approval's option, a question's answers, a plan's outcome). */
-  answer?: unknown;
-  /** Where the answer came from: "client" (a socket), "http" (a notification's action), or null. */
-  by?: string | null;
-}
-
 /** One thing a kept turn shows, in the order its frames came. */
 export type KeptItem =
   | { type: "text"; text: string }
@@ -112,7 +103,7 @@ export type KeptItem =
   | { type: "plan"; entries: unknown[] }
   | { type: "event"; event: { type: string } & Record<string, unknown> }
   | { type: "mode"; modeId: string }
-  | { type: "card"; method: string; toolCallId: string; params: unknown; decision: KeptDecision | null };
+  | { type: "card"; method: string; toolCallId: string; params: unknown; decision: CardDecision | null };
 
 /** A finished turn as the instance keeps it (`_instance/kept/turns`): enough to draw it again. */
 export interface KeptTurn {

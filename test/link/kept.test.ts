@@ -173,12 +173,22 @@ describe("kept turns", () => {
         type: "event",
         event: { type: "model", ref: "deepseek/flash", effort: "low", connection: "x", instance: true },
       },
-      expect.objectContaining({
+      {
         type: "card",
         method: "session/request_permission",
         toolCallId: "call_rm",
         params: permissionParams("call_rm", { sessionId: s }),
-      }),
+        decision: {
+          sessionId: s,
+          toolCallId: "call_rm",
+          kind: "permission",
+          asked: "rm -rf build",
+          ended: "answered",
+          answer: { outcome: "selected", optionId: "once", text: "Allow once" },
+          by: expect.any(String),
+          at: expect.any(Number),
+        },
+      },
       { type: "text", text: " Removed build." },
     ]);
     expect(turn!.endedAt).toBeGreaterThanOrEqual(turn!.startedAt);

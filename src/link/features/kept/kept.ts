@@ -16,7 +16,7 @@
 import { limitsOf } from "../../../limits/config";
 import { ErrorCode, RpcError } from "../../../protocol/jsonrpc";
 import type { PromptParams } from "../../../protocol/acp";
-import { KeptTurnsParams, type KeptDecision, type KeptTurn } from "../../../protocol/instance";
+import { KeptTurnsParams, type KeptTurn } from "../../../protocol/instance";
 import { check } from "../../../protocol/issues";
 import type { LinkFeature, LinkRuntime } from "../../runtime/runtime";
 import { writtenFrames } from "../turns/replay";
@@ -124,14 +124,6 @@ export function forgetAllKept(rt: LinkRuntime): void {
   keptOf(rt.ctx.storage).forgetAll();
 }
 
-/** A card's decision, into the turn it was asked in. */
-export function keptDecision(rt: LinkRuntime, sessionId: string, toolCallId: string, decision: KeptDecision): void {
-  const r = recordingOf(rt);
-  const records = [r.current.get(sessionId), ...r.awaiting.values()];
-  for (const record of records)
-    if (record?.turn.sessionId === sessionId && record.cardDecided(toolCallId, decision)) return;
-}
-
 const turnIdOfParams = (params: unknown) => {
   const id = (params as PromptParams)._meta?.lembas?.turnId;
   return typeof id === "string" ? id : null;
@@ -219,5 +211,11 @@ export const kept: LinkFeature = {
   onCardOpened: (rt, card) => {
     if (!on(rt)) return;
     recordingOf(rt).current.get(card.sessionId)?.cardOpened(card.method, card.toolCallId, card.params);
+  },
+  // Into the turn it was asked in: running still, or ended and awaiting its answer.
+  onCardEnded: (rt, decision) => {
+    const r = recordingOf(rt);
+    for (const record of [r.current.get(decision.sessionId), ...r.awaiting.values()])
+      if (record?.turn.sessionId === decision.sessionId && record.cardDecided(decision.toolCallId, decision)) return;
   },
 };

@@ -7,7 +7,7 @@
  * RECORD_BYTES, at most MAX_ITEMS items; `withinBytes` then cuts the finished record to RECORD_BYTES.
  */
 import { base64Bytes, utf8Bytes, type PromptParams } from "../../../protocol/acp";
-import type { KeptAttachment, KeptItem, KeptTool, KeptTurn } from "../../../protocol/instance";
+import type { CardDecision, KeptAttachment, KeptItem, KeptTool, KeptTurn } from "../../../protocol/instance";
 
 /** The most one kept turn may take (a storage value holds about 2 MB). */
 export const RECORD_BYTES = 1024 * 1024;
@@ -169,7 +169,7 @@ export class TurnRecord {
     this.#push(item);
   }
 
-  cardDecided(toolCallId: string, decision: NonNullable<Extract<KeptItem, { type: "card" }>["decision"]>): boolean {
+  cardDecided(toolCallId: string, decision: CardDecision): boolean {
     const card = this.#cards.get(toolCallId);
     if (!card) return false;
     card.decision = decision;
