@@ -27,6 +27,11 @@ const ModelConfig = z
     price_minute: z.optional(bounded()),
     /** Text to speech: credits per million characters of input. */
     price_chars: z.optional(bounded()),
+    /**
+     * Chat: the most input tokens one image can count at the provider (its largest size and detail). Without it the
+     * model takes no images: their tokens are not in the request's bytes, so nothing else bounds what they cost.
+     */
+    max_image_tokens: z.optional(z.int().check(z.positive(), z.lte(1e7))),
     /** The most output tokens one request can produce: what a request that sets no max_tokens holds. */
     max_output: z._default(z.int().check(z.positive(), z.lte(1e7)), 4096),
     /**
@@ -82,6 +87,8 @@ export interface ServedModel {
   /** Credits per million characters (text to speech). */
   priceChars: number;
   maxOutput: number;
+  /** The most input tokens one image counts, or null: the model takes no images. */
+  maxImageTokens: number | null;
   /** Fields forwarded beyond the allow-list. */
   forward: ReadonlySet<string>;
 }
@@ -114,6 +121,7 @@ function parseProviders(source: unknown): Map<string, ServedModel> {
         priceMinute: model.price_minute ?? 0,
         priceChars: model.price_chars ?? 0,
         maxOutput: model.max_output,
+        maxImageTokens: model.max_image_tokens ?? null,
         forward: new Set(model.forward),
       });
     }

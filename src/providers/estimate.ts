@@ -9,8 +9,8 @@ export const byteLength = (text: string): number => encoder.encode(text).length;
 
 /**
  * At most one input token a byte of the request's JSON: a tokenizer's token covers at least a byte of text, and
- * the JSON's keys and quotes outweigh the few tokens a message's framing adds. (An image sent by URL is the
- * exception: its tokens are not in the bytes.)
+ * the JSON's keys and quotes outweigh the few tokens a message's framing adds. (Images are the exception: their
+ * tokens depend on their size, not on the bytes of a URL; see imagesIn.)
  */
 export const inputTokensAtMost = (json: string): number => byteLength(json);
 
@@ -26,4 +26,14 @@ export function outputTokensAtMost(
   maxOutput: number,
 ): number {
   return Math.min(body.max_completion_tokens ?? body.max_tokens ?? maxOutput, maxOutput) * (body.n ?? 1);
+}
+
+/** The image parts of a chat request's messages (by URL or inline): each counts up to the model's max_image_tokens. */
+export function imagesIn(messages: readonly { content?: unknown }[]): number {
+  let n = 0;
+  for (const m of messages)
+    if (Array.isArray(m.content))
+      for (const part of m.content as unknown[])
+        if (typeof part === "object" && part !== null && (part as { type?: unknown }).type === "image_url") n++;
+  return n;
 }

@@ -7,7 +7,8 @@
  *   "meter-hang …"  (stream) three content chunks each reporting usage so far, then nothing until released; then it
  *                   ends without a final usage chunk
  *   "boast …"       (not streamed) reports usage of 9e15 tokens in and out (near the largest safe integer): a provider's bug, or a hostile one
- *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out — at most max_tokens) when asked for it
+ *   anything else   "Hello!" in three chunks, with usage (12 in, 3 out — at most max_tokens) when asked for it; an
+ *                   unstreamed answer counts IMAGE_TOKENS more in for each image part
  * Embeddings are bags of words (bag-of-words.ts), one per input, and report a token a word. Every request is kept; GET https://upstream.test/_received?tag=<text> returns
  * those whose body contains <text>, with their Authorization. GET https://upstream.test/_release?tag=<text> releases
  * the held streams whose last message contains <text> (now or when they start).
@@ -56,11 +57,19 @@ interface ChatBody {
   max_tokens?: number;
   stream?: boolean;
   stream_options?: { include_usage?: boolean };
-  messages: { content: string }[];
+  messages: { content: string | { type: string; text?: string }[] }[];
 }
 
+/** What one image counts, as a provider prices its largest (gpt-4o, 2048×2048 at high detail: 765 tokens). */
+export const IMAGE_TOKENS = 765;
+
 function chat(body: ChatBody): Response {
-  const text = body.messages.at(-1)?.content ?? "";
+  const last = body.messages.at(-1)?.content ?? "";
+  const text = typeof last === "string" ? last : last.map((p) => p.text ?? "").join("");
+  const images = body.messages.reduce(
+    (n, m) => n + (typeof m.content === "string" ? 0 : m.content.filter((p) => p.type === "image_url").length),
+    0,
+  );
   if (text.startsWith("fail")) {
     return Response.json({ error: { message: "the model fell over", type: "server_error" } }, { status: 500 });
   }
@@ -74,7 +83,11 @@ function chat(body: ChatBody): Response {
       // A provider writes no more than max_tokens.
       usage: boast
         ? { prompt_tokens: 9e15, completion_tokens: 9e15, total_tokens: 1.8e16 }
-        : { ...USAGE, completion_tokens: Math.min(USAGE.completion_tokens, body.max_tokens ?? Infinity) },
+        : {
+            ...USAGE,
+            prompt_tokens: USAGE.prompt_tokens + images * IMAGE_TOKENS,
+            completion_tokens: Math.min(USAGE.completion_tokens, body.max_tokens ?? Infinity),
+          },
     });
   }
   const parts = ["Hel", "lo", "!"];
@@ -188,6 +201,8 @@ export const TEST_PROVIDERS = {
       dear: { kind: "chat", price_in: 1000, price_out: 1_000_000 },
       // The operator forwards fields that change the price for this one.
       lavish: { kind: "chat", price_in: 1000, price_out: 2000, forward: ["n", "service_tier"] },
+      // Takes images: each counts up to the provider's largest.
+      eyes: { kind: "chat", price_in: 1000, price_out: 2000, max_image_tokens: IMAGE_TOKENS },
       embed: { kind: "embedding", price_in: 100 },
       ears: { kind: "stt", price_minute: 6 },
       "ears-tokens": { kind: "stt", upstream: "tokens-stt", price_in: 2500, price_out: 10_000 },

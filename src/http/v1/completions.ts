@@ -12,7 +12,7 @@ import { readJson } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { meterSse } from "../../providers/sse-meter";
-import { inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
+import { imagesIn, inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
 import { admit, forwardAdmitted, relayJson } from "../../providers/metering";
 
 /** How long a stream whose client went away is still read for its usage (waitUntil gives about 30 s). */
@@ -32,7 +32,7 @@ const count = z.nullish(z.int().check(z.positive(), z.lte(1e7)));
 // What the instance acts on is checked; the other allowed fields go to the provider as the client sent them.
 const CompletionRequest = z.looseObject({
   model: z.string().check(z.minLength(1)),
-  messages: z.array(z.looseObject({ role: z.string() })).check(z.minLength(1)),
+  messages: z.array(z.looseObject({ role: z.string(), content: z.optional(z.unknown()) })).check(z.minLength(1)),
   stream: z.optional(z.boolean()),
   stream_options: z.nullish(z.looseObject({ include_usage: z.optional(z.boolean()) })),
   max_tokens: count,
@@ -60,15 +60,25 @@ export const chatCompletions: Handler = async (request, env, ctx) => {
   for (const [field, value] of Object.entries(body))
     if (field !== "model" && (ALLOWED.has(field) || model.forward.has(field))) forwarded[field] = value;
   if (body.stream) forwarded.stream_options = { ...body.stream_options, include_usage: true };
+  const images = imagesIn(body.messages);
+  if (images > 0 && model.maxImageTokens === null)
+    throw new HttpError(
+      400,
+      `${model.id} takes no images on this instance: its operator has not said how many tokens one may count (max_image_tokens)`,
+      {},
+      undefined,
+      { code: "unsupported_content", param: "messages" },
+    );
   const json = JSON.stringify(forwarded);
   const inputBytes = inputTokensAtMost(json);
+  const imageTokens = images * (model.maxImageTokens ?? 0);
 
   const charge = await admit(env, ctx, caller, model, {
-    tokensIn: inputBytes,
+    tokensIn: inputBytes + imageTokens,
     tokensOut: outputTokensAtMost(body, model.maxOutput),
   });
   const upstream = await forwardAdmitted(env, charge, model, "/chat/completions", json);
-  const likelyIn = tokensLikely(inputBytes);
+  const likelyIn = tokensLikely(inputBytes) + imageTokens;
   if (body.stream && upstream.body) {
     const metered = meterSse(upstream.body, {
       stripUsage: body.stream_options?.include_usage !== true,
