@@ -27,7 +27,12 @@ async function account(credits: number): Promise<TestUser> {
 /** Fires `RACERS` requests at once; waits for every served one to settle (no hold left); the balance after. */
 async function race(user: TestUser, send: () => Promise<Response>): Promise<{ served: number; balance: number }> {
   const answers = await Promise.all(Array.from({ length: RACERS }, send));
-  const statuses = await Promise.all(answers.map(async (r) => (await r.arrayBuffer(), r.status)));
+  const statuses = await Promise.all(
+    answers.map(async (r) => {
+      await r.arrayBuffer();
+      return r.status;
+    }),
+  );
   expect(statuses.every((s) => s === 200 || s === 402)).toBe(true);
   const served = statuses.filter((s) => s === 200).length;
   for (let i = 0; i < 500; i++) {
