@@ -67,7 +67,11 @@ export const login: Handler = async (request, env) => {
   assertSameOrigin(request);
   const body = await readJson(request, loginBody);
   const attempt = await countAttempt(env, passwordGuessLimits(request, body.email), TOO_MANY_SIGN_INS);
-  const user = await findUserCredential(env.DB, body.email);
+  // A read D1 could not answer (busy) checked no password: it is not a guess to count.
+  const user = await findUserCredential(env.DB, body.email).catch(async (err: unknown) => {
+    await attempt.succeeded();
+    throw err;
+  });
   const ok = await verifyPassword(body.password, user?.password_hash ?? UNKNOWN_USER_HASH);
   if (!user || !ok) throw new HttpError(401, "wrong email or password");
   await attempt.succeeded(["login_account"]);
