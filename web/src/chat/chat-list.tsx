@@ -1,7 +1,8 @@
 /**
  * A device's chats, newest first: the title (from announce and title events; else where it works), whether it is
  * waiting for the person (a card open), working or idle, when it last changed, an unread mark, and a delete still
- * pending on the device with its reason. Live: announce, left, deleted and title events change it in place.
+ * pending on the device with its reason, and its last message as the instance kept it. Live: announce, left, deleted
+ * and title events change it in place.
  */
 import { ago } from "../app/format";
 import type { ChatInfo } from "../app/http";
@@ -24,7 +25,9 @@ export function ChatList({
   deviceId: string;
   current: string | null;
 }) {
-  const chats = [...store.chats.list.value].sort((a, b) => b.updated_at - a.updated_at);
+  const kept = store.kept.summaries.value;
+  const lastAt = (chat: ChatInfo) => Math.max(chat.updated_at, kept.get(chat.session_id)?.lastAt ?? 0);
+  const chats = [...store.chats.list.value].sort((a, b) => lastAt(b) - lastAt(a));
   const busy = store.busy.value;
   const unread = store.chats.unread.value;
   const reasons = store.chats.deleteReasons.value;
@@ -54,8 +57,9 @@ export function ChatList({
                 {unread.has(id) && <span class="visually-hidden"> (unread)</span>}
               </span>
               <span class="chat-meta">
-                {state} <span class="muted">{ago(chat.updated_at)}</span>
+                {state} <span class="muted">{ago(lastAt(chat))}</span>
               </span>
+              {kept.get(id)?.lastText && <span class="muted chat-last">{kept.get(id)?.lastText}</span>}
               {chat.pending_delete && (
                 <span class="muted pending-reason">
                   Delete not taken yet{reasons.get(id) ? `: ${reasons.get(id)}` : ""} — sent again when the device

@@ -1,6 +1,7 @@
 /**
- * The chat open: its header (title, state, rename, delete), the transcript — kept scrolled to the newest line
- * while the person is at the bottom — the cards it waits on, and the composer.
+ * The chat open: its header (title, state, rename, delete, changes, export), the transcript — kept scrolled to the
+ * newest line while the person is at the bottom, earlier kept turns a button away — the cards it waits on, and the
+ * composer. The Changes view takes the transcript's place until the person goes back.
  */
 import { useEffect, useRef, useState } from "preact/hooks";
 import { background } from "../app/background";
@@ -10,22 +11,28 @@ import { devicePath } from "../app/paths";
 import { navigate } from "../app/router";
 import { CardList } from "../cards/cards";
 import { Composer } from "../composer/composer";
+import type { KeptTurn } from "../../../src/protocol/instance";
 import type { DeviceStore } from "../link/device-store";
+import { ChangesView } from "./changes-view";
 import { chatTitle } from "./chat-list";
+import { download, markdownOf } from "./export";
 
 /** How close to the bottom still counts as "at the bottom". */
 const PINNED_PX = 48;
 
 export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; deviceId: string; sessionId: string }) {
   const scroller = useRef<HTMLElement>(null);
-  const [mode, setMode] = useState<"view" | "rename" | "delete">("view");
+  const [mode, setMode] = useState<"view" | "rename" | "delete" | "changes">("view");
+  const [kept, setKept] = useState<KeptTurn[] | null>(null);
   const [error, setError] = useState("");
   const chat = store.chats.get(sessionId);
   const title = chatTitle(chat, sessionId);
   const busy = store.busy.value.has(sessionId);
   const cards = store.cards.of(sessionId);
+  const earlier = typeof store.kept.next.value.get(sessionId) === "number";
 
   useEffect(() => {
+    if (mode === "changes") return;
     const box = scroller.current!;
     const transcript = store.turns.transcript(sessionId);
     box.replaceChildren(transcript.el);
@@ -42,7 +49,37 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
       box.removeEventListener("scroll", onScroll);
       transcript.onChange = () => {};
     };
-  }, [store, sessionId]);
+  }, [store, sessionId, mode === "changes"]);
+
+  /** Every kept turn of the chat, oldest first (the Changes view and the export read them all). */
+  const allKept = () => store.kept.all(sessionId);
+
+  const showChanges = () => {
+    setMode("changes");
+    setKept(null);
+    allKept().then(setKept, (err: unknown) => {
+      setError(messageOf(err));
+      setKept([]);
+    });
+  };
+
+  const toTurn = (turnId: string) => {
+    setMode("view");
+    requestAnimationFrame(() =>
+      scroller.current?.querySelector(`[data-turn-id="${CSS.escape(turnId)}"]`)?.scrollIntoView({ block: "start" }),
+    );
+  };
+
+  const exportAs = (format: "md" | "json") =>
+    background(
+      act(
+        allKept().then((turns) => {
+          const name = `${title.replace(/[^\w.-]+/g, "-").slice(0, 60) || "chat"}.${format}`;
+          if (format === "md") download(name, markdownOf(title, turns), "text/markdown");
+          else download(name, JSON.stringify({ sessionId, title, turns }, null, 2), "application/json");
+        }),
+      ),
+    );
 
   const act = async (work: Promise<unknown>) => {
     setError("");
@@ -70,8 +107,24 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
                 Rename
               </button>
             )}
+            <button type="button" class="secondary" onClick={showChanges}>
+              Changes
+            </button>
+            <button type="button" class="secondary" onClick={() => exportAs("md")}>
+              Export Markdown
+            </button>
+            <button type="button" class="secondary" onClick={() => exportAs("json")}>
+              Export JSON
+            </button>
             <button type="button" class="secondary danger" onClick={() => setMode("delete")}>
               Delete…
+            </button>
+          </div>
+        )}
+        {mode === "changes" && (
+          <div class="actions">
+            <button type="button" class="secondary" onClick={() => setMode("view")}>
+              Back to the conversation
             </button>
           </div>
         )}
@@ -107,8 +160,25 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
           {error}
         </p>
       </header>
-      {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take the focus to scroll by keyboard */}
-      <section class="chat-scroll" ref={scroller} tabIndex={0} aria-label="Transcript" />
+      {mode === "changes" ? (
+        <section class="chat-scroll" aria-label="Changes">
+          <ChangesView turns={kept} onTurn={toTurn} />
+        </section>
+      ) : (
+        <>
+          {earlier && (
+            <button
+              type="button"
+              class="secondary earlier"
+              onClick={() => background(act(store.kept.loadPage(sessionId, store.turns.transcript(sessionId))))}
+            >
+              Earlier turns
+            </button>
+          )}
+          {/* biome-ignore lint/a11y/noNoninteractiveTabindex: a scrolling region must take the focus to scroll by keyboard */}
+          <section class="chat-scroll" ref={scroller} tabIndex={0} aria-label="Transcript" />
+        </>
+      )}
       <CardList store={store} cards={cards} />
       <Composer store={store} sessionId={sessionId} />
     </div>

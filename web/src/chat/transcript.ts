@@ -9,6 +9,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import type { PromptResult } from "../../../src/protocol/acp";
+import type { KeptAttachment, KeptItem, KeptTurn } from "../../../src/protocol/instance";
 import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
 import { element } from "../dom";
 import { renderDiff } from "./diff";
@@ -151,6 +152,8 @@ class TurnView {
   lost = false;
   /** Frames of it did not reach this page (their numbers skipped): history fills it in once it ends. */
   missing = false;
+  /** Drawn from the device's history (text and tools only): a kept copy of it draws it again, richer. */
+  fromHistory = false;
 
   constructor(public turnId: string | null) {
     this.el = element("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
@@ -166,7 +169,7 @@ class TurnView {
     return this.end !== null;
   }
 
-  setUser(text: string, attachments: readonly AttachmentInfo[] = []): void {
+  setUser(text: string, attachments: readonly (AttachmentInfo | KeptAttachment)[] = []): void {
     if (this.user) return;
     this.user = element(
       "div",
@@ -176,7 +179,19 @@ class TurnView {
         ? element(
             "ul",
             { class: "chips", "aria-label": "Attachments" },
-            ...attachments.map((a) => element("li", {}, a.name)),
+            ...attachments.map((a) =>
+              element(
+                "li",
+                {},
+                "data" in a && typeof a.data === "string"
+                  ? element("img", {
+                      class: "attachment-image",
+                      src: `data:${a.mimeType};base64,${a.data}`,
+                      alt: a.name,
+                    })
+                  : a.name,
+              ),
+            ),
           )
         : null,
     );
@@ -236,6 +251,80 @@ class TurnView {
     const el = element("p", { class: `msg ${cls}` }, text);
     this.add(el);
     return el;
+  }
+
+  /** An engine event a person reads (steer, mode, model, compaction): false for one this page does not show. */
+  showEvent(e: KnownEvent): boolean {
+    switch (e.type) {
+      case "steered":
+        for (const text of e.texts) this.note(text, "user steered");
+        return true;
+      case "mode":
+        this.note(`Mode: ${e.mode}`);
+        return true;
+      case "model":
+        this.note(`Model: ${e.ref}${e.effort && e.effort !== "off" ? ` · effort ${e.effort}` : ""}`);
+        return true;
+      case "compacted": {
+        const body = element("div", { class: "md" });
+        setMarkdown(body, e.summary);
+        this.add(element("details", { class: "msg note" }, element("summary", {}, "Conversation compacted"), body));
+        return true;
+      }
+      default:
+        return false;
+    }
+  }
+
+  /** Draws the turn as the instance kept it: its message, everything it showed in order, how it ended. */
+  fromKept(turn: KeptTurn): void {
+    this.clear();
+    this.user?.remove();
+    this.user = null;
+    if (turn.prompt) this.setUser(turn.prompt.text, turn.prompt.attachments);
+    for (const item of turn.items) this.keptItem(item);
+    this.finish(
+      turn.stopReason ? ({ stopReason: turn.stopReason, _meta: { lembas: turn.result ?? {} } } as PromptResult) : null,
+    );
+    this.el.dataset.kept = "";
+    this.fromHistory = false;
+    this.lost = false;
+    this.missing = false;
+  }
+
+  private keptItem(item: KeptItem): void {
+    switch (item.type) {
+      case "text": {
+        const el = element("div", { class: "msg agent md" });
+        setMarkdown(el, item.text);
+        this.add(el);
+        return;
+      }
+      case "thought":
+        this.newThought().set(item.text);
+        return;
+      case "block":
+        this.add(blockElement(item.block as acp.ContentBlock));
+        return;
+      case "tool": {
+        const view = new ToolView(item.tool.toolCallId);
+        view.apply(item.tool as Omit<acp.ToolCallUpdate, "toolCallId">);
+        this.add(view.el);
+        return;
+      }
+      case "plan":
+        this.planEntries(item.entries as acp.PlanEntry[]);
+        return;
+      case "event":
+        this.showEvent(item.event as KnownEvent);
+        return;
+      case "mode":
+        this.note(`Mode: ${item.modeId}`);
+        return;
+      case "card":
+        this.add(element("p", { class: "msg note decision" }, decisionText(item)));
+        return;
+    }
   }
 
   /** The turn ended: its stop reason and what the device says beside it (command, summary, …); once. */
@@ -317,6 +406,8 @@ export class Transcript {
   private readonly tools = new Map<string, ToolView>();
   private current: TurnView | null = null;
   private readonly steers = new Map<string, HTMLElement>();
+  /** The oldest turn drawn from the instance's kept turns: older pages go before it. */
+  private oldestKept: HTMLElement | null = null;
   /** Told after every change, so the pane can keep the newest line in view. */
   onChange: () => void = () => {};
   historyLoaded = false;
@@ -494,26 +585,32 @@ export class Transcript {
         if (e.state === "start") this.current = this.turn(e.turnId ?? null);
         else this.finish(e.turnId ?? null, null);
         return;
-      case "steered":
-        for (const text of e.texts) this.target().note(text, "user steered");
-        break;
-      case "mode":
-        this.target().note(`Mode: ${e.mode}`);
-        break;
-      case "model":
-        this.target().note(`Model: ${e.ref}${e.effort && e.effort !== "off" ? ` · effort ${e.effort}` : ""}`);
-        break;
-      case "compacted": {
-        const body = element("div", { class: "md" });
-        setMarkdown(body, e.summary);
-        this.target().add(
-          element("details", { class: "msg note" }, element("summary", {}, "Conversation compacted"), body),
-        );
-        break;
-      }
       default:
-        return;
+        if (!this.target().showEvent(e)) return;
     }
+    this.onChange();
+  }
+
+  /**
+   * A page of the chat's turns as the instance kept them (newest first, each page older than the one before): a
+   * turn shown from history is drawn again from its kept copy in its place, one shown live stays, and the others go
+   * before the oldest kept turn shown so far.
+   */
+  importKept(turns: readonly KeptTurn[]): void {
+    const anchor = this.oldestKept?.parentNode === this.past ? this.oldestKept : null;
+    for (const turn of [...turns].reverse()) {
+      const known = this.turns.get(turn.turnId);
+      if (known) {
+        if (known.fromHistory) known.fromKept(turn);
+        continue;
+      }
+      const view = new TurnView(turn.turnId);
+      this.turns.set(turn.turnId, view);
+      view.fromKept(turn);
+      this.past.insertBefore(view.el, anchor);
+    }
+    const oldest = turns.at(-1);
+    if (oldest) this.oldestKept = this.turns.get(oldest.turnId)?.el ?? this.oldestKept;
     this.onChange();
   }
 
@@ -535,6 +632,9 @@ export class Transcript {
       }
     }
     const before = this.live.firstChild;
+    // Turns shown already (kept by the instance, or live) keep their places; the others go in history's order
+    // around them: before the first one shown, or after the one shown before them.
+    let at: Node | null = this.past.firstChild;
     for (const g of groups) {
       const id = g.user?.turnId ?? null;
       if (id && running.has(id)) continue;
@@ -542,18 +642,27 @@ export class Transcript {
       if (known) {
         if (g.user) known.setUser(g.user.text, g.user.attachments);
         if (known.lost || known.missing) known.fill(g.answers);
+        at = known.el.parentNode === this.past ? known.el.nextSibling : null;
         continue;
       }
       const view = new TurnView(id);
+      view.fromHistory = true;
       if (id) this.turns.set(id, view);
       if (g.user) view.setUser(g.user.text, g.user.attachments);
       view.fill(g.answers);
-      this.past.append(view.el);
+      this.past.insertBefore(view.el, at);
     }
     if (before === null) this.current = null;
     this.historyLoaded = true;
     this.onChange();
   }
+}
+
+/** What a card asked, and what was decided: the answer and who gave it, or why nobody did. */
+export function decisionText(card: Extract<KeptItem, { type: "card" }>): string {
+  const d = card.decision;
+  if (!d) return `${card.method}: no decision recorded`;
+  return `${d.asked} — ${d.answer ? `${d.answer.text} (${d.by})` : d.by}`;
 }
 
 function blockElement(block: acp.ContentBlock): HTMLElement {

@@ -27,6 +27,8 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const canAttach = store.link.has("attachments");
   const canSteer = store.link.has("steer");
   const online = store.link.up.value;
+  // Offline, a device that keeps turns takes a message when it links again: this page keeps it until then.
+  const canKeep = store.link.connected.value && store.link.has("turns") && store.link.has("status");
   const settings = store.chats.settings.value.get(sessionId);
   const unsent = store.turns.unsent.value;
 
@@ -44,7 +46,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     box.value = "";
     setAttachments([]);
     try {
-      if (busy && canSteer && taken.length === 0) await store.turns.steer(sessionId, value);
+      if (online && busy && canSteer && taken.length === 0) await store.turns.steer(sessionId, value);
       else {
         const blocks = [...(value ? [{ type: "text" as const, text: value }] : []), ...taken.map((a) => a.block)];
         const shown = { text: value, attachments: taken.map(({ name, mimeType, size }) => ({ name, mimeType, size })) };
@@ -147,6 +149,14 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
           ))}
         </ul>
       )}
+      {!online && store.link.connected.value && (
+        <p class="composer-offline" role="status">
+          The device is offline.{" "}
+          {canKeep
+            ? "A message sent now is kept here and sent when the device links again."
+            : "Messages can be sent when it links again."}
+        </p>
+      )}
       <p class="error composer-error" role="alert">
         {error}
       </p>
@@ -194,7 +204,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
               Stop
             </button>
           )}
-          <button type="button" disabled={sending || !online} onClick={() => background(send())}>
+          <button type="button" disabled={sending || !(online || canKeep)} onClick={() => background(send())}>
             {busy && canSteer ? "Steer" : "Send"}
           </button>
         </div>

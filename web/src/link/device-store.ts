@@ -21,6 +21,7 @@ import { Cards } from "./cards";
 import { Chats, type NewSessionOptions } from "./chats";
 import { ClientSocket, type IncomingRequest } from "./client-socket";
 import { DeviceLink } from "./device-link";
+import { Kept } from "./kept";
 import { Turns } from "./turns";
 
 export class DeviceStore {
@@ -29,6 +30,7 @@ export class DeviceStore {
   readonly chats: Chats;
   readonly turns: Turns;
   readonly cards: Cards;
+  readonly kept: Kept;
   /** A sentence for the person about something that went wrong. */
   readonly problem = signal("");
   /** The open terminal's ear: its output and exit, and the link going down (which closes it). */
@@ -60,6 +62,7 @@ export class DeviceStore {
     this.chats = new Chats(deviceId, this.socket);
     this.turns = new Turns(deviceId, this.socket, this.link);
     this.cards = new Cards(this.socket);
+    this.kept = new Kept(this.socket);
   }
 
   start(): void {
@@ -93,6 +96,8 @@ export class DeviceStore {
       return;
     }
     await this.refreshChats();
+    // An instance without kept turns answers -32601: the chat list then shows no last messages.
+    await this.kept.refresh().catch(() => {});
     const shown = this.chats.shown.value;
     if (shown) await this.loadChat(shown);
     await this.turns.reattach();
@@ -195,6 +200,9 @@ export class DeviceStore {
         this.socket.request<InstanceStatus>("_instance/status").then(
           async (status) => {
             this.applyStatus(status);
+            // A chat opened while the device was away gets its older turns from history now.
+            const shown = this.chats.shown.value;
+            if (shown) await this.loadChat(shown);
             await this.turns.reattach();
           },
           () => {},
@@ -228,6 +236,7 @@ export class DeviceStore {
   private chatGone(sessionId: string): void {
     batch(() => {
       this.chats.forget(sessionId);
+      this.kept.forget(sessionId);
       this.turns.forget(sessionId);
       this.cards.forget(sessionId);
     });
@@ -244,6 +253,14 @@ export class DeviceStore {
 
   private async loadChat(sessionId: string): Promise<void> {
     const transcript = this.turns.transcript(sessionId);
+    if (!this.kept.next.value.has(sessionId)) {
+      // What the instance kept opens the chat at once, whether the device is linked or not.
+      await this.kept.loadPage(sessionId, transcript).catch((err: unknown) => {
+        transcript.note(`Could not load the kept messages: ${messageOf(err)}`, "error");
+      });
+    }
+    // The device's own history fills in older turns once it is linked.
+    if (!this.link.up.value) return;
     if (this.link.has("commands")) this.chats.loadCommands(sessionId);
     if (transcript.historyLoaded) return;
     transcript.historyLoaded = true;
@@ -251,7 +268,12 @@ export class DeviceStore {
       if (this.link.has("sessions")) {
         const history = await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId });
         transcript.importHistory(history.turns, this.turns.running.value.get(sessionId));
-      } else if (!this.link.status.value?.lembas && (await this.link.canLoadSessions())) {
+      } else if (
+        // With kept turns shown already, a replay of the whole session would show them twice.
+        !this.kept.summaries.value.has(sessionId) &&
+        !this.link.status.value?.lembas &&
+        (await this.link.canLoadSessions())
+      ) {
         // A plain ACP agent replays the session to this socket as session/update notifications.
         const chat = this.chats.get(sessionId);
         if (chat) await this.socket.request("session/load", { sessionId, cwd: chat.cwd, mcpServers: [] });

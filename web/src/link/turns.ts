@@ -171,6 +171,11 @@ export class Turns {
     const transcript = this.transcript(sessionId);
     transcript.prompt(turnId, shown.text, shown.attachments);
     this.ledger.add({ sessionId, turnId, blocks, text: shown.text, attachments: shown.attachments });
+    if (!this.link.up.value) {
+      // Kept in the ledger: when the device links again, reattach finds it unknown there and sends it.
+      transcript.note("The device is offline: this message is sent when it links again.", "note reattach");
+      return;
+    }
     await this.runPrompt(sessionId, turnId, blocks);
   }
 
