@@ -11,7 +11,12 @@ export default defineConfig({
       "test/browser/**/*.test.ts",
       "test/architecture/**/*.test.ts",
     ],
-    globalSetup: ["./test/bridge/build-bridge.ts", "./test/bridge/temp-root.ts"],
+    globalSetup: [
+      "./test/bridge/build-bridge.ts",
+      "./test/bridge/temp-root.ts",
+      "./test/e2e/helpers/prepare-instances.ts",
+      "./test/browser/browser-server.ts",
+    ],
     testTimeout: 60_000,
     hookTimeout: 120_000,
     // expect.poll waits for what a person would wait for (a list, a message) however slow a loaded machine is; its

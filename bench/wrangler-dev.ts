@@ -6,7 +6,7 @@
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
-import { mkdtemp, rm, writeFile } from "node:fs/promises";
+import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
@@ -64,6 +64,11 @@ export interface DevOptions {
    */
   snapshotOf?: string;
   migrateD1?: boolean;
+  /**
+   * A state folder whose D1 is migrated already (`migratedD1`): a fresh instance starts on a copy of it instead of
+   * running the migrations (a wrangler process of its own, seconds on a busy machine).
+   */
+  d1From?: string;
   /** A path that answers 2xx/4xx once the Worker runs. */
   probe: string;
   /**
@@ -134,15 +139,9 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
   const configArgs = config ? ["--config", config] : [];
   if (options.migrateD1) {
-    await promisify(execFile)(
-      process.execPath,
-      [WRANGLER, "d1", "migrations", "apply", "DB", "--local", "--persist-to", persistTo, ...configArgs],
-      {
-        cwd: ROOT,
-        env: WRANGLER_ENV,
-        timeout: READY_WITHIN_MS,
-      },
-    );
+    const fresh = !existsSync(persistTo) || readdirSync(persistTo).length === 0;
+    if (options.d1From && fresh) await cp(options.d1From, persistTo, { recursive: true });
+    else await migrateD1(persistTo, config);
   }
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const child = spawn(
@@ -216,6 +215,51 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   };
 }
 
+/** Applies the D1 migrations to the local database in a state folder (idempotent), as `npm start` does. */
+export async function migrateD1(persistTo: string, config?: string): Promise<void> {
+  await promisify(execFile)(
+    process.execPath,
+    [
+      WRANGLER,
+      "d1",
+      "migrations",
+      "apply",
+      "DB",
+      "--local",
+      "--persist-to",
+      persistTo,
+      ...(config ? ["--config", config] : []),
+    ],
+    { cwd: ROOT, env: WRANGLER_ENV, timeout: READY_WITHIN_MS },
+  );
+}
+
+/**
+ * Writes the repository's config into `dir` without its build step (the caller built the web UI, or needs no
+ * assets), its paths made absolute; `main` replaces the entry point. Returns the config's path.
+ */
+export async function configWithoutBuild(
+  dir: string,
+  changes: { main?: string; assets?: false } = {},
+): Promise<string> {
+  const { rawConfig } = experimental_readRawConfig({ config: path.join(ROOT, "wrangler.toml") });
+  const { build: _build, assets, ...rest } = rawConfig;
+  const built = {
+    ...rest,
+    main: changes.main ?? path.join(ROOT, rest.main ?? "src/index.ts"),
+    ...(assets && changes.assets !== false
+      ? { assets: { ...assets, directory: path.join(ROOT, assets.directory ?? "web/public") } }
+      : {}),
+    d1_databases: rest.d1_databases?.map((db: { migrations_dir?: string }) => ({
+      ...db,
+      migrations_dir: path.join(ROOT, db.migrations_dir ?? "migrations"),
+    })),
+  };
+  const file = path.join(dir, "wrangler.json");
+  await writeFile(file, JSON.stringify(built, null, 2));
+  return file;
+}
+
 /**
  * Bundles `script` for workerd (as wrangler does: esbuild, ES module, the workerd/worker/browser export conditions,
  * cloudflare:* left to the runtime) into `work`, and writes a config beside it that runs that bundle with the
@@ -239,19 +283,7 @@ async function snapshot(script: string, work: string): Promise<string> {
     ],
     { cwd: ROOT, timeout: READY_WITHIN_MS },
   );
-  const { rawConfig } = experimental_readRawConfig({ config: path.join(ROOT, "wrangler.toml") });
-  const { build: _build, assets: _assets, ...rest } = rawConfig;
-  const built = {
-    ...rest,
-    main: bundle,
-    d1_databases: rest.d1_databases?.map((db: { migrations_dir?: string }) => ({
-      ...db,
-      migrations_dir: path.join(ROOT, db.migrations_dir ?? "migrations"),
-    })),
-  };
-  const file = path.join(work, "wrangler.json");
-  await writeFile(file, JSON.stringify(built, null, 2));
-  return file;
+  return configWithoutBuild(work, { main: bundle, assets: false });
 }
 
 /**

@@ -6,13 +6,32 @@ import { existsSync } from "node:fs";
 import { chromium, type Browser, type Page } from "playwright-core";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+const ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--no-first-run",
+];
+/** The run's one Chromium (browser-server.ts), which test files connect to rather than each starting its own. */
+export const BROWSER_SERVER_ENV = "LEMBAS_EDGE_TEST_BROWSER";
 
-export function launchChromium(): Promise<Browser> {
+const launchOptions = () => {
   if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  return { executablePath: CHROMIUM, args: ARGS };
+};
+
+/** Chromium for a test file: the run's shared one when there is one (closing it then only disconnects). */
+export function launchChromium(): Promise<Browser> {
+  const shared = process.env[BROWSER_SERVER_ENV];
+  return shared ? chromium.connect(shared) : chromium.launch(launchOptions());
+}
+
+/** Vitest global setup: one Chromium for the whole run, stopped when it ends. */
+export async function startBrowserServer(): Promise<() => Promise<void>> {
+  const server = await chromium.launchServer(launchOptions());
+  process.env[BROWSER_SERVER_ENV] = server.wsEndpoint();
+  return () => server.close();
 }
 
 /** Signs in as the account test/e2e/helpers/accounts.ts makes first, and waits for a linked device to show online. */

@@ -5,18 +5,17 @@
  * the device list, approving a device by a code in the URL, and a live device page with a session, a streamed
  * answer and an approval card.
  */
-import { existsSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { launchChromium } from "./browser.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { watchCsp, type CspWatch } from "./csp-watch.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SESSION_ID = "ses_csp_1";
 
 let instance: Instance;
@@ -36,12 +35,8 @@ async function post<T>(path: string, body: unknown): Promise<T> {
 }
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
   instance = await startInstance();
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-background-networking", "--no-first-run"],
-  });
+  browser = await launchChromium();
   page = await (await browser.newContext()).newPage();
   csp = await watchCsp(page);
 });

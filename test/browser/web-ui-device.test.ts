@@ -8,18 +8,17 @@
  * is not shown at a laptop's size. A device without those capabilities gets neither
  * picker's questions nor a Terminal button.
  */
-import { existsSync } from "node:fs";
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import * as z from "zod";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { launchChromium } from "./browser.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { watchCsp, type CspWatch } from "./csp-watch.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
 const SESSION_ID = "ses_ui_1";
 const FILES = [
   { path: "src/main.ts", kind: "file" },
@@ -118,19 +117,9 @@ function buildDevice(token: string): LembasDevice {
 const names = () => page.locator(".suggestions li .name").allTextContents();
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
   instance = await startInstance();
   root = await tempDir("ui-device-root");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchChromium();
   page = await (await browser.newContext()).newPage();
   csp = await watchCsp(page);
 });

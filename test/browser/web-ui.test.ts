@@ -3,13 +3,11 @@
  * creates the first account, approves the code the bridge printed, opens the linked device, starts a session,
  * prompts the ACP SDK's example agent, watches the transcript stream and answers its approval card.
  */
-import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { chromium, type Browser, type Page } from "playwright-core";
+import type { Browser, Page } from "playwright-core";
 import { EXAMPLE_AGENT, runBridge, stopBridge, tempDir, type BridgeRun } from "../bridge/helpers/run-bridge.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
-
-const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
+import { launchChromium } from "./browser.js";
 
 let instance: Instance;
 let browser: Browser;
@@ -19,20 +17,10 @@ let workdir: string;
 const bridges: BridgeRun[] = [];
 
 beforeAll(async () => {
-  if (!existsSync(CHROMIUM)) throw new Error(`no Chromium at ${CHROMIUM}: install Debian's chromium (.ci/run does)`);
   instance = await startInstance();
   configHome = await tempDir("ui-config");
   workdir = await tempDir("ui-work");
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    args: [
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--no-first-run",
-    ],
-  });
+  browser = await launchChromium();
   page = await browser.newPage();
 });
 

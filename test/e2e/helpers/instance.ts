@@ -9,6 +9,7 @@ import { execFile } from "node:child_process";
 import path from "node:path";
 import { promisify } from "node:util";
 import { ROOT, startDev } from "../../../bench/wrangler-dev.js";
+import { INSTANCE_CONFIG_ENV, MIGRATED_D1_ENV } from "./prepare-instances.js";
 
 export interface Instance {
   origin: string;
@@ -23,7 +24,15 @@ export interface Instance {
 export async function startInstance(
   options: { persistTo?: string; vars?: Record<string, string> } = {},
 ): Promise<Instance> {
-  const dev = await startDev({ label: "e2e", migrateD1: true, probe: "/.well-known/lembas.json", ...options });
+  const dev = await startDev({
+    label: "e2e",
+    // Prepared once a run (prepare-instances.ts); without it, the repository's config, migrated on each start.
+    config: process.env[INSTANCE_CONFIG_ENV],
+    migrateD1: true,
+    d1From: process.env[MIGRATED_D1_ENV],
+    probe: "/.well-known/lembas.json",
+    ...options,
+  });
   return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill };
 }
 
