@@ -38,6 +38,11 @@ export interface Env {
   PUSH_CONTACT?: string;
   /** More push service origins subscriptions may name, comma-separated (http: allowed: a push service for tests). */
   PUSH_EXTRA_ORIGINS?: string;
+  /**
+   * Seconds a /v1 request's hold lasts unless renewed (default 120): a request whose process died is settled to what
+   * it had measured, and its hold freed, this long after its last renewal at most.
+   */
+  HOLD_LEASE_SECONDS?: string | number;
   /** A turn that ran at least this many seconds is a long one: its end is pushed (default 60). */
   PUSH_TURN_SECONDS?: string | number;
 }

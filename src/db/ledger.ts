@@ -6,12 +6,14 @@
  * So requests racing each other cannot spend more than the account has: each sees the others' holds.
  *
  * The month's plan credits are written on the first read or hold of the month, so the ledger needs no cron.
+ *
+ * A hold is a lease: its request renews it while it runs, writing what it has measured so far. A hold whose lease
+ * lapsed belongs to a request whose process died: it stops counting at once, and the next read or hold of the
+ * account (or the scheduled sweep) settles it to what it had measured, so a crash neither pays nothing nor blocks
+ * the account.
  */
 import type { Currency } from "./plans";
 import { monthKey } from "./account-settings";
-
-/** A hold stops counting after this long: its request died without settling (a settled one is deleted). */
-const HOLD_TTL_MS = 3_600_000;
 
 export interface WindowSpend {
   window: string;
@@ -98,8 +100,52 @@ function toStanding(standing: D1Result, windows: D1Result): AccountStanding {
 }
 
 export async function readStanding(db: D1Database, userId: string, now: number): Promise<AccountStanding> {
-  const [, standing, windows] = await db.batch([monthCredits(db, userId, now), ...standingStatements(db, userId, now)]);
+  const [, , , standing, windows] = await db.batch([
+    monthCredits(db, userId, now),
+    ...settleLapsed(db, now, userId),
+    ...standingStatements(db, userId, now),
+  ]);
   return toStanding(standing!, windows!);
+}
+
+/**
+ * The statements that settle every lapsed hold (of one account, or all): each becomes a usage row charging what it
+ * had measured, marked estimated, unless its request settled it first.
+ */
+function settleLapsed(db: D1Database, now: number, userId: string | null): D1PreparedStatement[] {
+  const whose = userId === null ? "" : "user_id=?2 AND ";
+  const bind = (statement: D1PreparedStatement) =>
+    userId === null ? statement.bind(now) : statement.bind(now, userId);
+  return [
+    bind(
+      db.prepare(
+        `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,
+         created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1,
+         expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
+      ),
+    ),
+    bind(db.prepare(`DELETE FROM holds WHERE ${whose}expires_at<=?1`)),
+  ];
+}
+
+/** The scheduled sweep's part: every lapsed hold of every account settled; how many. */
+export async function sweepLapsedHolds(db: D1Database, now: number): Promise<number> {
+  const [, deleted] = await db.batch(settleLapsed(db, now, null));
+  return deleted!.meta.changes;
+}
+
+/** What a request has measured so far: what it is charged if its process dies now. */
+export type Measured = Omit<UsageRecord, "userId" | "estimated" | "at">;
+
+/** Renews a running request's lease and records what it has measured (nothing, once its hold is settled). */
+export async function renewHold(db: D1Database, holdId: string, until: number, m: Measured): Promise<void> {
+  await db
+    .prepare(
+      `UPDATE holds SET expires_at=?2,tokens_in=?3,tokens_out=?4,audio_ms=?5,characters=?6,measured_micro=?7
+       WHERE id=?1`,
+    )
+    .bind(holdId, until, m.tokensIn, m.tokensOut, m.audioMs, m.characters, m.costMicro)
+    .run();
 }
 
 /** Whether an account on a plan is limited: admins and accounts without a plan never are. */
@@ -115,20 +161,42 @@ export type Reservation =
  * so no other request's hold or charge can come between the check and the hold. `refused` leaves the standing
  * (read in the same transaction) to say why.
  */
-export async function reserve(db: D1Database, userId: string, amountMicro: number, now: number): Promise<Reservation> {
+export async function reserve(
+  db: D1Database,
+  userId: string,
+  amountMicro: number,
+  now: number,
+  lease: { ms: number; ifLost: Measured },
+): Promise<Reservation> {
   const holdId = crypto.randomUUID();
   const need = Math.max(amountMicro, 1);
-  const [, , hold, standing, windows] = await db.batch([
+  const m = lease.ifLost;
+  const [, , , hold, standing, windows] = await db.batch([
     monthCredits(db, userId, now),
-    db.prepare("DELETE FROM holds WHERE user_id = ? AND expires_at <= ?").bind(userId, now),
+    ...settleLapsed(db, now, userId),
     db
       .prepare(
-        `INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at) SELECT ?3,?1,?4,?2,?2+?6
+        `INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms,
+         characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13
          FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan
          WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w
          WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
       )
-      .bind(userId, now, holdId, amountMicro, need, HOLD_TTL_MS),
+      .bind(
+        userId,
+        now,
+        holdId,
+        amountMicro,
+        need,
+        lease.ms,
+        m.deviceId,
+        m.model,
+        m.tokensIn,
+        m.tokensOut,
+        m.audioMs,
+        m.characters,
+        m.costMicro,
+      ),
     ...standingStatements(db, userId, now),
   ]);
   const s = toStanding(standing!, windows!);
@@ -151,12 +219,17 @@ export interface UsageRecord {
   at: number;
 }
 
-/** Replaces the request's hold (if it had one) with its usage row, in one transaction. */
+/**
+ * Replaces the request's hold (if it had one) with its usage row, in one transaction. Had its lease lapsed and the
+ * hold been settled already, the row it became is corrected to what the request really used: charged once.
+ */
 export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
   const insert = db
     .prepare(
-      `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at)
-       VALUES (?,?,?,?,?,?,?,?,?,?)`,
+      `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at,
+       hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in,
+       tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters,
+       cost_micro=excluded.cost_micro,estimated=excluded.estimated`,
     )
     .bind(
       u.userId,
@@ -169,6 +242,7 @@ export async function settle(db: D1Database, holdId: string | null, u: UsageReco
       u.costMicro,
       u.estimated ? 1 : 0,
       u.at,
+      holdId,
     );
   if (holdId === null) await insert.run();
   else await db.batch([db.prepare("DELETE FROM holds WHERE id = ?").bind(holdId), insert]);

@@ -9,7 +9,17 @@ import type { WindowReport } from "../protocol/http-api";
 import { costMicro, type Metered } from "./pricing";
 import { reportedUsage } from "./usage-report";
 import { callUpstream } from "./upstream";
-import { release, reserve, settle, type AccountStanding, type WindowSpend } from "../db/ledger";
+import {
+  release,
+  renewHold,
+  reserve,
+  settle,
+  type AccountStanding,
+  type Measured,
+  type WindowSpend,
+} from "../db/ledger";
+import { tokensLikely } from "./estimate";
+import { secondsVar } from "../env";
 import { windowFreesAt } from "../db/usage";
 import { toCredits } from "../db/micro-credits";
 import { HttpError, json } from "../respond";
@@ -85,10 +95,15 @@ async function refusal(env: Env, userId: string, s: AccountStanding, cost: numbe
 
 /** A request let through: settled to its real usage once known, or released when it was not served. */
 export interface Charge {
-  /** Charges what `usage` resolves to (in waitUntil) and drops the hold. */
-  settle(usage: Promise<Metered>): void;
+  /**
+   * Charges what `usage` resolves to (in waitUntil) and drops the hold. `measured`, for a request that measures as
+   * it goes (a stream), says what it has used so far: what the hold's checkpoints record.
+   */
+  settle(usage: Promise<Metered>, measured?: () => Metered): void;
   /** The provider did not serve it: the hold goes, nothing is charged. */
   release(): void;
+  /** A piece of the answer went by (a stream's chunk): every CHECKPOINT_CHUNKS of them, a checkpoint is written. */
+  tick(): void;
 }
 
 /** Who a metered request is charged to: the account, and the device its usage rows name (none for a script). */
@@ -97,9 +112,36 @@ export interface Payer {
   deviceId: string | null;
 }
 
+/** A hold's lease unless HOLD_LEASE_SECONDS says otherwise: a crashed request's hold outlives it by at most this. */
+const LEASE_SECONDS = 120;
+/** A running request renews its lease this many times a lease, so one late write never lets it lapse. */
+const RENEWALS_PER_LEASE = 4;
+/** A stream also records what it measured after this many chunks, so a crash loses little of a fast one. */
+const CHECKPOINT_CHUNKS = 64;
+
+/** What a usage row or a hold's checkpoint records of a request's use, priced, the cost at most what was held. */
+function priced(model: ServedModel, caller: Payer, u: Metered, capMicro: number | null): Measured {
+  const cost = costMicro(model, u);
+  return {
+    deviceId: caller.deviceId,
+    model: model.id,
+    tokensIn: u.tokensIn,
+    tokensOut: u.tokensOut,
+    audioMs: u.audioMs ?? 0,
+    characters: u.characters ?? 0,
+    costMicro: capMicro === null ? cost : Math.min(cost, capMicro),
+  };
+}
+
 /**
  * Lets a request through if the account has room for `estimate` (the most it may use), holding its cost until it
- * is settled. Admins and accounts without a plan are never refused nor held.
+ * is settled. Admins and accounts without a plan are never refused nor held. `ifLost` is what the request is
+ * charged should its process die before it measures anything (by default: its input at about four bytes a token).
+ *
+ * While it runs, the request renews its hold's lease (a timer, RENEWALS_PER_LEASE times a lease) and records what it
+ * has measured so far (then, and every CHECKPOINT_CHUNKS chunks of a stream): one small D1 write at a time, in
+ * waitUntil, never on the answer's path. Should the process die, the lease lapses and the hold is settled to the
+ * last checkpoint (src/db/ledger.ts).
  */
 export async function admit(
   env: Env,
@@ -107,30 +149,52 @@ export async function admit(
   caller: Payer,
   model: ServedModel,
   estimate: Metered,
+  ifLost: Metered = { tokensIn: tokensLikely(estimate.tokensIn), tokensOut: 0, estimated: true },
 ): Promise<Charge> {
   const now = Date.now();
   const need = costMicro(model, estimate);
-  const reservation = await reserve(env.DB, caller.userId, need, now);
+  const leaseMs = secondsVar(env.HOLD_LEASE_SECONDS, LEASE_SECONDS);
+  const reservation = await reserve(env.DB, caller.userId, need, now, {
+    ms: leaseMs,
+    ifLost: priced(model, caller, ifLost, need),
+  });
   if (reservation.outcome === "refused") throw await refusal(env, caller.userId, reservation.standing, need, now);
   const { holdId } = reservation;
   const logged = (what: string) => (err: unknown) => console.error(what, err);
+
+  let measured: (() => Metered) | null = null;
+  let chunks = 0;
+  let writing = false;
+  const checkpoint = () => {
+    if (holdId === null || writing) return;
+    writing = true;
+    chunks = 0;
+    const m = priced(model, caller, measured?.() ?? ifLost, need);
+    ctx.waitUntil(
+      renewHold(env.DB, holdId, Date.now() + leaseMs, m)
+        .catch(logged("hold not renewed"))
+        .finally(() => (writing = false)),
+    );
+  };
+  const renewals = holdId === null ? null : setInterval(checkpoint, leaseMs / RENEWALS_PER_LEASE);
+  const done = () => {
+    if (renewals !== null) clearInterval(renewals);
+  };
+
   return {
-    settle(usage) {
+    settle(usage, measuring) {
+      measured = measuring ?? null;
       ctx.waitUntil(
         usage
+          .finally(done)
           .then((u) => {
             // The hold is the most a request may cost: a provider reporting more is not passed on to the account.
-            const cost = costMicro(model, u);
-            if (holdId !== null && cost > need) console.error(`${model.id} reported more than was held`, u);
+            if (holdId !== null && costMicro(model, u) > need)
+              console.error(`${model.id} reported more than was held`, u);
+            const row = priced(model, caller, u, holdId === null ? null : need);
             return settle(env.DB, holdId, {
+              ...row,
               userId: caller.userId,
-              deviceId: caller.deviceId,
-              model: model.id,
-              tokensIn: u.tokensIn,
-              tokensOut: u.tokensOut,
-              audioMs: u.audioMs ?? 0,
-              characters: u.characters ?? 0,
-              costMicro: holdId === null ? cost : Math.min(cost, need),
               estimated: u.estimated === true,
               at: Date.now(),
             });
@@ -139,7 +203,11 @@ export async function admit(
       );
     },
     release() {
+      done();
       if (holdId !== null) ctx.waitUntil(release(env.DB, holdId).catch(logged("hold not released")));
+    },
+    tick() {
+      if (++chunks >= CHECKPOINT_CHUNKS) checkpoint();
     },
   };
 }

@@ -47,12 +47,16 @@ export interface MeterOptions {
   likelyInputTokens: number;
   /** How long the provider's stream is still read after the client went away. */
   drainMs: number;
+  /** Told of every chunk read (the charge counts them to its next checkpoint). */
+  onChunk?: () => void;
 }
 
 export interface MeteredStream {
   body: ReadableStream<Uint8Array>;
   /** Settles when the stream ends, fails, or is given up after the client went away. */
   usage: Promise<Metered>;
+  /** What it has measured so far: what the charge would be, were the stream to end now. */
+  measured(): Metered;
 }
 
 export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOptions): MeteredStream {
@@ -66,14 +70,13 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOpt
   let contentChars = 0;
   let settle!: (usage: Metered) => void;
   const usage = new Promise<Metered>((resolve) => (settle = resolve));
-  const finish = () =>
-    settle(
-      reported ?? {
-        tokensIn: options.likelyInputTokens,
-        tokensOut: Math.max(contentChunks, tokensLikely(contentChars)),
-        estimated: true,
-      },
-    );
+  const measured = (): Metered =>
+    reported ?? {
+      tokensIn: options.likelyInputTokens,
+      tokensOut: Math.max(contentChunks, tokensLikely(contentChars)),
+      estimated: true,
+    };
+  const finish = () => settle(measured());
 
   /** Reads one complete event; returns its text to pass on, or "" to drop it. */
   function passEvent(lines: string[]): string {
@@ -97,6 +100,7 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOpt
       contentChunks++;
       contentChars += chars;
     }
+    options.onChunk?.();
     const strip = options.stripUsage && chunk.usage != null;
     if (strip && list(chunk.choices).length === 0) return "";
     if (!strip && (chunk.model === undefined || chunk.model === options.servedModel)) return asCame;
@@ -193,5 +197,5 @@ export function meterSse(upstream: ReadableStream<Uint8Array>, options: MeterOpt
       drain(reason).catch(() => {});
     },
   });
-  return { body, usage };
+  return { body, usage, measured };
 }

@@ -2,6 +2,8 @@ import { env } from "cloudflare:test";
 import { beforeAll, describe, expect, it } from "vitest";
 import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
 import { meterSse } from "../../src/providers/sse-meter";
+import { renewHold, reserve, settle } from "../../src/db/ledger";
+import { sweep } from "../../src/sweep";
 import { assignPlan, call, putPlan, upstreamReceived, usageRows, waitForUsage } from "../helpers/v1";
 
 let admin: TestUser;
@@ -223,5 +225,65 @@ describe("bounded credits", () => {
       .bind(user.userId)
       .first<number>("s");
     expect(credited).toBe(1e15);
+  });
+});
+
+describe("a hold whose request died", () => {
+  const measured = (tokensOut: number, costMicro: number) => ({
+    deviceId: null,
+    model: "fake/dear",
+    tokensIn: 12,
+    tokensOut,
+    audioMs: 0,
+    characters: 0,
+    costMicro,
+  });
+
+  it("stops counting when its lease lapses, is charged what it had measured at the next read, once", async () => {
+    const user = await createUser();
+    await assignPlan(admin.apiAuth, user.userId, "five");
+    const now = Date.now();
+    const held = await reserve(env.DB, user.userId, 4_500_000, now, { ms: 60_000, ifLost: measured(0, 12_000) });
+    expect(held.outcome).toBe("held");
+    await renewHold(env.DB, held.holdId!, now + 60_000, measured(2, 2_012_000));
+    // While its lease runs, the hold leaves 0.5 of 5: a request that may cost 1.x is refused.
+    const refused = await call("/v1/chat/completions", user.apiAuth, {
+      body: { model: "fake/dear", max_tokens: 1, messages: [{ role: "user", content: "x" }] },
+    });
+    expect(refused.status).toBe(402);
+    await refused.text();
+
+    // The process died: no renewal came. Past the lease, a read settles the hold to its checkpoint.
+    await env.DB.prepare("UPDATE holds SET expires_at = ? WHERE id = ?")
+      .bind(now - 1, held.holdId)
+      .run();
+    const standing = await (await call("/v1/usage", user.apiAuth)).json<Standing>();
+    expect(standing.balance).toBe(5 - 2.012);
+    expect(await heldBy(user.userId)).toBe(0);
+    const rows = await usageRows(user.userId);
+    expect(rows).toEqual([expect.objectContaining({ tokens_out: 2, cost_micro: 2_012_000, estimated: 1 })]);
+
+    // Read again, and swept by the cron: still one row.
+    await call("/v1/usage", user.apiAuth).then((r) => r.text());
+    await sweep(env);
+    expect(await usageRows(user.userId)).toHaveLength(1);
+  });
+
+  it("that was only late is charged what it really used when it settles, in place of its checkpoint", async () => {
+    const user = await createUser();
+    await assignPlan(admin.apiAuth, user.userId, "five");
+    const now = Date.now();
+    const held = await reserve(env.DB, user.userId, 4_500_000, now, { ms: 1, ifLost: measured(1, 1_012_000) });
+    await sweep(env, now + 10);
+    expect(await usageRows(user.userId)).toEqual([expect.objectContaining({ cost_micro: 1_012_000, estimated: 1 })]);
+    await settle(env.DB, held.holdId, {
+      ...measured(3, 3_012_000),
+      userId: user.userId,
+      estimated: false,
+      at: Date.now(),
+    });
+    expect(await usageRows(user.userId)).toEqual([
+      expect.objectContaining({ tokens_out: 3, cost_micro: 3_012_000, estimated: 0 }),
+    ]);
   });
 });

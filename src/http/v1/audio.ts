@@ -89,7 +89,8 @@ export const transcriptions: Handler = async (request, env, ctx) => {
   forwarded.set("file", file, file.name || "audio");
   const sent = { ...fields, model: model.upstreamModel, ...(byTokens && { response_format: "json" }) };
   for (const [name, value] of Object.entries(sent)) if (value !== undefined) forwarded.set(name, String(value));
-  const charge = await admit(env, ctx, caller, model, most);
+  // Sent is paid: should the process die before the answer, the audio's duration (and what was held) is charged.
+  const charge = await admit(env, ctx, caller, model, most, most);
   const upstream = await forwardAdmitted(env, charge, model, "/audio/transcriptions", forwarded);
   const text = await upstream.text();
   const type = upstream.headers.get("content-type") ?? "application/json";
@@ -134,7 +135,7 @@ export const speech: Handler = async (request, env, ctx) => {
   // The instructions are read by the model as much as the input is: both are paid for.
   const characters = [...body.input].length + [...(body.instructions ?? "")].length;
   const used = { tokensIn: 0, tokensOut: 0, characters };
-  const charge = await admit(env, ctx, caller, model, used);
+  const charge = await admit(env, ctx, caller, model, used, used);
   const upstream = await forwardAdmitted(
     env,
     charge,

@@ -85,8 +85,9 @@ export const chatCompletions: Handler = async (request, env, ctx) => {
       servedModel: model.id,
       likelyInputTokens: likelyIn,
       drainMs: DRAIN_MS,
+      onChunk: () => charge.tick(),
     });
-    charge.settle(metered.usage);
+    charge.settle(metered.usage, metered.measured);
     return new Response(metered.body, {
       headers: { "content-type": "text/event-stream; charset=utf-8", "cache-control": "no-cache" },
     });
