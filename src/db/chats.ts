@@ -5,6 +5,7 @@
 import type { SessionNewResult } from "../protocol/acp";
 import type { SessionAnnounce } from "../protocol/lembas";
 import type { ChatInfo } from "../protocol/http-api";
+import { hasVisibleCharacter } from "../protocol/names";
 import { BOUNDS, cut, cutOrNull } from "./bounds";
 
 export type { ChatInfo };
@@ -111,7 +112,8 @@ export async function setChatTitle(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?")
-    .bind(cut(title, BOUNDS.title), Date.now(), deviceId, sessionId)
+    // A title drawn as nothing (the device's to take, the spec says) shows the chat untitled, never invisible.
+    .bind(hasVisibleCharacter(title) ? cut(title, BOUNDS.title) : null, Date.now(), deviceId, sessionId)
     .run();
   return meta.changes > 0;
 }

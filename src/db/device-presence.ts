@@ -1,5 +1,5 @@
 /** What the link writes to and reads from a device's row (table `devices`): its owner, and whether it is online. */
-import { BOUNDS, boundedJson, cut } from "./bounds";
+import { BOUNDS, boundedJson, cutOrNull } from "./bounds";
 
 export function deviceOwner(db: D1Database, deviceId: string): Promise<string | null> {
   return db
@@ -11,8 +11,9 @@ export function deviceOwner(db: D1Database, deviceId: string): Promise<string | 
 
 export interface LinkedDevice {
   protocol: number;
-  host: string;
-  platform: string;
+  /** What the hello says; null (a hello without them) keeps what the row has (the device login's). */
+  host: string | null;
+  platform: string | null;
   capabilities: readonly string[];
   agentInfo: unknown;
   /** ACP's agentCapabilities and authMethods (absent in writes owed before they were recorded). */
@@ -27,13 +28,13 @@ export interface LinkedDevice {
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
   await db
     .prepare(
-      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = ?, platform = ?, capabilities = ?, agent_info = ?, agent_capabilities = ?, auth_methods = ? WHERE id = ?",
+      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = COALESCE(?, host), platform = COALESCE(?, platform), capabilities = ?, agent_info = ?, agent_capabilities = ?, auth_methods = ? WHERE id = ?",
     )
     .bind(
       at,
       device.protocol,
-      cut(device.host, BOUNDS.host),
-      cut(device.platform, BOUNDS.platform),
+      cutOrNull(device.host, BOUNDS.host),
+      cutOrNull(device.platform, BOUNDS.platform),
       boundedJson(device.capabilities, BOUNDS.deviceJson),
       boundedJson(device.agentInfo, BOUNDS.deviceJson),
       boundedJson(device.agentCapabilities, BOUNDS.deviceJson),

@@ -227,6 +227,20 @@ export const DeviceLimits = z.catch(
 export type DeviceLimits = z.infer<typeof DeviceLimits>;
 
 /**
+ * A link protocol as a device says it: a positive integer, or its digits as a string ("2"); absent, 1. Anything
+ * else is a protocol the instance does not speak (the handshake closes 4400, the spec's code for that).
+ */
+export const LinkProtocolSaid = z._default(
+  z.pipe(
+    z.union([z.int().check(z.positive()), z.string().check(z.regex(/^[1-9][0-9]{0,8}$/))], {
+      error: "a link protocol is a positive integer",
+    }),
+    z.transform((said) => Number(said)),
+  ),
+  1,
+);
+
+/**
  * `_meta.lembas` of the device's initialize result: what it speaks and promises. A device links up with what it
  * said: `lembas: true` (protocol 1's way) or an object without protocol means protocol 1; capabilities the
  * instance does not know are kept (and never relied on), ones that are not strings dropped.
@@ -234,7 +248,7 @@ export type DeviceLimits = z.infer<typeof DeviceLimits>;
 export const InitializeLembasMeta = z.pipe(
   z.transform((said: unknown) => (said === true ? {} : said)),
   z.looseObject({
-    protocol: z._default(z.int().check(z.positive()), 1),
+    protocol: LinkProtocolSaid,
     harness_spec: z.catch(z.nullish(z.string()), undefined),
     limits: z.optional(DeviceLimits),
     connection: z.catch(z.optional(z.nullable(z.string())), undefined),

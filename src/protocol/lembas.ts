@@ -3,9 +3,10 @@
  * fields the instance relies on.
  */
 import * as z from "zod/mini";
-import { DeviceLimits, DevicePath, jsonWithin, SessionId, WithSession } from "./acp";
+import { DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
+import { cutToFit } from "./cut";
+import { isRecord } from "./jsonrpc";
 import { openUnion } from "./open-union";
-import { hasVisibleCharacter, NEEDS_VISIBLE } from "./names";
 
 const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
 const Base64 = z.base64("must be base64");
@@ -27,7 +28,8 @@ export const ConfigureParams = z.looseObject({
 });
 export const SteerParams = z.looseObject({
   sessionId: SessionId,
-  text: z.string().check(z.minLength(1, "say something to steer with")),
+  // Empty or not, what the text means is the device's to say (the spec sets no rule).
+  text: z.string(),
   messageId: z.optional(z.string()),
 });
 export const SessionHistoryParams = WithSession;
@@ -36,12 +38,8 @@ export const SessionDeleteParams = WithSession;
 export const SessionCompactParams = WithSession;
 export const SessionTitleParams = z.looseObject({
   sessionId: SessionId,
-  title: z
-    .string()
-    .check(
-      z.maxLength(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`),
-      z.refine(hasVisibleCharacter, `a title ${NEEDS_VISIBLE}`),
-    ),
+  // The spec's one rule; a blank title is the device's to take or refuse.
+  title: z.string().check(z.maxLength(TITLE_MAX, `a title is at most ${TITLE_MAX} characters`)),
 });
 export const FilesSearchParams = z
   .looseObject({
@@ -75,20 +73,48 @@ export type TerminalResizeParams = z.infer<typeof TerminalResizeParams>;
 
 // ---- agent → client ----
 
-/** Sent once when the link opens, before initialize. */
-export const Hello = z
-  .looseObject({
-    protocol: z._default(z.int().check(z.positive()), 1),
-    version: z.optional(z.string()),
-    harness_spec: z.nullish(z.string()),
-    device: z.looseObject({ host: z.string(), platform: z.string() }),
+/**
+ * Sent once when the link opens, before initialize. Read leniently: only the protocol decides whether the link goes
+ * on (one the instance cannot read is one it does not speak); any other field missing or unreadable takes its
+ * default (no device, no limits), and params that are not an object read as none.
+ */
+export const Hello = z.pipe(
+  z.transform((params: unknown) => (isRecord(params) ? params : {})),
+  z.looseObject({
+    protocol: LinkProtocolSaid,
+    version: z.catch(z.optional(z.string()), undefined),
+    harness_spec: z.catch(z.nullish(z.string()), undefined),
+    device: z.catch(
+      z.optional(
+        z.looseObject({
+          host: z.catch(z.optional(z.string()), undefined),
+          platform: z.catch(z.optional(z.string()), undefined),
+        }),
+      ),
+      undefined,
+    ),
     limits: z.pipe(
       z.optional(DeviceLimits),
       z.transform((limits) => limits ?? null),
     ),
-  })
-  .check(z.refine(...jsonWithin(HELLO_MAX_CHARS, "the hello")));
+  }),
+);
 export type Hello = z.infer<typeof Hello>;
+
+/**
+ * The hello as the link keeps it, within HELLO_MAX_CHARS: a larger one keeps its known fields only, their long
+ * strings cut (cut.ts) and as many roots as fit. A large hello is still a hello: the link comes up.
+ */
+export function keptHello(hello: Hello): Hello {
+  if (JSON.stringify(hello).length <= HELLO_MAX_CHARS) return hello;
+  const { protocol, version, harness_spec, device, limits } = hello;
+  const known = { protocol, version, harness_spec, device, limits };
+  const cut = cutToFit(known, HELLO_MAX_CHARS / 2, new Set(["roots"])).value;
+  const roots = [...(cut.limits?.roots ?? [])];
+  const kept = () => (cut.limits?.roots ? { ...cut, limits: { ...cut.limits, roots } } : cut);
+  while (roots.length > 0 && JSON.stringify(kept()).length > HELLO_MAX_CHARS) roots.pop();
+  return kept();
+}
 
 const Attachment = z.looseObject({ name: z.string(), mimeType: z.string(), size: z.number() });
 /** An attachment as prompt events and history name it (its bytes are not sent again). */
@@ -121,17 +147,21 @@ export type KnownEvent = z.infer<typeof KnownEvent>;
 export const EventParams = z.looseObject({ sessionId: SessionId, event: openUnion("type", KNOWN_EVENTS) });
 export type EventParams = z.infer<typeof EventParams>;
 
-/** A terminal on the device shares its session. */
+/**
+ * A terminal on the device shares its session. Its session and directory make the chat; any other field missing
+ * or unreadable takes its default (no title, model or mode; not busy).
+ */
+const loose = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
 export const SessionAnnounce = z.looseObject({
   sessionId: SessionId,
   cwd: DevicePath,
-  title: z.nullable(z.string()),
-  model: z.nullable(z.string()),
-  instance: z.optional(z.boolean()),
-  mode: z.nullable(z.string()),
-  effort: z.optional(z.nullable(z.string())),
-  busy: z.boolean(),
-  origin: z.literal("terminal"),
+  title: loose(z.nullable(z.string())),
+  model: loose(z.nullable(z.string())),
+  instance: loose(z.boolean()),
+  mode: loose(z.nullable(z.string())),
+  effort: loose(z.nullable(z.string())),
+  busy: z.catch(z._default(z.boolean(), false), false),
+  origin: loose(z.string()),
 });
 export type SessionAnnounce = z.infer<typeof SessionAnnounce>;
 
@@ -145,7 +175,11 @@ export const PermissionSettled = z.looseObject({ sessionId: SessionId, toolCallI
 export type PermissionSettled = z.infer<typeof PermissionSettled>;
 
 export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base64 });
-export const TerminalExit = z.looseObject({ terminalId: TerminalId, code: z.nullable(z.int()) });
+/** The shell ended; without a code (or one that is not an integer) its exit status is unknown (null). */
+export const TerminalExit = z.looseObject({
+  terminalId: TerminalId,
+  code: z.catch(z._default(z.nullable(z.int()), null), null),
+});
 export type TerminalOutput = z.infer<typeof TerminalOutput>;
 export type TerminalExit = z.infer<typeof TerminalExit>;
 
@@ -157,13 +191,17 @@ export type SessionDeleteResult = z.infer<typeof SessionDeleteResult>;
 export const SessionTitleResult = z.looseObject({ title: z.string() });
 export type SessionTitleResult = z.infer<typeof SessionTitleResult>;
 
+/**
+ * A terminal opened: its id is all the instance needs (it routes output and input by it). Whatever else is missing
+ * or unreadable is left out, and a client takes what it asked for (its size; the first root for cwd).
+ */
 export const TerminalOpenResult = z.looseObject({
   terminalId: TerminalId,
-  cwd: z.string(),
-  cols: z.int(),
-  rows: z.int(),
-  shell: z.optional(z.enum(["bash", "zsh", "fish", "other"])),
-  integration: z.optional(z.boolean()),
+  cwd: loose(z.string()),
+  cols: loose(z.int()),
+  rows: loose(z.int()),
+  shell: loose(z.enum(["bash", "zsh", "fish", "other"])),
+  integration: loose(z.boolean()),
 });
 export type TerminalOpenResult = z.infer<typeof TerminalOpenResult>;
 

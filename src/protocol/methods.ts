@@ -5,6 +5,7 @@
  */
 import type * as z from "zod/mini";
 import { check, type Checked } from "./issues";
+import { HELLO_METHOD } from "./handshake";
 import { sessionUpdateFits, withSessionFits } from "./hand-checks";
 import {
   AuthenticateParams,
@@ -34,7 +35,6 @@ import {
   DirectoriesParams,
   EventParams,
   FilesSearchParams,
-  Hello,
   PermissionSettled,
   SessionAnnounce,
   SessionCompactParams,
@@ -111,9 +111,8 @@ export type ClientToAgentMethod = keyof typeof CLIENT_TO_AGENT;
 export const isClientToAgentMethod = (method: string): method is ClientToAgentMethod =>
   Object.hasOwn(CLIENT_TO_AGENT, method);
 
-/** The device's notifications. The cards, its requests, are in cards.ts. */
+/** The device's notifications once its link is up (the hello, before, is the handshake's). The cards, its requests, are in cards.ts. */
 export const AGENT_NOTIFICATIONS = {
-  "_lembas/hello": Hello,
   "session/update": SessionUpdateParams,
   "_lembas/event": EventParams,
   "_lembas/session/announce": SessionAnnounce,
@@ -139,6 +138,7 @@ export function refuseAgentNotification(method: string, params: unknown): string
   if (INSTANCE_NAMESPACES.some((prefix) => method.startsWith(prefix))) {
     return `${method} is in the instance's own namespace; a device may not send it`;
   }
+  if (method === HELLO_METHOD) return `${method} is sent once, before initialize; a later one is not relayed`;
   if (!isAgentNotificationMethod(method)) return `${method} is not a notification of the link protocol`;
   // The stream's own frames are checked by hand (the schema only when that check cannot say yes): hand-checks.ts.
   if (method === "session/update" && sessionUpdateFits(params)) return null;

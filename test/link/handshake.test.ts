@@ -109,15 +109,6 @@ describe("link handshake", () => {
     expect((await deviceRow(device.deviceId))!.online).toBe(0);
   });
 
-  it("closes a hello it cannot read (no device) with 4422 saying what is wrong — 4400 is only for a protocol", async () => {
-    const device = await createDevice((await createUser()).userId);
-    const link = await openLink(device);
-    link.send({ jsonrpc: "2.0", method: "_lembas/hello", params: { protocol: 2 } });
-    const closed = await link.closed;
-    expect(closed.code).toBe(4422);
-    expect(closed.reason).toContain("device");
-  });
-
   /** A device that says hello (as given) and answers initialize with `result`; returns the client that saw it. */
   async function handshakeWith(result: unknown, helloParams: Record<string, unknown> = hello(2).params) {
     const user = await createUser();

@@ -9,9 +9,9 @@ import { InitializeResult } from "../../protocol/acp";
 import { clientInitialize } from "../../protocol/capabilities";
 import { CloseCode } from "../../protocol/close-codes";
 import { HELLO_METHOD, initializeParams } from "../../protocol/handshake";
-import { Hello } from "../../protocol/lembas";
+import { Hello, keptHello } from "../../protocol/lembas";
 import { check } from "../../protocol/issues";
-import type { Classified } from "../../protocol/jsonrpc";
+import { isRecord, type Classified } from "../../protocol/jsonrpc";
 import { LINK_PROTOCOLS, VERSION, type LinkProtocol } from "../../version";
 import { logFailure } from "./failures";
 import { announceLinkUp } from "./instance-methods";
@@ -48,7 +48,7 @@ const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 const speaks = (protocol: number): protocol is LinkProtocol => (LINK_PROTOCOLS as readonly number[]).includes(protocol);
 
-const notSpoken = (protocol: number) =>
+const notSpoken = (protocol: number | string) =>
   `link protocol ${protocol} is not spoken here (this instance speaks ${LINK_PROTOCOLS.join(", ")}); update one of them`;
 
 /** A new device socket: any earlier link is replaced, and this one waits for its hello. */
@@ -90,18 +90,15 @@ export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Cla
       "handshake_failed",
     );
   }
-  const hello = check(Hello, frame.message.params);
-  if (!hello.ok) {
-    return refuse(
-      rt,
-      link,
-      CloseCode.HandshakeFailed,
-      `unreadable ${HELLO_METHOD}: ${hello.error}`,
-      "handshake_failed",
-    );
+  // Only the protocol can fail the hello's reading (lembas.ts): one the instance cannot read is not one it speaks.
+  const read = check(Hello, frame.message.params);
+  if (!read.ok) {
+    const said = isRecord(frame.message.params) ? JSON.stringify(frame.message.params.protocol) : "(none)";
+    return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(said), "protocol_mismatch");
   }
-  const { protocol } = hello.value;
+  const { protocol } = read.value;
   if (!speaks(protocol)) return refuse(rt, link, CloseCode.ProtocolMismatch, notSpoken(protocol), "protocol_mismatch");
+  const hello = keptHello(read.value);
   const id = rt.sendRequest({
     method: "initialize",
     params: initializeParams(protocol, VERSION),
@@ -112,11 +109,11 @@ export async function onFirstFrame(rt: LinkRuntime, link: LinkRecord, frame: Cla
   });
   const request = id === null ? null : rt.outbound.find(id);
   if (!request) return;
-  rt.links.hold(link.linkId, { state: "initialize", protocol, hello: hello.value });
+  rt.links.hold(link.linkId, { state: "initialize", protocol, hello });
   const held: HeldHandshake = {
     linkId: link.linkId,
     protocol,
-    hello: hello.value,
+    hello,
     request,
     answerBy: Date.now() + INITIALIZE_WITHIN_MS,
     idsTo: rt.links.reservedIds(),
@@ -229,8 +226,8 @@ export const handshake: LinkFeature = {
           rt,
           {
             protocol: up.protocol ?? up.hello.protocol,
-            host: up.hello.device.host,
-            platform: up.hello.device.platform,
+            host: up.hello.device?.host ?? null,
+            platform: up.hello.device?.platform ?? null,
             capabilities: lembas?.capabilities ?? [],
             agentInfo: result.value.agentInfo ?? null,
             // What clients are given (protocol/capabilities.ts): the offers the instance relays.

@@ -88,11 +88,11 @@ export class Chats {
     const chat: ChatInfo = {
       device_id: this.deviceId,
       session_id: a.sessionId,
-      title: a.title,
+      title: a.title ?? null,
       cwd: a.cwd,
       origin: "terminal",
-      model: a.model,
-      mode: a.mode,
+      model: a.model ?? null,
+      mode: a.mode ?? null,
       busy: a.busy,
       updated_at: Date.now(),
       pending_delete: existing?.pending_delete ?? false,
@@ -102,7 +102,7 @@ export class Chats {
     this.unlisted.add(a.sessionId);
     batch(() => {
       this.list.value = [chat, ...this.list.value.filter((c) => c.session_id !== a.sessionId)];
-      this.setSettings(a.sessionId, { model: a.model, mode: a.mode, effort: a.effort ?? null });
+      this.setSettings(a.sessionId, { model: a.model ?? null, mode: a.mode ?? null, effort: a.effort ?? null });
     });
   }
 

@@ -79,7 +79,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   const status = store.link.status.value;
   const linkUp = store.link.up.value;
   const elsewhere = cards.filter((c) => c.params.sessionId !== sessionId);
-  const host = status?.hello?.device.host;
+  const host = status?.hello?.device?.host;
 
   return (
     <div class={`device-page${drawer ? " drawer-open" : ""}`}>
@@ -97,7 +97,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
             {linkState(linkUp, store.link.connected.value)}
           </span>
         </div>
-        {host && <p class="muted device-host">{[host, status?.hello?.device.platform].filter(Boolean).join(" · ")}</p>}
+        {host && <p class="muted device-host">{[host, status?.hello?.device?.platform].filter(Boolean).join(" · ")}</p>}
         <div class="actions">
           <a class="button" href={devicePath(deviceId)}>
             New chat

@@ -33,7 +33,7 @@ export function TerminalPanel({
         if (gone) return opened.close();
         current = opened;
         setSession(opened);
-        setNote(`Terminal in ${opened.info.cwd}`);
+        setNote(opened.info.cwd ? `Terminal in ${opened.info.cwd}` : "Terminal open");
         store.terminalSink = (method, params) => {
           if (method === "link_down") return opened.end("The device's link went down; its terminal closed.");
           if (method === "socket_closed")
