@@ -11,7 +11,17 @@ import { DEFAULT_QUOTAS } from "../../src/limits/config";
 import type { SessionAnnounce } from "../../src/protocol/lembas";
 import { CHAT_QUOTA, chatsOf, pendingRows, until } from "../helpers/chats";
 import { createDevice, createUser, type TestUser } from "../helpers/fixtures";
-import { hello, initializeResult, linkedDevice, openLink, ORIGIN, Peer, upgrade } from "../helpers/link";
+import {
+  attachClient,
+  hello,
+  initializeResult,
+  linkedDevice,
+  openLink,
+  ORIGIN,
+  Peer,
+  upgrade,
+  waitUntilUp,
+} from "../helpers/link";
 import { issueToken } from "../../src/crypto/tokens";
 import { call, jsonOf } from "../helpers/requests";
 import { fireRequestDeadlines, statusOf } from "../helpers/linked";
@@ -68,7 +78,15 @@ describe("stored texts are bounded", () => {
     const link = await openLink(huge);
     const big = hello();
     link.send({ ...big, params: { ...big.params, notes: "x".repeat(20 * 1024) } });
-    expect((await link.closed).reason).toMatch(/hello is over 16 KiB/);
+    // Still a hello: the link comes up with its known fields kept.
+    const first = await link.next();
+    link.send({ jsonrpc: "2.0", id: first.id, result: initializeResult() });
+    const watcher = await attachClient(user, huge.deviceId);
+    await waitUntilUp(watcher);
+    const kept = (await statusOf(watcher)).hello as Record<string, unknown>;
+    expect(kept).toMatchObject({ protocol: 2, device: big.params.device });
+    expect(kept.notes).toBeUndefined();
+    expect(JSON.stringify(kept).length).toBeLessThanOrEqual(16 * 1024);
 
     const long = await createDevice(user.userId);
     const peer = await openLink(long);
@@ -430,7 +448,12 @@ describe("names", () => {
       params: { sessionId: "ses_1", cwd: "/home/me/work", title: "Seen" },
     });
     for (const [i, title] of INVISIBLE.entries()) {
-      client.send({ jsonrpc: "2.0", id: i + 1, method: "_lembas/session/title", params: { sessionId: "ses_1", title } });
+      client.send({
+        jsonrpc: "2.0",
+        id: i + 1,
+        method: "_lembas/session/title",
+        params: { sessionId: "ses_1", title },
+      });
       const asked = await link.next();
       expect(asked.params, JSON.stringify(title)).toEqual({ sessionId: "ses_1", title });
       link.send({ jsonrpc: "2.0", id: asked.id, result: { title } });
@@ -443,5 +466,4 @@ describe("names", () => {
     );
     expect(chat?.title).toBeNull();
   });
-});
 });
