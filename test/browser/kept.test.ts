@@ -8,7 +8,7 @@
 import { mkdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import type { Browser, Page } from "playwright-core";
+import type { Browser, Download, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import * as z from "zod";
 import { launchChromium } from "./browser.js";
@@ -17,6 +17,13 @@ import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../shared/cards.js";
+
+/** A download saved into a folder of the test's (the run's one browser is remote: it has no local path to give). */
+async function saved(download: Download): Promise<string> {
+  const file = path.join(await tempDir("download"), download.suggestedFilename());
+  await download.saveAs(file);
+  return file;
+}
 
 const SHOTS = path.join(ROOT, "test-results");
 const PHONE = { width: 390, height: 844 };
@@ -236,7 +243,7 @@ describe("the kept conversation", () => {
       page.getByRole("button", { name: "Export Markdown" }).click(),
     ]);
     expect(markdown.suggestedFilename()).toBe("Move-to-SQLite.md");
-    const md = await readFile((await markdown.path())!, "utf8");
+    const md = await readFile(await saved(markdown), "utf8");
     expect(md).toContain("# Move to SQLite");
     expect(md).toContain("> Move us to SQLite");
     expect(md).toContain("+const db = 'sqlite';");
@@ -245,7 +252,7 @@ describe("the kept conversation", () => {
       page.waitForEvent("download"),
       page.getByRole("button", { name: "Export JSON" }).click(),
     ]);
-    const kept = JSON.parse(await readFile((await json.path())!, "utf8")) as { turns: { prompt: { text: string } }[] };
+    const kept = JSON.parse(await readFile(await saved(json), "utf8")) as { turns: { prompt: { text: string } }[] };
     expect(kept.turns.map((t) => t.prompt.text)).toEqual(["Move us to SQLite", "Add a pool size"]);
     await page.context().close();
   });
