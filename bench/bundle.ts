@@ -1,6 +1,6 @@
 /**
- * The Worker bundle as it would be deployed: `wrangler deploy --dry-run --outdir <tmp> --minify` with the
- * repository's config (its build step included; nothing is uploaded), the size of the script it wrote, and where
+ * The Worker bundle as it is deployed: `wrangler deploy --dry-run --outdir <tmp>` with the repository's config
+ * alone (its `minify`, its build step included; nothing is uploaded), the size of the script it wrote, and where
  * those bytes come from — read from the esbuild metafile of that same build (`--metafile`), by package and by
  * folder of our own code.
  */
@@ -62,7 +62,7 @@ export async function measureBundle(): Promise<BundleSize> {
   try {
     await promisify(execFile)(
       process.execPath,
-      [WRANGLER, "deploy", "--dry-run", "--outdir", out, "--minify", "--metafile", path.join(out, META)],
+      [WRANGLER, "deploy", "--dry-run", "--outdir", out, "--metafile", path.join(out, META)],
       {
         cwd: ROOT,
         env: WRANGLER_ENV,

@@ -26,7 +26,8 @@ const watch = process.argv.includes("--watch");
 const common: esbuild.BuildOptions = {
   bundle: true,
   minify: true,
-  sourcemap: "linked",
+  // Beside the files, named by no comment and never served (web/public/.assetsignore).
+  sourcemap: "external",
   target: ["es2022", "chrome111", "safari16.4", "firefox115"],
   legalComments: "linked",
   jsx: "automatic",

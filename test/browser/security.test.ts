@@ -5,18 +5,21 @@
  * the device list, approving a device by a code in the URL, and a live device page with a session, a streamed
  * answer and an approval card.
  */
+import { readdir, readFile } from "node:fs/promises";
 import { createServer } from "node:http";
+import path from "node:path";
 import type { AddressInfo } from "node:net";
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Browser, Page } from "playwright-core";
-import { tempDir } from "../bridge/helpers/run-bridge.js";
+import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { launchChromium } from "./browser.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { watchCsp, type CspWatch } from "./csp-watch.js";
 
 const SESSION_ID = "ses_csp_1";
+const PUBLIC = path.join(ROOT, "web/public");
 
 let instance: Instance;
 let browser: Browser;
@@ -89,6 +92,21 @@ describe("framing", () => {
     expect(headers["x-content-type-options"]).toBe("nosniff");
     expect(headers["referrer-policy"]).toBe("no-referrer");
     await probe.context().close();
+  });
+});
+
+describe("source maps", () => {
+  it("are built beside the web UI's scripts, named by none of them and served to nobody", async () => {
+    const built = (await readdir(PUBLIC, { recursive: true })).filter((file) => file.endsWith(".map"));
+    expect(built).toContain("js/main.js.map");
+    const scripts = (await readdir(PUBLIC, { recursive: true })).filter((file) => file.endsWith(".js"));
+    for (const script of scripts)
+      expect(await readFile(path.join(PUBLIC, script), "utf8"), script).not.toMatch(/sourceMappingURL/);
+    for (const map of built) {
+      const response = await fetch(`${instance.origin}/${map}`);
+      const body = await response.text();
+      expect(body, `GET /${map}`).not.toContain('"mappings"');
+    }
   });
 });
 
