@@ -8,7 +8,7 @@
  * (flood.ts).
  */
 import { CloseCode } from "../../protocol/close-codes";
-import { ErrorCode, rpcResult, type RequestMessage } from "../../protocol/jsonrpc";
+import { ErrorCode, rpcError, rpcResult, type RequestMessage } from "../../protocol/jsonrpc";
 import { refuseAgentNotification } from "../../protocol/methods";
 import { failureAnswer, logFailure } from "./failures";
 import { floodCloseReason, floodRefusal } from "./flood";
@@ -95,6 +95,20 @@ export async function onDeviceMessage(
     return endLink(rt, link, "flood");
   }
   const frame = readFrame(data, "device");
+  if (frame.kind === "refused" && frame.answers !== undefined) {
+    // An answer is not answered; the request it ends is, at once, with why its answer could not be read.
+    return routeDeviceAnswer(
+      rt,
+      rpcError(
+        frame.answers,
+        ErrorCode.InternalError,
+        `the device's answer was refused: ${frame.error.error.message}`,
+        {
+          reason: "answer_refused",
+        },
+      ),
+    );
+  }
   if (frame.kind === "refused") {
     sendJson(ws, frame.error);
     if (frame.close) {

@@ -42,7 +42,13 @@ const LARGE_CLIENT_METHODS = new Set(["session/prompt"]);
  */
 export type Frame =
   | (Classified & { verbatim: string | null; paramsAt: number | null })
-  | { kind: "refused"; error: ErrorMessage; close?: { code: number; reason: string } };
+  | {
+      kind: "refused";
+      error: ErrorMessage;
+      close?: { code: number; reason: string };
+      /** The refused frame is an answer (no method) to the request with this id: whoever waits for it is told. */
+      answers?: string | number;
+    };
 
 const mib = (bytes: number) => `${(bytes / MiB).toFixed(1)} MiB`;
 
@@ -90,7 +96,17 @@ function deeper(value: unknown, levels: number): boolean {
   return false;
 }
 
-const tooDeep = (id: string | number | null) => refused(id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+/** Too deep: under the request's id, or — for an answer — naming the request it answers. */
+const tooDeep = ({
+  id,
+  method,
+}: {
+  id: string | number | null;
+  method: string | null;
+}): Extract<Frame, { kind: "refused" }> => {
+  const frame = refused(id, `the frame nests deeper than ${MAX_DEPTH} levels`);
+  return method === null && id !== null ? { ...frame, answers: id } : frame;
+};
 
 /**
  * Reads a frame, judging it before building it when it is long: its size against the most any frame may be; its
@@ -106,7 +122,7 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   }
   const text = typeof data === "string" ? data : new TextDecoder().decode(data);
   const shape = text.length > JUDGED_UNPARSED_FROM ? frameShape(text, MAX_DEPTH) : null;
-  if (shape?.tooDeep) return tooDeep(shape.id);
+  if (shape?.tooDeep) return tooDeep(shape);
   const tooLarge = (method: string | null) =>
     from === "client" &&
     !(method !== null && LARGE_CLIENT_METHODS.has(method)) &&
@@ -123,10 +139,10 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   } catch {
     // A short frame too deep is refused as too deep, as it would have been unparsed.
     const judged = shape ?? frameShape(text, MAX_DEPTH);
-    if (judged.tooDeep) return tooDeep(judged.id);
+    if (judged.tooDeep) return tooDeep(judged);
     return { kind: "refused", error: rpcError(null, ErrorCode.ParseError, "the frame is not valid JSON") };
   }
-  if (shape === null && deeper(value, MAX_DEPTH)) return tooDeep(frameShape(text, MAX_DEPTH).id);
+  if (shape === null && deeper(value, MAX_DEPTH)) return tooDeep(frameShape(text, MAX_DEPTH));
   const frame = classify(value);
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
   const method = "method" in frame.message ? frame.message.method : null;
