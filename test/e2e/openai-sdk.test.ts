@@ -7,7 +7,7 @@
  */
 import OpenAI, { toFile } from "openai";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { firstPerson, loginDevice, type Person } from "./helpers/accounts.js";
+import { firstPerson, loginDevice, personOnPlan, type Person } from "./helpers/accounts.js";
 import { startInstance, type Instance } from "./helpers/instance.js";
 import { startUpstream, type Upstream } from "./helpers/openai-upstream.js";
 import { bagOfWords } from "../shared/bag-of-words.js";
@@ -151,39 +151,7 @@ describe("a script on the official OpenAI SDK", () => {
   });
 });
 
-/** A person made by the admin, signed in, with an API token and what their plan gives. */
-async function person(email: string, plan: Record<string, unknown>): Promise<{ auth: string; id: string }> {
-  const admin = { authorization: owner.apiAuth, "content-type": "application/json" };
-  const call = async (method: string, route: string, body: unknown, headers: Record<string, string> = admin) => {
-    const res = await fetch(`${instance.origin}${route}`, { method, headers, body: JSON.stringify(body) });
-    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
-    return res;
-  };
-  const planName = email.split("@")[0]!;
-  await call("PUT", `/api/admin/plans/${planName}`, plan);
-  const { id } = (await (await call("POST", "/api/users", { email, password: "a long enough password" })).json()) as {
-    id: string;
-  };
-  await call("PUT", `/api/admin/accounts/${id}/plan`, { plan: planName });
-  const login = await call(
-    "POST",
-    "/api/auth/login",
-    { email, password: "a long enough password" },
-    { "content-type": "application/json" },
-  );
-  const cookie = /lembas_session=[^;]+/.exec(login.headers.get("set-cookie") ?? "")![0];
-  const made = await call(
-    "POST",
-    "/api/tokens",
-    { name: "script" },
-    {
-      cookie,
-      origin: instance.origin,
-      "content-type": "application/json",
-    },
-  );
-  return { auth: ((await made.json()) as { token: string }).token, id };
-}
+const person = (email: string, plan: Record<string, unknown>) => personOnPlan(instance.origin, owner, email, plan);
 
 describe("the SDK's error classes, from the instance's OpenAI-shaped errors", () => {
   it("raises each class with its status, code and the instance's sentence as the message", async () => {

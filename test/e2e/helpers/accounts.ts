@@ -76,3 +76,31 @@ export async function loginDevice(
   );
   return { deviceId: token.body.device_id, token: token.body.access_token, scope: token.body.scope };
 }
+
+/** A person the admin makes and puts on a plan of its own (named by the email's local part), signed in, with an API token. */
+export async function personOnPlan(
+  origin: string,
+  admin: Person,
+  email: string,
+  plan: Record<string, unknown>,
+): Promise<{ auth: string; id: string }> {
+  const asAdmin = { authorization: admin.apiAuth };
+  const send = async (method: string, route: string, body: unknown, headers: Record<string, string>) => {
+    const res = await fetch(`${origin}${route}`, {
+      method,
+      headers: { "content-type": "application/json", ...headers },
+      body: JSON.stringify(body),
+    });
+    if (!res.ok) throw new Error(`${method} ${route}: ${res.status} ${await res.text()}`);
+    return res;
+  };
+  const planName = email.split("@")[0]!;
+  const password = "a long enough password";
+  await send("PUT", `/api/admin/plans/${planName}`, plan, asAdmin);
+  const { id } = (await (await send("POST", "/api/users", { email, password }, asAdmin)).json()) as { id: string };
+  await send("PUT", `/api/admin/accounts/${id}/plan`, { plan: planName }, asAdmin);
+  const login = await send("POST", "/api/auth/login", { email, password }, {});
+  const cookie = /lembas_session=[^;]+/.exec(login.headers.get("set-cookie") ?? "")![0];
+  const made = await send("POST", "/api/tokens", { name: "script" }, { cookie, origin });
+  return { auth: ((await made.json()) as { token: string }).token, id };
+}

@@ -1,6 +1,7 @@
 /**
  * A local OpenAI-compatible provider on loopback, for the instance under `wrangler dev` to forward to: chat
- * completions (whole or streamed, with usage when asked), embeddings (bags of words, see test/shared/bag-of-words.ts),
+ * completions (whole or streamed, with usage when asked; a last message starting with "slow" streams 40 one-token
+ * chunks, 100 ms apart), embeddings (bags of words, see test/shared/bag-of-words.ts),
  * transcriptions (a second of audio per 1,000 bytes) and speech (the input back as "audio", its last part held until
  * the test releases it, so a test can see audio arrive before the provider has finished). A last message starting
  * with "fail" gets a 500 in OpenAI's error shape. It keeps what it received.
@@ -11,6 +12,8 @@ import type { AddressInfo } from "node:net";
 import { bagOfWords, wordsOf } from "../../shared/bag-of-words.js";
 
 export const USAGE = { prompt_tokens: 12, completion_tokens: 3, total_tokens: 15 };
+export const SLOW_CHUNKS = 40;
+const SLOW_EVERY_MS = 100;
 
 export interface Upstream {
   /** `http://127.0.0.1:<port>/v1` */
@@ -59,15 +62,20 @@ export async function startUpstream(): Promise<Upstream> {
     }
     res.writeHead(200, { "content-type": "text/event-stream" });
     const event = (data: unknown) => res.write(`data: ${JSON.stringify(data)}\n\n`);
-    for (const part of ["Hel", "lo", "!"])
+    // "slow …": SLOW_CHUNKS chunks of one token, one every SLOW_EVERY_MS, while anyone still reads them.
+    const parts = text.startsWith("slow") ? Array<string>(SLOW_CHUNKS).fill("tok ") : ["Hel", "lo", "!"];
+    for (const part of parts) {
+      if (parts.length > 3) await new Promise((resolve) => setTimeout(resolve, SLOW_EVERY_MS));
+      if (res.destroyed) return;
       event({
         ...base,
         object: "chat.completion.chunk",
         choices: [{ index: 0, delta: { content: part }, finish_reason: null }],
       });
+    }
     event({ ...base, object: "chat.completion.chunk", choices: [{ index: 0, delta: {}, finish_reason: "stop" }] });
-    if (body.stream_options?.include_usage)
-      event({ ...base, object: "chat.completion.chunk", choices: [], usage: USAGE });
+    const usage = { ...USAGE, completion_tokens: parts.length, total_tokens: USAGE.prompt_tokens + parts.length };
+    if (body.stream_options?.include_usage) event({ ...base, object: "chat.completion.chunk", choices: [], usage });
     res.end("data: [DONE]\n\n");
   }
 
