@@ -47,3 +47,28 @@ export async function markLinked(db: D1Database, deviceId: string, device: Linke
 export async function markUnlinked(db: D1Database, deviceId: string, at: number): Promise<void> {
   await db.prepare("UPDATE devices SET online = 0, last_seen = ? WHERE id = ?").bind(at, deviceId).run();
 }
+
+/** What a device's object said of a link D1 showed online, read with the row's `last_seen`. */
+export interface PresenceCheck {
+  deviceId: string;
+  seenAt: number | null;
+  up: boolean;
+}
+
+/**
+ * Writes what the objects said: a link that is up was seen now, one that is not is offline. Each only while its row
+ * is as it was read (online, the same last_seen), so a link that came up or went down meanwhile is never undone.
+ */
+export async function confirmPresence(db: D1Database, checks: readonly PresenceCheck[], now: number): Promise<void> {
+  if (checks.length === 0) return;
+  await db.batch(
+    checks.map(({ deviceId, seenAt, up }) =>
+      db
+        .prepare(
+          `UPDATE devices SET ${up ? "last_seen = ?1" : "online = 0"}
+           WHERE id = ?2 AND online = 1 AND last_seen IS ?3`,
+        )
+        .bind(now, deviceId, seenAt),
+    ),
+  );
+}

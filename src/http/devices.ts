@@ -1,4 +1,7 @@
-/** A person's devices: listed with what their last link said, renamed, revoked. */
+/**
+ * A person's devices: listed with what their last link said — presence confirmed by the device's object when D1's
+ * word is more than a minute old — renamed, revoked.
+ */
 import * as z from "zod/mini";
 import type { Env } from "../env";
 import { deviceLinkOf } from "../link/device-link";
@@ -9,6 +12,8 @@ import { HttpError, json } from "../respond";
 import { authenticatePerson } from "./auth";
 import { personWriting } from "./guards";
 import { deleteDevice, listDevices, updateDevice } from "../db/devices";
+import { confirmPresence, type PresenceCheck } from "../db/device-presence";
+import type { DeviceInfo } from "../protocol/http-api";
 import { requireHeld, ScopeList } from "./scopes";
 import { displayName } from "../db/bounds";
 
@@ -53,9 +58,41 @@ export async function closeCredentialSockets(env: Env, userId: string, credentia
   );
 }
 
-export const listOwnDevices: Handler = async (request, env) => {
+/**
+ * D1's "online" older than this is asked of the device's object before it is shown. D1 hears of a link going down
+ * from the object, and an object whose process died (a crash, a reset) has nobody to tell it until it wakes; asking
+ * wakes it, and its start ends the lost link. At most one wake per device shown online per minute of listing.
+ */
+export const PRESENCE_CONFIRM_MS = 60_000;
+
+/** The devices with each stale "online" confirmed by its object; what the objects said is written back. */
+async function confirmedPresence(env: Env, ctx: ExecutionContext, devices: DeviceInfo[]): Promise<DeviceInfo[]> {
+  const now = Date.now();
+  const stale = devices.filter((d) => d.online && (d.last_seen ?? 0) < now - PRESENCE_CONFIRM_MS);
+  if (stale.length === 0) return devices;
+  const answers = await Promise.allSettled(stale.map((d) => deviceLinkOf(env, d.id).linkUp()));
+  const checks = new Map<string, PresenceCheck>();
+  answers.forEach((answer, i) => {
+    const { id, last_seen } = stale[i]!;
+    // An object that cannot answer leaves D1's word as it is.
+    if (answer.status === "rejected") console.error("confirming a device's presence failed", answer.reason);
+    else checks.set(id, { deviceId: id, seenAt: last_seen, up: answer.value });
+  });
+  ctx.waitUntil(
+    confirmPresence(env.DB, [...checks.values()], now).catch((err: unknown) =>
+      console.error("writing confirmed presence failed", err),
+    ),
+  );
+  return devices.map((d) => {
+    const check = checks.get(d.id);
+    if (!check) return d;
+    return check.up ? { ...d, last_seen: now } : { ...d, online: false };
+  });
+}
+
+export const listOwnDevices: Handler = async (request, env, ctx) => {
   const person = await authenticatePerson(request, env);
-  return json(await listDevices(env.DB, person.userId));
+  return json(await confirmedPresence(env, ctx, await listDevices(env.DB, person.userId)));
 };
 
 export const renameOwnDevice: Handler = async (request, env) => {

@@ -274,6 +274,17 @@ export class DeviceLink extends DurableObject<Env> {
     });
   }
 
+  /**
+   * Whether the device's link is up (or coming up), as the object knows it: asked by the device list of a device D1
+   * has shown online for a while. The object's start ends a link that died with the last instance first (reconcile),
+   * so after a crash this answers false and the object owes D1 the offline write.
+   */
+  async linkUp(): Promise<boolean> {
+    if (this.#unwritten !== null) await this.#unwritten;
+    const link = this.#rt.link();
+    return link !== null && link.state !== "down";
+  }
+
   /** A person deleted a chat (DELETE /api/chats/…): sent to the device now if it can take it, else kept pending. */
   async deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
     try {

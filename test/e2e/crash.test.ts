@@ -1,9 +1,10 @@
 /**
  * End to end: the instance dies. `wrangler dev` runs on a state folder of the test's own; while a device is linked
  * with a card open, a prompt in flight, a delete waiting for its answer and a D1 write owed (D1 refuses it for the
- * moment), the whole process tree is killed (SIGKILL) and started again on the same folder. Then: the link is
- * reported down (status, device list), its card settled and an answer to it refused with why, and — once the device
- * dials again — the kept prompt and the pending delete each reach it exactly once, and the owed write has landed.
+ * moment), the whole process tree is killed (SIGKILL) and started again on the same folder. Then: the device list
+ * says offline before any client opens the device, the link is reported down (status), its card settled and an
+ * answer to it refused with why, and — once the device dials again — the kept prompt and the pending delete each
+ * reach it exactly once, and the owed write has landed.
  */
 import * as acp from "@agentclientprotocol/sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -35,6 +36,9 @@ let login: LoggedInDevice;
 let root: string;
 let client: ClientSocket | undefined;
 let device: LembasDevice | undefined;
+/** A second device, linked with nothing open and nobody attached: nothing of its own wakes its object. */
+let idleLogin: LoggedInDevice;
+let idle: LembasDevice | undefined;
 
 /** What reached the device, on which link (1: before the crash, 2: after). */
 const delivered = { prompts: [] as { link: number; turnId: string | null }[], deletes: [] as number[] };
@@ -49,6 +53,7 @@ beforeAll(async () => {
 afterAll(async () => {
   client?.close();
   await device?.close().catch(() => {});
+  await idle?.close().catch(() => {});
   await instance?.stop();
 });
 
@@ -82,7 +87,8 @@ const get = async <T>(route: string): Promise<T> => {
   return (await response.json()) as T;
 };
 const chats = () => get<{ session_id: string; title: string | null }[]>(`/api/chats?device=${login.deviceId}`);
-const online = async () => (await get<{ online: boolean }[]>("/api/devices"))[0]?.online;
+const online = async (deviceId = login.deviceId) =>
+  (await get<{ id: string; online: boolean }[]>("/api/devices")).find((d) => d.id === deviceId)?.online;
 
 /** Retries `probe` until `done` holds (D1 is written after the frames that cause it). */
 async function until<T>(what: string, probe: () => Promise<T>, done: (value: T) => boolean): Promise<T> {
@@ -105,6 +111,20 @@ describe("the instance killed mid-work and started again on the same state", () 
   it("has a linked device with a card open, a prompt and a delete in flight, and a D1 write held back", async () => {
     person = await firstPerson(instance.origin);
     login = await loginDevice(instance.origin, person, "e2e-crash");
+    idleLogin = await loginDevice(instance.origin, person, "e2e-idle");
+    idle = new LembasDevice({
+      origin: instance.origin,
+      token: idleLogin.token,
+      capabilities: CAPABILITIES,
+      roots: [root],
+      host: "e2e-idle",
+    });
+    await idle.link();
+    await until(
+      "the idle device online",
+      () => online(idleLogin.deviceId),
+      (value) => value === true,
+    );
     client = await ClientSocket.open(socketUrl(), { authorization: person.apiAuth });
     device = buildDevice(1);
     await device.link();
@@ -155,12 +175,18 @@ describe("the instance killed mid-work and started again on the same state", () 
     expect((await chats()).find((c) => c.session_id === WEB)?.title).toBeNull();
   });
 
-  it("after SIGKILL and a start on the same folder: the link is down, offline, its card settled and an answer refused with why", async () => {
+  it("after SIGKILL and a start on the same folder: offline in the list unopened, the link down, its card settled and an answer refused with why", async () => {
     const gone = closed(client!);
     await instance.kill();
     await gone;
-    await executeD1(persistTo, "DROP TRIGGER crash_hold");
+    // D1 takes writes again; and the link came up two minutes before the crash (as a workstation's does), so D1's
+    // "online" is older than the minute the device list trusts it for.
+    await executeD1(persistTo, "DROP TRIGGER crash_hold; UPDATE devices SET last_seen = last_seen - 120000");
     instance = await startInstance({ persistTo });
+
+    // Before anyone opens it, the list tells the truth of the idle device too (the other's object has an alarm of
+    // its own, the owed write, to wake it): its object is asked, and says its link died.
+    expect(await online(idleLogin.deviceId)).toBe(false);
 
     client = await ClientSocket.open(socketUrl(), { authorization: person.apiAuth });
     const status = (await client.request("_instance/status", {})).result;
@@ -170,7 +196,7 @@ describe("the instance killed mid-work and started again on the same state", () 
     const refused = await client.next((m: Message) => m.id === `card:${WEB}/call_q` && m.method === undefined);
     expect(refused.error).toMatchObject({ data: { reason: "link_down" } });
     expect(await until("the device list", online, (value) => value === false)).toBe(false);
-  });
+  }, 180_000); // a SIGKILL, a D1 command and a start of wrangler dev: each can take long on a loaded machine
 
   it("the D1 write owed before the crash lands; the kept prompt and the pending delete reach the relinked device once each", async () => {
     const titled = await until("the chat list", chats, (list) => list.some((c) => c.title === TITLE));

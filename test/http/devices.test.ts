@@ -13,10 +13,13 @@ describe("devices", () => {
     const other = await createUser();
     const mine = await createDevice(user.userId, "laptop");
     const theirs = await createDevice(other.userId, "their box");
+    // Seen just now: the list shows D1's word without asking the device's object (see "presence" below).
+    const seen = Date.now();
     await env.DB.prepare(
-      "UPDATE devices SET online = 1, last_seen = 1700000000000, protocol = 2, host = 'laptop.local', platform = 'linux', capabilities = ?, agent_info = ? WHERE id = ?",
+      "UPDATE devices SET online = 1, last_seen = ?, protocol = 2, host = 'laptop.local', platform = 'linux', capabilities = ?, agent_info = ? WHERE id = ?",
     )
       .bind(
+        seen,
         JSON.stringify(["turns", "terminal"]),
         JSON.stringify({ name: "LLeMbas CLI", version: "1.0.0" }),
         mine.deviceId,
@@ -30,7 +33,7 @@ describe("devices", () => {
         id: mine.deviceId,
         name: "laptop",
         online: true,
-        last_seen: 1700000000000,
+        last_seen: seen,
         protocol: 2,
         host: "laptop.local",
         platform: "linux",
@@ -207,5 +210,62 @@ describe("device scopes", () => {
       headers: { cookie: user.cookie },
     });
     expect(notBool.status).toBe(400);
+  });
+});
+
+describe("presence in the device list", () => {
+  const MINUTES_AGO = (n: number) => Date.now() - n * 60_000;
+  const setPresence = (deviceId: string, online: boolean, lastSeen: number) =>
+    env.DB.prepare("UPDATE devices SET online = ?, last_seen = ? WHERE id = ?")
+      .bind(online ? 1 : 0, lastSeen, deviceId)
+      .run();
+  const row = (deviceId: string) =>
+    env.DB.prepare("SELECT online, last_seen FROM devices WHERE id = ?")
+      .bind(deviceId)
+      .first<{ online: number; last_seen: number }>();
+  const listed = async (cookie: string) =>
+    jsonOf<DeviceView[]>(await call("GET", "/api/devices", { headers: { cookie } }));
+
+  it("an online older than a minute whose object has no link (it died with the process) is shown offline, and D1 follows", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    // D1 still says what the last link wrote before the process died; the object has no link.
+    await setPresence(device.deviceId, true, MINUTES_AGO(2));
+    const [shown] = await listed(user.cookie);
+    expect(shown).toMatchObject({ id: device.deviceId, online: false });
+    await until(
+      () => row(device.deviceId),
+      (r) => r?.online === 0,
+    );
+  });
+
+  it("an online older than a minute whose link is up is confirmed: still online, seen now", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    await linkDevice(device);
+    await until(
+      () => row(device.deviceId),
+      (r) => r?.online === 1,
+    );
+    const old = MINUTES_AGO(5);
+    await setPresence(device.deviceId, true, old);
+    const before = Date.now();
+    const [shown] = await listed(user.cookie);
+    expect(shown).toMatchObject({ id: device.deviceId, online: true });
+    expect(shown!.last_seen).toBeGreaterThanOrEqual(before);
+    const confirmed = await until(
+      () => row(device.deviceId),
+      (r) => (r?.last_seen ?? 0) >= before,
+    );
+    expect(confirmed!.online).toBe(1);
+  });
+
+  it("an online confirmed within the minute is shown as D1 has it, without waking the object", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    // Had the object been asked, it would have said no link.
+    await setPresence(device.deviceId, true, MINUTES_AGO(0.5));
+    expect((await listed(user.cookie))[0]).toMatchObject({ online: true });
+    expect((await row(device.deviceId))!.online).toBe(1);
   });
 });
