@@ -11,6 +11,7 @@ import { firstPerson, loginDevice, personOnPlan, type Person } from "./helpers/a
 import { startInstance, type Instance } from "./helpers/instance.js";
 import { startUpstream, type Upstream } from "./helpers/openai-upstream.js";
 import { bagOfWords } from "../shared/bag-of-words.js";
+import { wavFile } from "../shared/audio-files.js";
 
 let upstream: Upstream;
 let instance: Instance;
@@ -111,13 +112,13 @@ describe("a script on the official OpenAI SDK", () => {
 
   it("transcribes a file", async () => {
     const transcription = await device.audio.transcriptions.create({
-      file: await toFile(Buffer.alloc(45_000), "note.mp3", { type: "audio/mpeg" }),
+      file: await toFile(wavFile(45), "note.wav", { type: "audio/wav" }),
       model: "local/ears",
       language: "en",
     });
-    expect(transcription.text).toBe("heard 45000 bytes");
+    expect(transcription.text).toBe("heard 720044 bytes");
     const sent = upstream.received.filter((r) => r.path === "/v1/audio/transcriptions").at(-1)!;
-    expect(JSON.parse(sent.body)).toEqual({ file: "note.mp3 45000", model: "ears", language: "en" });
+    expect(JSON.parse(sent.body)).toEqual({ file: "note.wav 720044", model: "ears", language: "en" });
   });
 
   it("streams speech: the first audio arrives while the provider is still sending", async () => {
@@ -139,7 +140,8 @@ describe("a script on the official OpenAI SDK", () => {
       month: { tokens_in: number; tokens_out: number; cost: number };
       device: { tokens_in: number; cost: number };
     };
-    // Two completions (12 in, 3 out each), embeddings of 5 words, 45 s of audio, 25 characters of speech.
+    // Two completions (12 in, 3 out each), embeddings of 5 words, 45 s of audio (read from the WAV), 25 characters
+    // of speech.
     const micro =
       2 * (12 * PRICES.chatIn + 3 * PRICES.chatOut) +
       5 * PRICES.embed +
