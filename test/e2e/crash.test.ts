@@ -165,7 +165,7 @@ describe("the instance killed mid-work and started again on the same state", () 
     expect(turnId).toMatch(/^turn_/);
 
     // D1 refuses the chat's rename for now: the title event goes out, the write stays owed in the object.
-    await executeD1(persistTo, HOLD);
+    executeD1(persistTo, HOLD);
     await device.client.notify("_lembas/event", {
       sessionId: WEB,
       event: { type: "title", id: WEB, title: TITLE },
@@ -181,7 +181,7 @@ describe("the instance killed mid-work and started again on the same state", () 
     await gone;
     // D1 takes writes again; and the link came up two minutes before the crash (as a workstation's does), so D1's
     // "online" is older than the minute the device list trusts it for.
-    await executeD1(persistTo, "DROP TRIGGER crash_hold; UPDATE devices SET last_seen = last_seen - 120000");
+    executeD1(persistTo, "DROP TRIGGER crash_hold; UPDATE devices SET last_seen = last_seen - 120000");
     instance = await startInstance({ persistTo });
 
     // Before anyone opens it, the list tells the truth of the idle device too (the other's object has an alarm of

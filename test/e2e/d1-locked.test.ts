@@ -4,13 +4,11 @@
  * would behind another writer. Sign-in, a device login and a token answer 503 with Retry-After and a sentence —
  * never 500 — a refused sign-in is not counted as a guess, and all work again once the lock is let go.
  */
-import { readdirSync } from "node:fs";
-import path from "node:path";
 import { DatabaseSync } from "node:sqlite";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, type Person } from "./helpers/accounts.js";
-import { startInstance, type Instance } from "./helpers/instance.js";
+import { d1File, startInstance, type Instance } from "./helpers/instance.js";
 
 const CREDENTIALS = { email: "owner@example.org", password: "a long enough password" };
 
@@ -27,14 +25,6 @@ beforeAll(async () => {
 afterAll(async () => {
   await instance?.stop();
 });
-
-/** The local D1's own SQLite file in the state folder (beside miniflare's metadata.sqlite). */
-function d1File(): string {
-  const dir = path.join(persistTo, "v3/d1/miniflare-D1DatabaseObject");
-  const [file, ...others] = readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
-  expect(others).toEqual([]);
-  return path.join(dir, file!);
-}
 
 const post = (route: string, body: unknown, headers: Record<string, string> = {}) =>
   fetch(`${instance.origin}${route}`, {
@@ -56,7 +46,7 @@ async function expectBusy(response: Response): Promise<void> {
 
 describe("a locked D1", () => {
   it("answers sign-in, a device login and a new token 503 with Retry-After, and serves them once unlocked", async () => {
-    const lock = new DatabaseSync(d1File());
+    const lock = new DatabaseSync(d1File(persistTo));
     lock.exec("BEGIN EXCLUSIVE");
     try {
       // More sign-ins than the account's free failures: none is counted, since no password was wrong.

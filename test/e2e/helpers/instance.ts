@@ -5,10 +5,10 @@
  * ready when discovery answers, stopped with its whole process group. The launcher is the benchmark's, which
  * starts other configs the same way.
  */
-import { execFile } from "node:child_process";
+import { readdirSync } from "node:fs";
 import path from "node:path";
-import { promisify } from "node:util";
-import { ROOT, startDev } from "../../../bench/wrangler-dev.js";
+import { DatabaseSync } from "node:sqlite";
+import { startDev } from "../../../bench/wrangler-dev.js";
 import { INSTANCE_CONFIG_ENV, MIGRATED_D1_ENV } from "./prepare-instances.js";
 
 export interface Instance {
@@ -36,21 +36,20 @@ export async function startInstance(
   return { origin: dev.origin, logs: dev.logs, stop: dev.stop, kill: dev.kill };
 }
 
-/** Runs one SQL statement on the local D1 in a state folder (as `wrangler d1 execute --local` does). */
-export async function executeD1(persistTo: string, sql: string): Promise<void> {
-  await promisify(execFile)(
-    process.execPath,
-    [
-      path.join(ROOT, "node_modules/wrangler/bin/wrangler.js"),
-      "d1",
-      "execute",
-      "DB",
-      "--local",
-      "--persist-to",
-      persistTo,
-      "--command",
-      sql,
-    ],
-    { cwd: ROOT, env: { ...process.env, CI: "true", WRANGLER_SEND_METRICS: "false" }, timeout: 120_000 },
-  );
+/** The local D1's own SQLite file in a state folder (beside miniflare's metadata.sqlite). */
+export function d1File(persistTo: string): string {
+  const dir = path.join(persistTo, "v3/d1/miniflare-D1DatabaseObject");
+  const files = readdirSync(dir).filter((f) => f.endsWith(".sqlite") && f !== "metadata.sqlite");
+  if (files.length !== 1) throw new Error(`expected one D1 database in ${dir}, found ${files.join(", ") || "none"}`);
+  return path.join(dir, files[0]!);
+}
+
+/** Runs SQL on the local D1 in a state folder, as `wrangler d1 execute --local` does, without a wrangler process. */
+export function executeD1(persistTo: string, sql: string): void {
+  const db = new DatabaseSync(d1File(persistTo));
+  try {
+    db.exec(sql);
+  } finally {
+    db.close();
+  }
 }
