@@ -48,6 +48,9 @@ export const passwordGuessLimits = (request: Request, email: string): [RateLimit
 
 export const TOO_MANY_SIGN_INS = "too many failed sign-ins";
 
+/** Whether the first account may still be made: the sign-in page offers it first on a fresh instance. */
+export const setupState: Handler = async (_request, env) => json({ open: !(await hasAccounts(env.DB)) });
+
 export const setup: Handler = async (request, env) => {
   assertSameOrigin(request);
   const body = await readJson(request, setupBody);

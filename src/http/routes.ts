@@ -26,7 +26,7 @@ import {
   adminSetAdmin,
   adminSetPersonalization,
 } from "./admin";
-import { login, logout, me, setup } from "./accounts";
+import { login, logout, me, setup, setupState } from "./accounts";
 import { changePassword, endAllSignIns, endSignIn, listSignIns } from "./sign-ins";
 import { createAccount, deleteAccount, listAccounts } from "./users";
 import { createToken, deleteToken, listTokens } from "./api-tokens";
@@ -60,6 +60,7 @@ export function buildRouter(): AppRouter {
   // Accounts, API tokens, device login (RFC 8628) and devices. The fixed /api/devices/<word> routes come before
   // /api/devices/:id, which must not catch them.
   router
+    .get("/api/auth/setup", setupState)
     .post("/api/auth/setup", setup)
     .post("/api/auth/login", login)
     .post("/api/auth/logout", logout)

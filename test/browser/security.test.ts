@@ -114,8 +114,9 @@ describe("the web UI under its Content-Security-Policy", () => {
   it("signs up and lists devices", async () => {
     await page.goto(instance.origin);
     await page.getByLabel("Email").fill("owner@example.org");
-    await page.getByLabel("Password").fill("a long enough password");
-    await page.getByRole("button", { name: "Create the first account" }).click();
+    await page.getByLabel("Password", { exact: true }).fill("a long enough password");
+    await page.getByLabel("Password again").fill("a long enough password");
+    await page.getByRole("button", { name: "Create the account" }).click();
     await page.getByRole("heading", { name: "Devices" }).waitFor();
     expect(csp.violations()).toEqual([]);
   });

@@ -34,8 +34,9 @@ describe("the web UI", () => {
   it("creates the first account and signs the person in", async () => {
     await page.goto(instance.origin);
     await page.getByLabel("Email").fill("ada@example.org");
-    await page.getByLabel("Password").fill("correct horse battery");
-    await page.getByRole("button", { name: "Create the first account" }).click();
+    await page.getByLabel("Password", { exact: true }).fill("correct horse battery");
+    await page.getByLabel("Password again").fill("correct horse battery");
+    await page.getByRole("button", { name: "Create the account" }).click();
     await page.getByRole("heading", { name: "Devices" }).waitFor();
     expect(await page.locator(".account").textContent()).toContain("ada@example.org");
     await page.getByText("No device yet").waitFor();

@@ -47,6 +47,7 @@ export async function api<T>(method: string, path: string, body?: unknown): Prom
 
 export const me = () => api<Me>("GET", "/api/auth/me");
 export const signIn = (email: string, password: string) => api<Me>("POST", "/api/auth/login", { email, password });
+export const setupOpen = () => api<{ open: boolean }>("GET", "/api/auth/setup").then((r) => r.open);
 export const setup = (email: string, password: string) => api<Me>("POST", "/api/auth/setup", { email, password });
 export const signOut = () => api<null>("POST", "/api/auth/logout");
 export const devices = () => api<DeviceInfo[]>("GET", "/api/devices");

@@ -1,21 +1,34 @@
-/** Sign in; on a fresh instance, create the first (admin) account. */
-import { useState } from "preact/hooks";
+/**
+ * Sign in; on a fresh instance (no account yet) the page is the first account's making instead, its password
+ * typed twice.
+ */
+import { useEffect, useState } from "preact/hooks";
 import { refreshAccount } from "../app/account";
 import { background } from "../app/background";
-import { messageOf, setup, signIn } from "../app/http";
+import { messageOf, setup, setupOpen, signIn } from "../app/http";
 
 export function SignInPage() {
   const [error, setError] = useState("");
   const [busy, setBusy] = useState(false);
+  /** null until the instance says whether it has an account. */
+  const [firstRun, setFirstRun] = useState<boolean | null>(null);
 
-  const run = async (form: HTMLFormElement, firstAccount: boolean) => {
+  useEffect(() => {
+    background(setupOpen().then(setFirstRun, () => setFirstRun(false)));
+  }, []);
+
+  const run = async (form: HTMLFormElement) => {
     const data = new FormData(form);
     const email = String(data.get("email") ?? "");
     const password = String(data.get("password") ?? "");
+    if (firstRun && password !== data.get("confirm")) {
+      setError("The two passwords differ: type the same password twice.");
+      return;
+    }
     setError("");
     setBusy(true);
     try {
-      if (firstAccount) await setup(email, password);
+      if (firstRun) await setup(email, password);
       await signIn(email, password);
       await refreshAccount();
     } catch (err) {
@@ -25,36 +38,39 @@ export function SignInPage() {
     }
   };
 
+  if (firstRun === null) return <p class="muted pad">Loading…</p>;
   return (
     <form
       class="card narrow"
       onSubmit={(e) => {
         e.preventDefault();
-        background(run(e.currentTarget, false));
+        background(run(e.currentTarget));
       }}
     >
-      <h1>Sign in</h1>
+      <h1>{firstRun ? "Create the first account" : "Sign in"}</h1>
+      {firstRun && <p class="muted">This instance has no account yet. The first one is its admin.</p>}
       <label>
         Email
         <input name="email" type="email" required autocomplete="username" />
       </label>
       <label>
         Password
-        <input name="password" type="password" required minLength={8} autocomplete="current-password" />
+        <input
+          name="password"
+          type="password"
+          required
+          minLength={8}
+          autocomplete={firstRun ? "new-password" : "current-password"}
+        />
       </label>
+      {firstRun && (
+        <label>
+          Password again
+          <input name="confirm" type="password" required minLength={8} autocomplete="new-password" />
+        </label>
+      )}
       <button type="submit" disabled={busy}>
-        Sign in
-      </button>
-      <button
-        type="button"
-        class="secondary"
-        disabled={busy}
-        onClick={(e) => {
-          const form = e.currentTarget.form!;
-          if (form.reportValidity()) background(run(form, true));
-        }}
-      >
-        Create the first account
+        {firstRun ? "Create the account" : "Sign in"}
       </button>
       <p class="error" role="alert">
         {error}
