@@ -244,7 +244,7 @@ describe("the chat", () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
     await page.locator("#link-state.online").waitFor();
     // The account's standing in the header: the first account is an admin.
-    expect(await page.locator(".usage summary").textContent()).toBe("unlimited");
+    expect(await page.locator(".appbar .usage summary").textContent()).toBe("unlimited");
     // The device's folders: its root (~/work, expanded by the device), then inside it; one not accepted, and why.
     const folders = page.getByRole("region", { name: "Folders on the device" });
     await folders.getByRole("button", { name: "Open ~/work" }).click();
@@ -302,6 +302,8 @@ describe("the chat", () => {
 
   it("changes the running session's mode and effort, renames a chat and keeps a refused delete pending with why", async () => {
     await page.locator(`.chat-list li[data-session-id="${NEW_SESSION}"] a`).click();
+    // Mode, model and effort open as a sheet from the composer's one control.
+    await page.getByRole("button", { name: /^Mode, model and effort/ }).click();
     await page
       .locator(".session-controls")
       .getByRole("combobox", { name: /^Mode\b/ })
@@ -310,6 +312,7 @@ describe("the chat", () => {
     await page.locator(".session-controls").getByLabel("Effort").selectOption("low");
     await expect.poll(() => seen.configures).toEqual([{ sessionId: NEW_SESSION, effort: "low" }]);
 
+    await page.getByRole("button", { name: "Menu" }).click();
     await page.getByRole("button", { name: "Rename" }).click();
     await page.getByLabel("New title").fill("Parser work");
     await page.getByRole("button", { name: "Save" }).click();
@@ -319,6 +322,7 @@ describe("the chat", () => {
     );
 
     await page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"] a`).click();
+    await page.getByRole("button", { name: "Menu" }).click();
     await page.getByRole("button", { name: "Delete…" }).click();
     await page.getByRole("button", { name: "Delete the chat" }).click();
     const old = page.locator(`.chat-list li[data-session-id="${OLD_SESSION}"]`);
@@ -409,6 +413,7 @@ describe("the chat", () => {
   it("changes the model of an open session between turns through _lembas/configure, and shows the device's ref", async () => {
     await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/${NEW_SESSION}`);
     await page.locator("#link-state.online").waitFor();
+    await page.getByRole("button", { name: /^Mode, model and effort/ }).click();
     const model = page.locator(".session-controls").getByRole("combobox", { name: /^Model\b/ });
     // The instance's chat models are offered (GET /api/models).
     await model.locator("option", { hasText: "openai/gpt-4o-mini" }).waitFor({ state: "attached" });

@@ -1,6 +1,6 @@
 /**
  * The pages of the app, by path. To add a page: write its component under web/src/pages/, add a row here (first
- * match wins; `:name` is a parameter), and, if it belongs in the header, an entry in NAV.
+ * match wins; `:name` is a parameter), and, if it belongs in the header, an entry in NAV (./nav.ts).
  */
 import type { ComponentChildren } from "preact";
 import { ApprovePage } from "../pages/approve";
@@ -29,10 +29,4 @@ export const ROUTES: readonly Route[] = [
     title: "Chat",
     page: (p) => <DevicePage key={p.deviceId} deviceId={p.deviceId!} sessionId={p.sessionId} />,
   },
-];
-
-/** Links in the header, in order. */
-export const NAV: readonly { href: string; label: string }[] = [
-  { href: "/", label: "Devices" },
-  { href: "/library", label: "Library" },
 ];

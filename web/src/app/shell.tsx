@@ -8,7 +8,8 @@ import { account, leave, usageReport } from "./account";
 import { APP_NAME } from "./app-name";
 import { background } from "./background";
 import { match, here } from "./router";
-import { NAV, ROUTES } from "./routes";
+import { NAV } from "./nav";
+import { ROUTES } from "./routes";
 import { SignInPage } from "../pages/signin";
 import { UsageSummary } from "./usage-summary";
 

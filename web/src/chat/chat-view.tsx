@@ -1,8 +1,9 @@
 /**
- * The chat open: its header (title, state, rename, delete, changes, export), the transcript — kept scrolled to the
- * newest line while the person is at the bottom, earlier kept turns a button away — the cards it waits on, and the
- * composer. The Changes view takes the transcript's place until the person goes back.
+ * The chat open: its bar (title, state; its folder, rename, changes, export and delete in the menu), the transcript
+ * — kept scrolled to the newest line while the person is at the bottom, earlier kept turns a button away — the
+ * cards it waits on, and the composer. The Changes view takes the transcript's place until the person goes back.
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useRef, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { messageOf } from "../app/http";
@@ -13,6 +14,7 @@ import { CardList } from "../cards/cards";
 import { Composer } from "../composer/composer";
 import type { KeptTurn } from "../../../src/protocol/instance";
 import type { DeviceStore } from "../link/device-store";
+import type { BarProps } from "../pages/device-bar";
 import { ChangesView } from "./changes-view";
 import { chatTitle } from "./chat-list";
 import { download, markdownOf } from "./export";
@@ -20,7 +22,21 @@ import { download, markdownOf } from "./export";
 /** How close to the bottom still counts as "at the bottom". */
 const PINNED_PX = 48;
 
-export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; deviceId: string; sessionId: string }) {
+export function ChatView({
+  store,
+  deviceId,
+  sessionId,
+  bar,
+  link,
+}: {
+  store: DeviceStore;
+  deviceId: string;
+  sessionId: string;
+  /** The page's bar, given this chat's title, state and menu items. */
+  bar: (props: BarProps) => ComponentChildren;
+  /** The device's link state, shown with the chat's. */
+  link: ComponentChildren;
+}) {
   const scroller = useRef<HTMLElement>(null);
   const [mode, setMode] = useState<"view" | "rename" | "delete" | "changes">("view");
   const [kept, setKept] = useState<KeptTurn[] | null>(null);
@@ -93,73 +109,87 @@ export function ChatView({ store, deviceId, sessionId }: { store: DeviceStore; d
 
   return (
     <div class="chat">
-      <header class="chat-head">
-        <div class="chat-head-title">
-          <h2>{title}</h2>
-          {busy && <span class="badge busy">working</span>}
-          {chat?.pending_delete && <span class="badge pending">deleting</span>}
-        </div>
-        {chat && <p class="muted chat-cwd">{chat.cwd}</p>}
-        {mode === "view" && (
-          <div class="actions">
-            {store.link.has("title") && (
-              <button type="button" class="secondary" onClick={() => setMode("rename")}>
-                Rename
+      {bar({
+        title,
+        status: (
+          <>
+            {link}
+            {busy && <span class="badge busy">working</span>}
+            {chat?.pending_delete && <span class="badge pending">deleting</span>}
+          </>
+        ),
+        menu: (close) => {
+          /** A menu item: closes the menu, then does its work. */
+          const item = (label: string, work: () => void, danger = false) => (
+            <button
+              type="button"
+              class={danger ? "secondary danger" : "secondary"}
+              onClick={() => {
+                close();
+                work();
+              }}
+            >
+              {label}
+            </button>
+          );
+          return (
+            <div class="chat-items">
+              {chat && (
+                <p class="chat-cwd" title="The chat's folder on the device">
+                  {chat.cwd}
+                </p>
+              )}
+              {store.link.has("title") && item("Rename", () => setMode("rename"))}
+              {item("Changes", showChanges)}
+              {item("Export Markdown", () => exportAs("md"))}
+              {item("Export JSON", () => exportAs("json"))}
+              {item("Delete…", () => setMode("delete"), true)}
+            </div>
+          );
+        },
+      })}
+      {mode !== "view" || error ? (
+        <div class="chat-head">
+          {mode === "changes" && (
+            <div class="actions">
+              <button type="button" class="secondary" onClick={() => setMode("view")}>
+                Back to the conversation
               </button>
-            )}
-            <button type="button" class="secondary" onClick={showChanges}>
-              Changes
-            </button>
-            <button type="button" class="secondary" onClick={() => exportAs("md")}>
-              Export Markdown
-            </button>
-            <button type="button" class="secondary" onClick={() => exportAs("json")}>
-              Export JSON
-            </button>
-            <button type="button" class="secondary danger" onClick={() => setMode("delete")}>
-              Delete…
-            </button>
-          </div>
-        )}
-        {mode === "changes" && (
-          <div class="actions">
-            <button type="button" class="secondary" onClick={() => setMode("view")}>
-              Back to the conversation
-            </button>
-          </div>
-        )}
-        {mode === "rename" && (
-          <RenameForm
-            label="New title"
-            value={chat?.title ?? ""}
-            maxLength={200}
-            onSave={(value) => background(act(store.chats.rename(sessionId, value)))}
-            onCancel={() => setMode("view")}
-          />
-        )}
-        {mode === "delete" && (
-          <Confirm
-            legend={`Delete ${title}`}
-            action="Delete the chat"
-            keep="Keep it"
-            onConfirm={() =>
-              background(
-                act(
-                  store.deleteChat(sessionId).then(() => {
-                    if (!store.chats.get(sessionId)) navigate(devicePath(deviceId));
-                  }),
-                ),
-              )
-            }
-            onCancel={() => setMode("view")}
-          >
-            Delete this chat? The device stops it and removes it from its store, attachments too.
-          </Confirm>
-        )}
-        <p class="error" role="alert">
-          {error}
-        </p>
-      </header>
+            </div>
+          )}
+          {mode === "rename" && (
+            <RenameForm
+              label="New title"
+              value={chat?.title ?? ""}
+              maxLength={200}
+              onSave={(value) => background(act(store.chats.rename(sessionId, value)))}
+              onCancel={() => setMode("view")}
+            />
+          )}
+          {mode === "delete" && (
+            <Confirm
+              legend={`Delete ${title}`}
+              action="Delete the chat"
+              keep="Keep it"
+              onConfirm={() =>
+                background(
+                  act(
+                    store.deleteChat(sessionId).then(() => {
+                      if (!store.chats.get(sessionId)) navigate(devicePath(deviceId));
+                    }),
+                  ),
+                )
+              }
+              onCancel={() => setMode("view")}
+            >
+              Delete this chat? The device stops it and removes it from its store, attachments too.
+            </Confirm>
+          )}
+          <p class="error" role="alert">
+            {error}
+          </p>
+        </div>
+      ) : null}
       {mode === "changes" ? (
         <section class="chat-scroll" aria-label="Changes">
           <ChangesView turns={kept} onTurn={toTurn} />

@@ -1,7 +1,8 @@
 /**
- * The composer of a chat: the message box with its `@path` and `/command` pickers, attachments (paste, drop or
- * pick; capability attachments), Send — Steer while a turn runs (capability steer) — and Stop, and the running
- * session's mode, model and effort (session/set_mode; `_lembas/configure`). Messages a turn ended before taking in
+ * The composer of a chat: one row of the message box, growing with its text, with its `@path` and `/command`
+ * pickers, and Send — Steer while a turn runs (capability steer); under it attachments (paste, drop or pick;
+ * capability attachments), the running session's mode, model and effort behind one control that opens a sheet
+ * (session/set_mode; `_lembas/configure`), and Stop. Messages a turn ended before taking in
  * (`unsent`) come back into the box. Enter sends, Shift+Enter is a new line, Escape stops the turn.
  */
 import { effect } from "@preact/signals";
@@ -9,6 +10,7 @@ import { useEffect, useRef, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { bytes } from "../app/format";
 import { messageOf } from "../app/http";
+import { Icon } from "../app/icons";
 import { chatModels, loadChatModels } from "../app/models";
 import type { DeviceStore } from "../link/device-store";
 import { type Attachment, attach } from "./attachments";
@@ -114,6 +116,11 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
 
   const models = chatModels.value;
   const modes = settings?.modes?.availableModes ?? store.chats.knownModes.value;
+  const modeName = modes.find((m) => m.id === settings?.mode)?.name ?? settings?.mode;
+  // What the settings' one control says: the values known, or what it opens.
+  const shownSettings = [modeName, settings?.model, settings?.effort].filter((v): v is string => !!v);
+  if (shownSettings.length === 0) shownSettings.push("Mode, model, effort");
+  const sheetId = `settings-${sessionId}`;
 
   return (
     // biome-ignore lint/a11y/noStaticElementInteractions: the composer takes dropped files; the Attach button does the same by keyboard
@@ -165,7 +172,7 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
           ref={text}
           name="prompt"
           aria-label="Message"
-          rows={2}
+          rows={1}
           placeholder={busy && canSteer ? "Steer the running turn…" : "Message the agent… (@ a file, / a command)"}
           onPaste={(e) => {
             const files = [...(e.clipboardData?.files ?? [])];
@@ -174,96 +181,130 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
             background(add(files));
           }}
         />
-        <div class="composer-buttons">
-          {canAttach && (
-            <>
-              <input
-                ref={fileInput}
-                type="file"
-                multiple
-                class="visually-hidden"
-                tabIndex={-1}
-                aria-hidden="true"
-                onChange={(e) => {
-                  background(add([...(e.currentTarget.files ?? [])]));
-                  e.currentTarget.value = "";
-                }}
-              />
-              <button
-                type="button"
-                class="secondary icon"
-                onClick={() => fileInput.current?.click()}
-                title="Attach files"
-              >
-                Attach
-              </button>
-            </>
-          )}
-          {busy && (
-            <button type="button" class="secondary" onClick={() => store.turns.cancel(sessionId)}>
-              Stop
-            </button>
-          )}
-          <button type="button" disabled={sending || !(online || canKeep)} onClick={() => background(send())}>
-            {busy && canSteer ? "Steer" : "Send"}
-          </button>
-        </div>
+        <button
+          type="button"
+          class="icon send"
+          aria-label={busy && canSteer ? "Steer" : "Send"}
+          title={busy && canSteer ? "Steer the running turn" : "Send"}
+          disabled={sending || !(online || canKeep)}
+          onClick={() => background(send())}
+        >
+          <Icon name={busy && canSteer ? "steer" : "send"} />
+        </button>
       </div>
-      {(modes.length > 0 || store.link.has("configure")) && (
-        <div class="session-controls">
-          {modes.length > 0 && (
-            <label class="inline">
-              Mode
-              <select
-                value={settings?.mode ?? ""}
-                disabled={!online}
-                onChange={(e) => run(store.chats.setMode(sessionId, e.currentTarget.value))}
-              >
-                {!settings?.mode && <option value="">—</option>}
-                {modes.map((m) => (
-                  <option value={m.id}>{m.name}</option>
-                ))}
-              </select>
-            </label>
-          )}
-          {store.link.has("configure") && (
-            <>
-              <label class="inline">
-                Model
-                <select
-                  value=""
-                  disabled={!online || busy}
-                  onChange={(e) => {
-                    const model = e.currentTarget.value;
-                    if (model) run(store.chats.configure(sessionId, { model }));
-                  }}
-                >
-                  <option value="">{settings?.model ?? "as set"}</option>
-                  {models.map((m) => (
-                    <option value={m.id}>{m.id}</option>
-                  ))}
-                </select>
-              </label>
-              <label class="inline">
-                Effort
-                <select
-                  value={settings?.effort ?? ""}
-                  disabled={!online || busy}
-                  onChange={(e) => {
-                    const effort = e.currentTarget.value;
-                    if (effort) run(store.chats.configure(sessionId, { effort }));
-                  }}
-                >
-                  {!settings?.effort && <option value="">—</option>}
-                  {EFFORTS.map((level) => (
-                    <option value={level}>{level}</option>
-                  ))}
-                </select>
-              </label>
-            </>
-          )}
-        </div>
-      )}
+      <div class="composer-tools">
+        {canAttach && (
+          <>
+            <input
+              ref={fileInput}
+              type="file"
+              multiple
+              class="visually-hidden"
+              tabIndex={-1}
+              aria-hidden="true"
+              onChange={(e) => {
+                background(add([...(e.currentTarget.files ?? [])]));
+                e.currentTarget.value = "";
+              }}
+            />
+            <button
+              type="button"
+              class="secondary icon"
+              aria-label="Attach files"
+              title="Attach files"
+              onClick={() => fileInput.current?.click()}
+            >
+              <Icon name="attach" />
+            </button>
+          </>
+        )}
+        {(modes.length > 0 || store.link.has("configure")) && (
+          <>
+            <button
+              type="button"
+              class="secondary settings-chip"
+              popovertarget={sheetId}
+              aria-label={`Mode, model and effort: ${shownSettings.join(", ")}`}
+            >
+              <span aria-hidden="true">{shownSettings.join(" · ")}</span>
+            </button>
+            <div
+              id={sheetId}
+              class="sheet session-controls"
+              popover="auto"
+              role="dialog"
+              aria-label="Mode, model and effort"
+            >
+              <h2>Mode, model and effort</h2>
+              {modes.length > 0 && (
+                <label>
+                  Mode
+                  <select
+                    value={settings?.mode ?? ""}
+                    disabled={!online}
+                    onChange={(e) => run(store.chats.setMode(sessionId, e.currentTarget.value))}
+                  >
+                    {!settings?.mode && <option value="">—</option>}
+                    {modes.map((m) => (
+                      <option value={m.id}>{m.name}</option>
+                    ))}
+                  </select>
+                </label>
+              )}
+              {store.link.has("configure") && (
+                <>
+                  <label>
+                    Model
+                    <select
+                      value=""
+                      disabled={!online || busy}
+                      onChange={(e) => {
+                        const model = e.currentTarget.value;
+                        if (model) run(store.chats.configure(sessionId, { model }));
+                      }}
+                    >
+                      <option value="">{settings?.model ?? "as set"}</option>
+                      {models.map((m) => (
+                        <option value={m.id}>{m.id}</option>
+                      ))}
+                    </select>
+                  </label>
+                  <label>
+                    Effort
+                    <select
+                      value={settings?.effort ?? ""}
+                      disabled={!online || busy}
+                      onChange={(e) => {
+                        const effort = e.currentTarget.value;
+                        if (effort) run(store.chats.configure(sessionId, { effort }));
+                      }}
+                    >
+                      {!settings?.effort && <option value="">—</option>}
+                      {EFFORTS.map((level) => (
+                        <option value={level}>{level}</option>
+                      ))}
+                    </select>
+                  </label>
+                </>
+              )}
+              <button type="button" popovertarget={sheetId} popovertargetaction="hide">
+                Done
+              </button>
+            </div>
+          </>
+        )}
+        {busy && (
+          <button
+            type="button"
+            class="secondary icon stop"
+            aria-label="Stop"
+            title="Stop the turn"
+            onClick={() => store.turns.cancel(sessionId)}
+          >
+            <Icon name="stop" />
+          </button>
+        )}
+      </div>
     </div>
   );
 }

@@ -27,6 +27,8 @@ export interface NewSessionOptions {
 
 export class Chats {
   readonly list = signal<ChatInfo[]>([]);
+  /** Whether a list from D1 has been read: until then a chat not in the list may still be one. */
+  readonly listed = signal(false);
   /** The chat this page shows (null: the device's overview or a new session). */
   readonly shown = signal<string | null>(null);
   readonly unread = signal<ReadonlySet<string>>(new Set());
@@ -61,7 +63,10 @@ export class Chats {
     const ids = new Set(listed.map((c) => c.session_id));
     for (const id of ids) this.unlisted.delete(id);
     const kept = this.list.value.filter((c) => this.unlisted.has(c.session_id) && !ids.has(c.session_id));
-    this.list.value = [...kept, ...listed];
+    batch(() => {
+      this.list.value = [...kept, ...listed];
+      this.listed.value = true;
+    });
   }
 
   /** Shows a chat (or none), which reads it. */

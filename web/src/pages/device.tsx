@@ -1,9 +1,11 @@
 /**
- * One device: its chats (a drawer on a phone, a column on a wide screen), the chat open — transcript, cards,
- * composer — or a new session, and a terminal on the device. The page title counts the cards waiting.
+ * One device: its chats (a drawer on a phone, a column on a wide screen), the chat open under one bar —
+ * transcript, cards, composer — or a new session, or what is left of a deleted chat's address: a way back; and a
+ * terminal on the device. The page title counts the cards waiting.
  * Keyboard: Alt+N goes to the next card waiting, Alt+C to the chat list (Escape closes it on a phone), "/" to the
  * message box.
  */
+import type { ComponentChildren } from "preact";
 import { useEffect, useMemo, useState } from "preact/hooks";
 import { background } from "../app/background";
 import { APP_NAME } from "../app/app-name";
@@ -13,6 +15,7 @@ import { CardList } from "../cards/cards";
 import { ChatList, chatTitle } from "../chat/chat-list";
 import { ChatView } from "../chat/chat-view";
 import { DeviceStore } from "../link/device-store";
+import { type BarProps, DeviceBar } from "./device-bar";
 import { NewSession } from "./new-session";
 import { TerminalPanel } from "../terminal/terminal-panel";
 
@@ -81,6 +84,66 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   const elsewhere = cards.filter((c) => c.params.sessionId !== sessionId);
   const host = status?.hello?.device?.host;
 
+  const linkBadge = (
+    <span
+      id="link-state"
+      class={linkUp ? "badge online" : "badge"}
+      title={store.link.connected.value ? undefined : "not connected to the instance"}
+    >
+      {linkState(linkUp, store.link.connected.value)}
+    </span>
+  );
+  const bar = (props: BarProps) => (
+    <DeviceBar
+      {...props}
+      drawer={drawer}
+      unread={store.chats.unread.value.size > 0}
+      toggleDrawer={() => setDrawer(!drawer)}
+      waiting={
+        elsewhere.length > 0 && (
+          <a
+            class="badge waiting"
+            href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}
+            aria-label={`${elsewhere.length} waiting in other chats`}
+          >
+            {elsewhere.length} waiting
+          </a>
+        )
+      }
+    />
+  );
+
+  let main: ComponentChildren;
+  if (!sessionId)
+    main = (
+      <>
+        {bar({ title: name, status: linkBadge })}
+        <NewSession store={store} deviceId={deviceId} />
+        <CardList store={store} cards={cards} />
+      </>
+    );
+  else if (!chat && store.chats.listed.value)
+    main = (
+      <>
+        {bar({ title: "Chat not found", status: linkBadge })}
+        <section class="gone pad">
+          <p>This chat was deleted, or never was on {name}.</p>
+          <p class="actions">
+            <a class="button" href={devicePath(deviceId)}>
+              Start a new chat
+            </a>
+            <button type="button" class="secondary" onClick={() => setDrawer(true)}>
+              Open another chat
+            </button>
+          </p>
+        </section>
+      </>
+    );
+  else
+    main = (
+      <ChatView key={sessionId} store={store} deviceId={deviceId} sessionId={sessionId} bar={bar} link={linkBadge} />
+    );
+
   return (
     <div class={`device-page${drawer ? " drawer-open" : ""}`}>
       <aside id="chat-drawer" class="sidebar" aria-label="Chats">
@@ -88,14 +151,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
           <a href="/" class="back" aria-label="All devices">
             ‹
           </a>
-          <h1>{name}</h1>
-          <span
-            id="link-state"
-            class={linkUp ? "badge online" : "badge"}
-            title={store.link.connected.value ? undefined : "not connected to the instance"}
-          >
-            {linkState(linkUp, store.link.connected.value)}
-          </span>
+          <h2>{name}</h2>
         </div>
         {host && <p class="muted device-host">{[host, status?.hello?.device?.platform].filter(Boolean).join(" · ")}</p>}
         <div class="actions">
@@ -118,31 +174,10 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
         onClick={() => setDrawer(false)}
       />
       <section class="device-main">
-        <div class="chat-bar">
-          <button
-            type="button"
-            class="secondary drawer-toggle"
-            aria-expanded={drawer}
-            aria-controls="chat-drawer"
-            onClick={() => setDrawer(!drawer)}
-          >
-            Chats{store.chats.unread.value.size > 0 ? " •" : ""}
-          </button>
-          {elsewhere.length > 0 && (
-            <a class="badge waiting" href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}>
-              {elsewhere.length} waiting in other chats
-            </a>
-          )}
-        </div>
         <p class="error" role="alert">
           {store.problem.value}
         </p>
-        {sessionId ? (
-          <ChatView key={sessionId} store={store} deviceId={deviceId} sessionId={sessionId} />
-        ) : (
-          <NewSession store={store} deviceId={deviceId} />
-        )}
-        {!sessionId && <CardList store={store} cards={cards} />}
+        {main}
         {terminal && store.link.has("terminal") && (
           <TerminalPanel store={store} cwd={chat?.cwd ?? null} onClose={() => setTerminal(false)} />
         )}

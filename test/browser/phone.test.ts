@@ -1,0 +1,240 @@
+/**
+ * The web UI on a phone (390×844, touch), in Debian's Chromium against the real Worker with a scripted protocol 2
+ * device: a fresh instance opens on creating the first account; with a chat open the transcript has most of the
+ * screen — one bar, a one-row composer whose mode, model and effort open as a sheet — also with a card waiting and
+ * with the on-screen keyboard up; nothing is wider than the screen; every state is photographed at a phone's and a
+ * laptop's size under test-results/.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { launchChromium } from "./browser.js";
+import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
+import { loginDevice, type Person } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { permissionParams } from "../shared/cards.js";
+
+const SHOTS = path.join(ROOT, "test-results");
+const PHONE = { width: 390, height: 844 };
+const LAPTOP = { width: 1280, height: 800 };
+/** What a phone's on-screen keyboard leaves of the screen (the page resizes to it: interactive-widget). */
+const KEYBOARD_UP = { width: 390, height: 500 };
+const EMAIL = "owner@example.org";
+const PASSWORD = "a long enough password";
+const SESSION = "ses_phone_1";
+
+let instance: Instance;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let device: LembasDevice;
+let deviceId: string;
+let root: string;
+const answers: unknown[] = [];
+
+const update = (sessionId: string, u: acp.SessionUpdate) =>
+  device.client.notify(acp.methods.client.session.update, { sessionId, update: u });
+
+/** The share of the viewport's height the transcript gets. */
+const transcriptShare = () =>
+  page.evaluate(() => document.querySelector(".chat-scroll")!.getBoundingClientRect().height / innerHeight);
+
+/** Whether anything makes the page wider than the screen. */
+const overflows = () => page.evaluate(() => document.documentElement.scrollWidth > innerWidth);
+
+/** Photographs the page at a phone's size and at a laptop's, and checks nothing is wider than the screen. */
+async function shoot(name: string): Promise<void> {
+  expect(await overflows(), `${name} is wider than the phone`).toBe(false);
+  await page.screenshot({ path: path.join(SHOTS, `phone-${name}-phone.png`) });
+  await page.setViewportSize(LAPTOP);
+  expect(await overflows(), `${name} is wider than the laptop`).toBe(false);
+  await page.screenshot({ path: path.join(SHOTS, `phone-${name}-laptop.png`) });
+  await page.setViewportSize(PHONE);
+}
+
+async function signedInPerson(): Promise<Person> {
+  const login = await fetch(`${instance.origin}/api/auth/login`, {
+    method: "POST",
+    headers: { "content-type": "application/json", origin: instance.origin },
+    body: JSON.stringify({ email: EMAIL, password: PASSWORD }),
+  });
+  const cookie = /lembas_session=[^;]+/.exec(login.headers.get("set-cookie") ?? "")![0];
+  return { cookie, apiAuth: "" };
+}
+
+beforeAll(async () => {
+  await mkdir(SHOTS, { recursive: true });
+  instance = await startInstance();
+  root = await tempDir("phone-root");
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
+  page = await context.newPage();
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await device?.close();
+  await instance?.stop();
+});
+
+async function linkDevice(): Promise<void> {
+  const login = await loginDevice(instance.origin, await signedInPerson(), "phone-laptop");
+  deviceId = login.deviceId;
+  device = new LembasDevice({
+    origin: instance.origin,
+    token: login.token,
+    capabilities: ["sessions", "status", "turns", "title", "delete", "steer", "attachments", "configure", "plan"],
+    roots: [root],
+    host: "phone-laptop",
+  });
+  device.app
+    .onRequest(acp.methods.agent.session.new, () => ({
+      sessionId: SESSION,
+      modes: {
+        currentModeId: "edit",
+        availableModes: [
+          { id: "plan", name: "Plan" },
+          { id: "edit", name: "Edit" },
+        ],
+      },
+      _meta: { lembas: { model: "e2e/sonnet", effort: "high" } },
+    }))
+    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      title: null,
+      root,
+      turns: [],
+    }))
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      const s = params.sessionId;
+      const text = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("");
+      for (const line of ["I read the parser.\n\n", "```ts\nconst limit = 42;\n```\n\n", `You said: ${text}`])
+        await update(s, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: line } });
+      if (text.includes("card")) {
+        answers.push(
+          await device.client.request(
+            acp.methods.client.session.requestPermission,
+            permissionParams("call_rm", { sessionId: s, command: "rm -rf build", reason: "removes the build" }),
+          ),
+        );
+        answers.push(
+          await device.client.request("_lembas/plan", {
+            sessionId: s,
+            toolCallId: "call_plan",
+            path: "plans/db.md",
+            text: "# Plan\n\n1. Add a **migrations** folder\n2. Write the schema\n3. Test it on a copy",
+            _meta: { lembas: { patient: true } },
+          }),
+        );
+      }
+      return { stopReason: "end_turn" };
+    });
+  await device.link();
+}
+
+describe("the web UI on a phone", () => {
+  it("opens a fresh instance on creating the first account, with the password confirmed", async () => {
+    await page.goto(instance.origin);
+    await page.getByRole("heading", { level: 1, name: "Create the first account" }).waitFor();
+    await shoot("first-run");
+    await page.getByLabel("Email").fill(EMAIL);
+    await page.getByLabel("Password", { exact: true }).fill(PASSWORD);
+    await page.getByLabel("Password again").fill(`${PASSWORD}!`);
+    await page.getByRole("button", { name: "Create the account" }).click();
+    await page.getByText("The two passwords differ").waitFor();
+    await page.getByLabel("Password again").fill(PASSWORD);
+    await page.getByRole("button", { name: "Create the account" }).click();
+    await page.getByRole("heading", { level: 1, name: "Devices" }).waitFor();
+  });
+
+  it("gives a chat most of the screen: one bar, a one-row composer, mode, model and effort in a sheet", async () => {
+    await linkDevice();
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+    await page.locator("#link-state.online").waitFor();
+    await shoot("new-chat");
+    await page.getByRole("button", { name: "Start" }).click();
+    await page.waitForURL(`**/chats/${SESSION}`);
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("Make parse() reject empty input");
+    await page.getByRole("button", { name: "Send" }).click();
+    await page.getByText("You said: Make parse()").waitFor();
+
+    // One bar: the app's header is folded into its menu.
+    expect(await page.locator(".appbar").isVisible()).toBe(false);
+    expect(await page.getByRole("heading", { level: 1 }).count()).toBe(1);
+    const share = await transcriptShare();
+    expect(share).toBeGreaterThanOrEqual(0.7);
+    const width = (await box.boundingBox())!.width;
+    expect(width).toBeGreaterThanOrEqual(300);
+    // The composer is one row: the box and Send side by side.
+    const send = (await page.getByRole("button", { name: "Send" }).boundingBox())!;
+    const boxAt = (await box.boundingBox())!;
+    expect(Math.abs(send.y + send.height - (boxAt.y + boxAt.height))).toBeLessThan(2);
+    for (const name of ["Attach files", "Chats", "Menu"]) await page.getByRole("button", { name }).waitFor();
+    await shoot("chat");
+
+    // The box grows with its text.
+    await box.fill("one\ntwo\nthree\nfour");
+    expect((await box.boundingBox())!.height).toBeGreaterThan(boxAt.height * 1.5);
+    await box.fill("");
+
+    const settings = page.getByRole("button", { name: /^Mode, model and effort: Edit, e2e\/sonnet, high$/ });
+    await settings.click();
+    const sheet = page.getByRole("dialog", { name: "Mode, model and effort" });
+    await sheet.getByRole("combobox", { name: "Mode", exact: true }).waitFor();
+    await shoot("settings-sheet");
+    await sheet.getByRole("button", { name: "Done" }).click();
+    await sheet.waitFor({ state: "hidden" });
+
+    await page.getByRole("button", { name: "Menu" }).click();
+    const menu = page.getByRole("dialog", { name: "Menu" });
+    await menu.getByText(root).waitFor();
+    for (const name of ["Rename", "Delete…", "Sign out"]) await menu.getByRole("button", { name }).waitFor();
+    await menu.getByRole("link", { name: "Library" }).waitFor();
+    await shoot("menu");
+    await page.keyboard.press("Escape");
+    await menu.waitFor({ state: "hidden" });
+
+    // The on-screen keyboard takes the lower part of the screen: the composer stays above it.
+    await box.focus();
+    await page.setViewportSize(KEYBOARD_UP);
+    await expect
+      .poll(async () => (await box.boundingBox())!.y + (await box.boundingBox())!.height)
+      .toBeLessThanOrEqual(KEYBOARD_UP.height);
+    const shareUp = await transcriptShare();
+    expect(shareUp).toBeGreaterThanOrEqual(0.6);
+    await page.screenshot({ path: path.join(SHOTS, "phone-keyboard-up-phone.png") });
+    await page.setViewportSize(PHONE);
+    console.log(`transcript share: chat ${share.toFixed(2)}, keyboard up ${shareUp.toFixed(2)}; box ${width} px`);
+  });
+
+  it("keeps a card's answers on the screen, the plan's select inside it", async () => {
+    await page.getByRole("textbox", { name: "Message" }).fill("Ask me a card");
+    await page.getByRole("button", { name: "Send" }).click();
+    const card = page.locator('.card-request[data-tool-call-id="call_rm"]');
+    await card.waitFor();
+    for (const name of ["Allow once", "Deny"]) {
+      const button = (await card.getByRole("button", { name }).boundingBox())!;
+      expect(button.y + button.height, name).toBeLessThanOrEqual(PHONE.height);
+      expect(button.x + button.width, name).toBeLessThanOrEqual(PHONE.width);
+    }
+    const share = await transcriptShare();
+    await shoot("permission-card");
+    await card.getByRole("button", { name: "Allow once" }).click();
+
+    const plan = page.locator('.card-request[data-tool-call-id="call_plan"]');
+    await plan.waitFor();
+    const select = (await plan.getByRole("combobox", { name: "Then work in" }).boundingBox())!;
+    expect(select.x + select.width).toBeLessThanOrEqual(PHONE.width);
+    const approve = (await plan.getByRole("button", { name: "Approve" }).boundingBox())!;
+    expect(approve.y + approve.height).toBeLessThanOrEqual(PHONE.height);
+    await shoot("plan-card");
+    await plan.getByRole("button", { name: "Approve" }).click();
+    await expect.poll(() => answers.length).toBe(2);
+    console.log(`transcript share with a card open: ${share.toFixed(2)}`);
+  });
+});
