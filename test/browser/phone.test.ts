@@ -17,6 +17,7 @@ import { loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../shared/cards.js";
+import { vapidKeys } from "./push-service.js";
 
 const SHOTS = path.join(ROOT, "test-results");
 const PHONE = { width: 390, height: 844 };
@@ -68,7 +69,7 @@ async function signedInPerson(): Promise<Person> {
 
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
-  instance = await startInstance();
+  instance = await startInstance({ vars: { ...(await vapidKeys()), PUSH_CONTACT: "mailto:ops@example.org" } });
   root = await tempDir("phone-root");
   browser = await launchChromium();
   context = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
@@ -217,6 +218,16 @@ describe("the web UI on a phone", () => {
     await page.getByRole("button", { name: "Send" }).click();
     const card = page.locator('.card-request[data-tool-call-id="call_rm"]');
     await card.waitFor();
+    // The first card waiting is where notifications are offered; a failure is said in words, with what to do.
+    const offer = page.getByRole("region", { name: "Notifications" });
+    await offer.getByText("Get a notification when your agent needs you").waitFor();
+    await shoot("push-offer");
+    await context.grantPermissions(["notifications"], { origin: instance.origin });
+    await offer.getByRole("button", { name: "Turn on" }).click();
+    // A headless Chromium has no push service to subscribe at.
+    await offer.getByText("could not reach its push service").waitFor();
+    await offer.getByRole("button", { name: "Not now" }).click();
+    await offer.waitFor({ state: "detached" });
     for (const name of ["Allow once", "Deny"]) {
       const button = (await card.getByRole("button", { name }).boundingBox())!;
       expect(button.y + button.height, name).toBeLessThanOrEqual(PHONE.height);
@@ -236,5 +247,28 @@ describe("the web UI on a phone", () => {
     await plan.getByRole("button", { name: "Approve" }).click();
     await expect.poll(() => answers.length).toBe(2);
     console.log(`transcript share with a card open: ${share.toFixed(2)}`);
+  });
+
+  it("says a deleted chat's address is a deleted chat, with a way back and nothing to send", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/ses_phone_gone`);
+    await page.getByRole("heading", { level: 1, name: "Chat deleted" }).waitFor();
+    await page.getByText("This chat was deleted").waitFor();
+    expect(await page.getByRole("textbox", { name: "Message" }).count()).toBe(0);
+    await shoot("ghost-chat");
+    await page.getByRole("link", { name: "Start a new chat" }).click();
+    await page.getByRole("button", { name: "Start" }).waitFor();
+  });
+
+  it("opens with the network off from what the service worker kept, says so, and connects again by itself", async () => {
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/${SESSION}`);
+    await page.locator("#link-state.online").waitFor();
+    await page.evaluate(() => navigator.serviceWorker.ready);
+    await context.setOffline(true);
+    await page.reload();
+    await page.getByText("You are offline").waitFor();
+    await shoot("offline");
+    await context.setOffline(false);
+    await page.locator("#link-state.online").waitFor();
+    expect(await page.getByText("You are offline").count()).toBe(0);
   });
 });

@@ -3,10 +3,14 @@
  * reference RFC 8188 implementation (`http_ece`) opens the body with the subscription's keys, and `jose` checks the
  * VAPID JWT (RFC 8292) as a push service would.
  */
+import { execFile } from "node:child_process";
 import { createECDH } from "node:crypto";
+import path from "node:path";
+import { promisify } from "node:util";
 import ece from "http_ece";
 import { importJWK, jwtVerify, decodeProtectedHeader } from "jose";
 import type { TestSubscription } from "../shared/push-receiver.js";
+import { ROOT } from "../bridge/helpers/run-bridge.js";
 
 /** Opens an aes128gcm body with the subscription's private key and auth secret. */
 export async function openPush(body: Buffer, sub: TestSubscription): Promise<string> {
@@ -38,4 +42,18 @@ export async function checkVapid(
     "ES256",
   );
   return (await jwtVerify(jwt, key, { algorithms: ["ES256"] })).payload;
+}
+
+export /** A key pair as `npm run admin -- vapid-keys` prints it for .dev.vars (NAME=value lines). */
+async function vapidKeys(): Promise<{ PUSH_VAPID_PUBLIC_KEY: string; PUSH_VAPID_PRIVATE_KEY: string }> {
+  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/admin.ts"), "vapid-keys"]);
+  const vars = new Map(
+    stdout.split("\n").flatMap((line) => {
+      const named = /^([A-Z_]+)=(.+)$/.exec(line);
+      return named ? [[named[1]!, named[2]!] as const] : [];
+    }),
+  );
+  const [publicKey, privateKey] = [vars.get("PUSH_VAPID_PUBLIC_KEY"), vars.get("PUSH_VAPID_PRIVATE_KEY")];
+  if (!publicKey || !privateKey) throw new Error(`no key pair in what vapid-keys printed:\n${stdout}`);
+  return { PUSH_VAPID_PUBLIC_KEY: publicKey, PUSH_VAPID_PRIVATE_KEY: privateKey };
 }

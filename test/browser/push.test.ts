@@ -1,31 +1,14 @@
-/**
- * Web Push in a real browser (Debian's Chromium through playwright-core) against the real Worker, with a push
- * service of the test's own on loopback (PUSH_EXTRA_ORIGINS) and a scripted device on the ACP SDK.
- *
- * A headless Chromium cannot subscribe at its vendor's push service (no network), so the test holds the
- * subscription's keys itself: the instance encrypts each message for them and posts it to the local push service;
- * the test opens it with the reference RFC 8188 implementation (as the browser's push client would) and hands the payload to the page's service worker
- * with the DevTools protocol's `ServiceWorker.deliverPushMessage` — the step a real push service and browser do.
- * Chromium's DevTools protocol has no command to click a notification, so a click is the `notificationclick` event
- * dispatched in the service worker with the very notification Chromium shows (from `getNotifications()`).
- * The instance's VAPID keys are made as an operator makes them (`npm run admin -- vapid-keys`), and the local push
- * service checks each message's VAPID signature with the public one.
- */
-import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
 import http from "node:http";
 import type { AddressInfo } from "node:net";
-import path from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { chromium, type Browser, type BrowserContext, type CDPSession, type Page } from "playwright-core";
-import { ROOT } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice, type LoggedInDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../shared/cards.js";
 import { makeSubscription, type TestSubscription } from "../shared/push-receiver.js";
-import { checkVapid, openPush } from "./push-service.js";
+import { checkVapid, openPush, vapidKeys } from "./push-service.js";
 import { type CspWatch, watchCsp } from "./csp-watch.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH ?? "/usr/bin/chromium";
@@ -48,20 +31,6 @@ let csp: CspWatch;
 
 const permission = (toolCallId: string) =>
   permissionParams(toolCallId, { sessionId: "ses_push", command: "npm test", reason: "runs the tests" });
-
-/** A key pair as `npm run admin -- vapid-keys` prints it for .dev.vars (NAME=value lines). */
-async function vapidKeys(): Promise<{ PUSH_VAPID_PUBLIC_KEY: string; PUSH_VAPID_PRIVATE_KEY: string }> {
-  const { stdout } = await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/admin.ts"), "vapid-keys"]);
-  const vars = new Map(
-    stdout.split("\n").flatMap((line) => {
-      const named = /^([A-Z_]+)=(.+)$/.exec(line);
-      return named ? [[named[1]!, named[2]!] as const] : [];
-    }),
-  );
-  const [publicKey, privateKey] = [vars.get("PUSH_VAPID_PUBLIC_KEY"), vars.get("PUSH_VAPID_PRIVATE_KEY")];
-  if (!publicKey || !privateKey) throw new Error(`no key pair in what vapid-keys printed:\n${stdout}`);
-  return { PUSH_VAPID_PUBLIC_KEY: publicKey, PUSH_VAPID_PRIVATE_KEY: privateKey };
-}
 
 /** Waits for the push service's `n`th message (1-based) and returns its payload, decrypted with the browser's keys. */
 async function pushNumber(n: number): Promise<string> {

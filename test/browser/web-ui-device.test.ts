@@ -4,7 +4,7 @@
  * picker shows the device's file matches and inserts the chosen path escaped, `/` lists the commands the device
  * announced, and a terminal (xterm.js) opens at its panel's size, draws the device's output escape sequences and
  * all (under the page's Content-Security-Policy, with no violation), sends what is typed and closes — by the person,
- * or when the device's shell ends; on a 390×844 phone a line input under it sends what is typed there (and ^C), and
+ * or when the device's shell ends; on a 390×844 phone a key row (Esc, Tab, arrows, Ctrl, ^C) and a line input under it send their bytes, and
  * is not shown at a laptop's size. A device without those capabilities gets neither
  * picker's questions nor a Terminal button.
  */
@@ -254,7 +254,7 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await page.getByRole("button", { name: "Close" }).click();
   });
 
-  it("on a 390×844 phone shows a line input under the terminal, and what is typed there reaches the device", async () => {
+  it("on a 390×844 phone shows a key row and a line input under the terminal, and what they send reaches the device", async () => {
     await page.setViewportSize({ width: 390, height: 844 });
     const typed = seen.terminalInput.length;
     await page.getByRole("button", { name: /^Chats/ }).click();
@@ -265,12 +265,21 @@ describe("the web UI with a device that lists files, commands and terminal", () 
     await line.fill("git status");
     await line.press("Enter");
     await panel.getByRole("button", { name: "Send Ctrl-C" }).click();
+    // The key row: the keys a phone's keyboard lacks, and Ctrl for the next key (an arrow, or a letter typed).
+    const keys = panel.getByRole("toolbar", { name: "Keys" });
+    for (const name of ["Escape", "Tab", "Up", "Down", "Left", "Right"])
+      await keys.getByRole("button", { name }).click();
+    await keys.getByRole("button", { name: "Ctrl", exact: true }).click();
+    await keys.getByRole("button", { name: "Up" }).click();
+    expect(await keys.getByRole("button", { name: "Ctrl", exact: true }).getAttribute("aria-pressed")).toBe("false");
+    await keys.getByRole("button", { name: "Ctrl", exact: true }).click();
+    await line.pressSequentially("d");
     const sent = () =>
       seen.terminalInput
         .slice(typed)
         .map((i) => Buffer.from(i.data, "base64").toString())
         .join("");
-    await expect.poll(sent).toBe("git status\r\x03");
+    await expect.poll(sent).toBe("git status\r\x03\x1b\t\x1b[A\x1b[B\x1b[D\x1b[C\x1b[1;5A\x04");
     expect(new Set(seen.terminalInput.slice(typed).map((i) => i.terminalId))).toEqual(new Set(["term_3"]));
     expect(await line.inputValue()).toBe("");
     // At a laptop's size, with a mouse, the terminal takes keystrokes itself and the line input is not shown.

@@ -4,7 +4,7 @@
  */
 import type { PushSubscriptionInfo } from "../../../src/protocol/http-api";
 import type { PushKind } from "../../../src/protocol/push";
-import { api } from "./http";
+import { ApiError, api, messageOf } from "./http";
 import { background } from "./background";
 
 export type Kinds = Record<PushKind, boolean>;
@@ -14,8 +14,22 @@ export const ALL_KINDS: Kinds = { cards: true, turn_end: true, link_down: true }
 
 export const pushSupported = () => "serviceWorker" in navigator && "PushManager" in window && "Notification" in window;
 
+/**
+ * Registers the service worker, and names to it the app's files this page loaded before it was in control, so
+ * the app opens offline from the first visit on.
+ */
 export function registerServiceWorker(): void {
-  if ("serviceWorker" in navigator) background(navigator.serviceWorker.register("/sw.js"));
+  if (!("serviceWorker" in navigator)) return;
+  background(
+    navigator.serviceWorker.register("/sw.js").then(async () => {
+      const worker = (await navigator.serviceWorker.ready).active;
+      const shell = performance
+        .getEntriesByType("resource")
+        .map((entry) => entry.name)
+        .filter((url) => url.startsWith(`${location.origin}/js/`));
+      worker?.postMessage({ shell });
+    }),
+  );
 }
 
 function fromBase64url(text: string): Uint8Array<ArrayBuffer> {
@@ -38,9 +52,7 @@ export async function savedFor(subscription: PushSubscription | null): Promise<P
 /** Asks the browser for permission and a subscription, and gives it to the instance with the kinds wanted. */
 export async function subscribe(kinds: Kinds): Promise<PushSubscriptionInfo> {
   const { publicKey } = await api<{ publicKey: string }>("GET", "/api/push/key");
-  if ((await Notification.requestPermission()) !== "granted") {
-    throw new Error("Notifications are blocked for this site: allow them in the browser's site settings.");
-  }
+  if ((await Notification.requestPermission()) !== "granted") throw new Error(BLOCKED);
   const registration = await navigator.serviceWorker.ready;
   const subscription = await registration.pushManager.subscribe({
     userVisibleOnly: true,
@@ -56,4 +68,37 @@ export const save = (subscription: PushSubscription, kinds: Kinds) =>
 export async function unsubscribe(subscription: PushSubscription): Promise<void> {
   await api<null>("DELETE", "/api/push/subscriptions", { endpoint: subscription.endpoint });
   await subscription.unsubscribe();
+}
+
+const BLOCKED =
+  "Notifications are blocked for this site. Allow them in the browser's site settings (the icon beside the " +
+  "address), then try again.";
+
+/** What went wrong turning notifications on, in words a person can act on. */
+export function pushProblem(err: unknown): string {
+  if (err instanceof ApiError && err.status === 503)
+    return "This instance does not send notifications: its operator has not set up Web Push.";
+  if (err instanceof ApiError) return `The instance refused: ${err.message}. Try again in a moment.`;
+  if (err instanceof DOMException) {
+    if (err.name === "NotAllowedError") return BLOCKED;
+    if (err.name === "AbortError" || err.name === "NotSupportedError")
+      return (
+        "This browser could not reach its push service, so it cannot get notifications now. Check the " +
+        "connection and try again; a private window, or a browser without a push service, cannot get them."
+      );
+    if (err.name === "InvalidStateError")
+      return "The app's background part is not ready yet: reload the page and try again.";
+  }
+  if (err instanceof TypeError) return "The instance could not be reached: check the connection and try again.";
+  return messageOf(err);
+}
+
+/** Whether this browser could be offered notifications: it can have them, they are not blocked, none are set up. */
+export async function pushOfferable(): Promise<boolean> {
+  if (!pushSupported() || Notification.permission === "denied") return false;
+  const subscription = await browserSubscription();
+  if (subscription && (await savedFor(subscription))) return false;
+  // The instance has Web Push set up (503 otherwise).
+  await api<{ publicKey: string }>("GET", "/api/push/key");
+  return true;
 }

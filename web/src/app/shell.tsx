@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { useEffect } from "preact/hooks";
-import { account, leave, usageReport } from "./account";
+import { account, leave, offline, usageReport } from "./account";
 import { APP_NAME } from "./app-name";
 import { background } from "./background";
 import { match, here } from "./router";
@@ -29,7 +29,7 @@ export function Shell() {
   }, [found?.route]);
 
   let page: ComponentChildren;
-  if (who === undefined) page = <p class="muted pad">Loading…</p>;
+  if (who === undefined) page = <p class="muted pad">{offline.value ? "" : "Loading…"}</p>;
   else if (who === null) page = <SignInPage />;
   else if (!found)
     page = (
@@ -70,6 +70,11 @@ export function Shell() {
           </div>
         )}
       </header>
+      {offline.value && (
+        <p class="offline" role="status">
+          You are offline. The app connects again by itself when the network is back.
+        </p>
+      )}
       <main id="app">{page}</main>
     </>
   );

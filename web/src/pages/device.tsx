@@ -17,6 +17,7 @@ import { ChatView } from "../chat/chat-view";
 import { DeviceStore } from "../link/device-store";
 import { type BarProps, DeviceBar } from "./device-bar";
 import { NewSession } from "./new-session";
+import { PushOffer } from "./push-offer";
 import { TerminalPanel } from "../terminal/terminal-panel";
 
 export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionId?: string }) {
@@ -94,23 +95,26 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     </span>
   );
   const bar = (props: BarProps) => (
-    <DeviceBar
-      {...props}
-      drawer={drawer}
-      unread={store.chats.unread.value.size > 0}
-      toggleDrawer={() => setDrawer(!drawer)}
-      waiting={
-        elsewhere.length > 0 && (
-          <a
-            class="badge waiting"
-            href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}
-            aria-label={`${elsewhere.length} waiting in other chats`}
-          >
-            {elsewhere.length} waiting
-          </a>
-        )
-      }
-    />
+    <>
+      <DeviceBar
+        {...props}
+        drawer={drawer}
+        unread={store.chats.unread.value.size > 0}
+        toggleDrawer={() => setDrawer(!drawer)}
+        waiting={
+          elsewhere.length > 0 && (
+            <a
+              class="badge waiting"
+              href={chatPath(deviceId, elsewhere[0]!.params.sessionId)}
+              aria-label={`${elsewhere.length} waiting in other chats`}
+            >
+              {elsewhere.length} waiting
+            </a>
+          )
+        }
+      />
+      <PushOffer waiting={cards.length > 0} />
+    </>
   );
 
   let main: ComponentChildren;
@@ -125,9 +129,9 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   else if (!chat && store.chats.listed.value)
     main = (
       <>
-        {bar({ title: "Chat not found", status: linkBadge })}
+        {bar({ title: "Chat deleted", status: linkBadge })}
         <section class="gone pad">
-          <p>This chat was deleted, or never was on {name}.</p>
+          <p>This chat was deleted (or never was on {name}): there is nothing more to read or send here.</p>
           <p class="actions">
             <a class="button" href={devicePath(deviceId)}>
               Start a new chat

@@ -4,11 +4,12 @@
  */
 import { useEffect, useState } from "preact/hooks";
 import { background } from "../app/background";
-import { ApiError, messageOf } from "../app/http";
+import { ApiError } from "../app/http";
 import {
   ALL_KINDS,
   browserSubscription,
   type Kinds,
+  pushProblem,
   pushSupported,
   save,
   savedFor,
@@ -48,7 +49,7 @@ export function NotificationsPanel() {
       await work();
     } catch (err) {
       if (err instanceof ApiError && err.status === 503) setOff(err.message);
-      else setError(messageOf(err));
+      else setError(pushProblem(err));
     } finally {
       setBusy(false);
     }
