@@ -7,6 +7,8 @@ import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
 import path from "node:path";
 import type { BundleSize } from "./bundle.js";
+import type { SuiteTime } from "./suite-time.js";
+import type { WebSize } from "./web-size.js";
 import { type CommitCounts, type Counted, PACED_EVERY_MS } from "./commits.js";
 import type { FanOutRow } from "./fan-out.js";
 import type { IdleSide, LinkStagesResult } from "./link-stages.js";
@@ -19,6 +21,10 @@ export interface BenchResult {
   /** BENCH_SCALE=1: the link stages went on to 5,000 idle links. */
   scale: boolean;
   bundle: BundleSize;
+  /** The web UI's first screen, from its production build. */
+  web: WebSize;
+  /** The last timing of the test suite (`npm run bench:suite`), if any. */
+  suite: SuiteTime | null;
   roundTrip: {
     method: string;
     warmup: number;
@@ -38,14 +44,18 @@ export interface BenchResult {
 
 export const TARGETS = {
   blockingCommits: 0,
-  roundTripP50: 1.15,
-  roundTripP99: 1.3,
+  roundTripP50: 1.1,
+  roundTripP99: 1.2,
+  cpuPerRoundTrip: 1.15,
+  cpuPerFrame: 1.1,
   fanOut: 0.9,
   linkSetUp: 1.3,
   rssPerLink: 1.25,
   idleWakes: 0,
   d1PerLink: 1,
   bundleKiB: 250,
+  firstScreenKiB: 50,
+  suiteMinutes: 8,
   scaleLinks: 5000,
   setUpPerSecond: 200,
   runsAgree: 0.1,
@@ -255,6 +265,23 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
   const p99 = rt.relay.p99 / rt.bare.p99;
   goal("round trip p50 vs the bare echo", times(p50), `≤ ${TARGETS.roundTripP50}×`, p50 <= TARGETS.roundTripP50);
   goal("round trip p99 vs the bare echo", times(p99), `≤ ${TARGETS.roundTripP99}×`, p99 <= TARGETS.roundTripP99);
+  const cpu = rt.cpuMsPerRequest.relay / rt.cpuMsPerRequest.bare;
+  goal(
+    "workerd CPU per round trip vs the bare echo",
+    times(cpu),
+    `≤ ${TARGETS.cpuPerRoundTrip}×`,
+    cpu <= TARGETS.cpuPerRoundTrip,
+  );
+  const widest = result.fanOut.at(-1);
+  if (widest) {
+    const perFrame = widest.cpuUsPerFrame.relay / widest.cpuUsPerFrame.bare;
+    goal(
+      `workerd CPU per frame delivered to ${widest.clients} vs the bare broadcast`,
+      times(perFrame),
+      `≤ ${TARGETS.cpuPerFrame}×`,
+      perFrame <= TARGETS.cpuPerFrame,
+    );
+  }
   for (const [label, list] of [
     ["fan-out", result.fanOut],
     ["fan-out during a turn", result.fanOutDuringTurn],
@@ -311,6 +338,27 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
     `${bundleKiB.toFixed(1)} KiB`,
     `≤ ${TARGETS.bundleKiB} KiB`,
     bundleKiB <= TARGETS.bundleKiB,
+  );
+  const firstScreen = result.web.firstScreenScriptGzip / 1024;
+  goal(
+    "web UI: script for the first screen, gzipped (npm run build:web)",
+    `${firstScreen.toFixed(1)} KiB`,
+    `≤ ${TARGETS.firstScreenKiB} KiB`,
+    firstScreen <= TARGETS.firstScreenKiB,
+  );
+  for (const name of [
+    "web UI on a throttled phone: device list after navigation ≤ 1.2 s",
+    "web UI on a throttled phone: a chat of 50 turns after navigation ≤ 1.8 s",
+    "web UI: no long task over 50 ms while a turn streams 200 chunks/s into 500 turns",
+    "fairness: a request beside a fan-out to 200 sockets, p99 ≤ 3× idle; memory back to idle",
+  ])
+    goal(name, "—", "", null);
+  const suite = result.suite;
+  goal(
+    `test suite, npm test${suite ? ` (${suite.at.slice(0, 16)}, load ${suite.loadBefore.toFixed(1)} before)` : " (npm run bench:suite)"}`,
+    suite ? `${(suite.totalMs / 60_000).toFixed(1)} min` : "—",
+    `≤ ${TARGETS.suiteMinutes} min`,
+    suite ? suite.totalMs <= TARGETS.suiteMinutes * 60_000 : null,
   );
   if (links && result.scale) {
     const last = links.memory.rows.at(-1)!;

@@ -12,6 +12,8 @@
  */
 import { createDevices, createPerson } from "./accounts.js";
 import { measureBundle } from "./bundle.js";
+import { lastSuiteTime } from "./suite-time.js";
+import { measureWeb } from "./web-size.js";
 import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
 import { measureFanOut } from "./fan-out.js";
 import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
@@ -40,9 +42,14 @@ const STAGE_LIST: readonly number[] = SCALE ? [...STAGES, ...SCALE_STAGES] : STA
 const RUN_WITHIN_MS = (SCALE ? 45 : 20) * 60_000;
 
 async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
-  log("an account and a device, through the HTTP API; the Worker bundle, from a dry-run build");
+  log("an account and a device, through the HTTP API; the Worker bundle and the web UI, from their builds");
   const person = await createPerson(relay.origin);
-  const [bundle, [main]] = await Promise.all([measureBundle(), createDevices(relay.origin, person, 1, 1)]);
+  const [bundle, web, suite, [main]] = await Promise.all([
+    measureBundle(),
+    measureWeb(),
+    lastSuiteTime(),
+    createDevices(relay.origin, person, 1, 1),
+  ]);
 
   log(
     `round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.blocks * ROUND_TRIPS.perBlock} requests each after ${ROUND_TRIPS.warmup} to warm up`,
@@ -96,6 +103,8 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
     quick: QUICK,
     scale: SCALE,
     bundle,
+    web,
+    suite,
     roundTrip: { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip },
     fanOut,
     fanOutDuringTurn,

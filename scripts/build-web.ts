@@ -61,11 +61,17 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
  */
 const FIRST_PAGE_GZIP_BUDGET = 128 * 1024;
 
+/** The first page's bytes gzipped: all of it, and its scripts alone. */
+export interface FirstPage {
+  gzip: number;
+  scriptGzip: number;
+}
+
 /**
  * One line per output: its size minified and gzipped; then the first page's total and the lazy chunks'. Returns the
  * first page's gzipped bytes.
  */
-function report(metafiles: esbuild.Metafile[]): number {
+function report(metafiles: esbuild.Metafile[]): FirstPage {
   const rows: { file: string; bytes: number; gzip: number; initial: boolean }[] = [];
   const imported = new Set<string>();
   const outputs = Object.assign({}, ...metafiles.map((m) => m.outputs)) as esbuild.Metafile["outputs"];
@@ -92,7 +98,13 @@ function report(metafiles: esbuild.Metafile[]): number {
     `  first page: ${kib(sum(first, "bytes"))} (${kib(sum(first, "gzip"))} gzipped); loaded later: ` +
       `${kib(sum(later, "bytes"))} (${kib(sum(later, "gzip"))} gzipped)`,
   );
-  return sum(first, "gzip");
+  return {
+    gzip: sum(first, "gzip"),
+    scriptGzip: sum(
+      first.filter((r) => r.file.endsWith(".js")),
+      "gzip",
+    ),
+  };
 }
 
 async function build(): Promise<void> {
@@ -106,8 +118,12 @@ async function build(): Promise<void> {
   }
   const results = await Promise.all(configs.map((config) => esbuild.build(config)));
   const firstPage = report(results.map((r) => r.metafile!));
-  if (firstPage > FIRST_PAGE_GZIP_BUDGET) {
-    console.error(`the first page is ${kib(firstPage)} gzipped, over its budget of ${kib(FIRST_PAGE_GZIP_BUDGET)}`);
+  // `--json`: the figures on the last line, for the bench.
+  if (process.argv.includes("--json")) console.log(JSON.stringify(firstPage));
+  if (firstPage.gzip > FIRST_PAGE_GZIP_BUDGET) {
+    console.error(
+      `the first page is ${kib(firstPage.gzip)} gzipped, over its budget of ${kib(FIRST_PAGE_GZIP_BUDGET)}`,
+    );
     process.exitCode = 1;
   }
 }
