@@ -37,7 +37,7 @@ describe("a transcription form", () => {
       `--${boundary}\r\nContent-Disposition: form-data; name="model"\r\n\r\nfake/ears\r\n` +
       `--${boundary}\r\nContent-Disposition: form-data; name="file"; filename="a.wav"\r\n` +
       "Content-Type: audio/wav\r\n\r\nRIFF\r\n";
-    const body = head + field.repeat(200_000) + `--${boundary}--\r\n`;
+    const body = `${head}${field.repeat(200_000)}--${boundary}--\r\n`;
     const started = Date.now();
     const res = await SELF.fetch(`${BASE}/v1/audio/transcriptions`, {
       method: "POST",
