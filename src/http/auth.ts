@@ -3,6 +3,7 @@
  * Each check is one D1 read by the token's id, then a constant-time hash comparison.
  */
 import type { Env } from "../env";
+import { assertSameOrigin } from "./origin";
 import { parseToken, secretMatches, type TokenKind } from "../crypto/tokens";
 import { findSession } from "../db/sessions";
 import { findApiToken } from "../db/api-tokens";
@@ -127,6 +128,17 @@ export interface ApiCaller {
   userId: string;
   deviceId: string | null;
   scopes: Scope[];
+}
+
+/**
+ * A /v1 route the web UI also calls (voice input's transcription): a Bearer token as for the CLI, or else the
+ * person's sign-in cookie — from the instance's own pages only, as every write with the cookie.
+ */
+export async function authenticateCallerOrPage(request: Request, env: Env): Promise<ApiCaller> {
+  if (bearer(request)) return authenticateCaller(request, env);
+  assertSameOrigin(request);
+  const person = await authenticatePerson(request, env);
+  return { userId: person.userId, deviceId: null, scopes: person.scopes };
 }
 
 /** The CLI's HTTP API: `Bearer lbd_…` (the device's own user) or `Bearer lba_…` (a person's API token). */

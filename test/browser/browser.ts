@@ -12,6 +12,9 @@ const ARGS = [
   "--disable-background-networking",
   "--disable-component-update",
   "--no-first-run",
+  // A microphone that plays a test tone, granted without asking: voice input's test.
+  "--use-fake-device-for-media-stream",
+  "--use-fake-ui-for-media-stream",
 ];
 /** The run's one Chromium (browser-server.ts), which test files connect to rather than each starting its own. */
 export const BROWSER_SERVER_ENV = "LEMBAS_EDGE_TEST_BROWSER";

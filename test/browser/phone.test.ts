@@ -2,8 +2,10 @@
  * The web UI on a phone (390×844, touch), in Debian's Chromium against the real Worker with a scripted protocol 2
  * device: a fresh instance opens on creating the first account; with a chat open the transcript has most of the
  * screen — one bar, a one-row composer whose mode, model and effort open as a sheet — also with a card waiting and
- * with the on-screen keyboard up; nothing is wider than the screen; every state is photographed at a phone's and a
- * laptop's size under test-results/.
+ * with the on-screen keyboard up; nothing is wider than the screen; notifications are offered when a card first
+ * waits; voice input writes out speech through a speech-to-text model of the test's own provider (Chromium's fake
+ * microphone); a deleted chat's address says so; the app opens with the network off; every state is photographed
+ * at a phone's and a laptop's size under test-results/.
  */
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
@@ -16,6 +18,7 @@ import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { startUpstream, type Upstream } from "../e2e/helpers/openai-upstream.js";
 import { permissionParams } from "../shared/cards.js";
 import { vapidKeys } from "./push-service.js";
 
@@ -29,6 +32,7 @@ const PASSWORD = "a long enough password";
 const SESSION = "ses_phone_1";
 
 let instance: Instance;
+let upstream: Upstream;
 let browser: Browser;
 let context: BrowserContext;
 let page: Page;
@@ -69,7 +73,22 @@ async function signedInPerson(): Promise<Person> {
 
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
-  instance = await startInstance({ vars: { ...(await vapidKeys()), PUSH_CONTACT: "mailto:ops@example.org" } });
+  upstream = await startUpstream();
+  // A speech-to-text model for voice input, at a provider of the test's own.
+  const providers = {
+    local: {
+      base_url: upstream.baseUrl,
+      models: { chat: { kind: "chat", price_in: 1, price_out: 1 }, ears: { kind: "stt", price_minute: 6 } },
+    },
+  };
+  instance = await startInstance({
+    vars: {
+      ...(await vapidKeys()),
+      PUSH_CONTACT: "mailto:ops@example.org",
+      PROVIDERS: JSON.stringify(providers),
+      PROVIDER_LOCAL_API_KEY: "sk-local-upstream",
+    },
+  });
   root = await tempDir("phone-root");
   browser = await launchChromium();
   context = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
@@ -80,6 +99,7 @@ afterAll(async () => {
   await browser?.close();
   await device?.close();
   await instance?.stop();
+  await upstream?.stop();
 });
 
 async function linkDevice(): Promise<void> {
@@ -247,6 +267,24 @@ describe("the web UI on a phone", () => {
     await plan.getByRole("button", { name: "Approve" }).click();
     await expect.poll(() => answers.length).toBe(2);
     console.log(`transcript share with a card open: ${share.toFixed(2)}`);
+  });
+
+  it("writes out what is said into the box, through the instance's speech-to-text model, with the sign-in", async () => {
+    const box = page.getByRole("textbox", { name: "Message" });
+    await box.fill("");
+    await page.getByRole("button", { name: "Record a voice message" }).click();
+    const stop = page.getByRole("button", { name: "Stop recording" });
+    await stop.waitFor();
+    await page.getByText("Listening…").waitFor();
+    await shoot("voice-recording");
+    await stop.click();
+    await expect.poll(() => box.inputValue()).toMatch(/^heard \d+ bytes$/);
+    const heard = Number(/\d+/.exec(await box.inputValue())![0]);
+    expect(heard).toBeGreaterThan(0);
+    const sent = upstream.received.filter((r) => r.path === "/v1/audio/transcriptions");
+    expect(sent).toHaveLength(1);
+    expect(JSON.parse(sent[0]!.body)).toMatchObject({ model: "ears", file: expect.stringMatching(/^voice\.\w+ \d+$/) });
+    await page.getByRole("button", { name: "Record a voice message" }).waitFor();
   });
 
   it("says a deleted chat's address is a deleted chat, with a way back and nothing to send", async () => {

@@ -9,7 +9,7 @@
  */
 import * as z from "zod/mini";
 import type { Handler } from "../handler";
-import { authenticateCaller } from "../auth";
+import { authenticateCaller, authenticateCallerOrPage } from "../auth";
 import { readForm, readJson, validated } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
@@ -59,7 +59,7 @@ const bad = (detail: string, param?: string) =>
  * charge is the usage reported, within the hold.
  */
 export const transcriptions: Handler = async (request, env, ctx) => {
-  const caller = await authenticateCaller(request, env);
+  const caller = await authenticateCallerOrPage(request, env);
   const form = await readForm(request, MAX_FORM_PARTS);
   const file = form.get("file");
   if (!(file instanceof File) || file.size === 0) throw bad("the audio is missing: send it as `file`", "file");

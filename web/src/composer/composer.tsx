@@ -11,10 +11,11 @@ import { background } from "../app/background";
 import { bytes } from "../app/format";
 import { messageOf } from "../app/http";
 import { Icon } from "../app/icons";
-import { chatModels, loadChatModels } from "../app/models";
+import { chatModels, loadChatModels, sttModels } from "../app/models";
 import type { DeviceStore } from "../link/device-store";
 import { type Attachment, attach } from "./attachments";
 import { Pickers } from "./pickers";
+import { microphoneProblem, type Recording, startRecording } from "./voice";
 
 const EFFORTS = ["low", "medium", "high", "off"];
 
@@ -25,6 +26,8 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   const [attachments, setAttachments] = useState<Attachment[]>([]);
   const [error, setError] = useState("");
   const [sending, setSending] = useState(false);
+  const [voice, setVoice] = useState<"idle" | "starting" | "recording" | "transcribing">("idle");
+  const recording = useRef<Recording | null>(null);
   const busy = store.busy.value.has(sessionId);
   const canAttach = store.link.has("attachments");
   const canSteer = store.link.has("steer");
@@ -113,6 +116,32 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
 
   /** A change to the running session; what went wrong is shown under the box. */
   const run = (work: Promise<unknown>) => background(work.catch((err: unknown) => setError(messageOf(err))));
+
+  const speechModel = sttModels.value[0]?.id;
+  const toggleVoice = async () => {
+    setError("");
+    try {
+      if (recording.current) {
+        const current = recording.current;
+        recording.current = null;
+        setVoice("transcribing");
+        const heard = (await current.stop()).trim();
+        const box = text.current!;
+        box.value = [box.value.trimEnd(), heard].filter(Boolean).join(" ");
+        box.focus();
+      } else if (speechModel) {
+        setVoice("starting");
+        recording.current = await startRecording(speechModel);
+        setVoice("recording");
+        return;
+      }
+    } catch (err) {
+      recording.current = null;
+      setError(microphoneProblem(err));
+    }
+    setVoice("idle");
+  };
+  useEffect(() => () => recording.current?.cancel(), []);
 
   const models = chatModels.value;
   const modes = settings?.modes?.availableModes ?? store.chats.knownModes.value;
@@ -217,6 +246,24 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
               <Icon name="attach" />
             </button>
           </>
+        )}
+        {speechModel && (
+          <button
+            type="button"
+            class="secondary icon mic"
+            aria-label={voice === "recording" ? "Stop recording" : "Record a voice message"}
+            aria-pressed={voice === "recording"}
+            title={voice === "recording" ? "Stop recording and write out what was said" : "Speak a message"}
+            disabled={voice === "starting" || voice === "transcribing"}
+            onClick={() => background(toggleVoice())}
+          >
+            <Icon name="mic" />
+          </button>
+        )}
+        {voice !== "idle" && (
+          <span class="muted voice-state" role="status">
+            {voice === "transcribing" ? "Writing it out…" : "Listening…"}
+          </span>
         )}
         {(modes.length > 0 || store.link.has("configure")) && (
           <>
