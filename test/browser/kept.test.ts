@@ -44,6 +44,8 @@ let browser: Browser;
 let device: LembasDevice;
 let root: string;
 let deviceId: string;
+/** The page that sent a message while the device was offline, left open for the device's next link. */
+let offlinePage: Page;
 /** The turns the device ran, in history's shape, for _lembas/session/history. */
 const history: Record<string, unknown>[] = [
   HISTORY_TURN,
@@ -93,19 +95,21 @@ beforeAll(async () => {
           { content: "Check the pool size", priority: "medium", status: n === 0 ? "pending" : "completed" },
         ],
       });
-      await update({
-        sessionUpdate: "tool_call",
-        toolCallId: `call_edit_${n}`,
-        title: `Edit ${FILE}`,
-        kind: "edit",
-        status: "in_progress",
-      });
-      await update({
-        sessionUpdate: "tool_call_update",
-        toolCallId: `call_edit_${n}`,
-        status: "completed",
-        content: [{ type: "diff", path: `${root}/${FILE}`, oldText: VERSIONS[n]!, newText: VERSIONS[n + 1]! }],
-      });
+      if (n < 2) {
+        await update({
+          sessionUpdate: "tool_call",
+          toolCallId: `call_edit_${n}`,
+          title: `Edit ${FILE}`,
+          kind: "edit",
+          status: "in_progress",
+        });
+        await update({
+          sessionUpdate: "tool_call_update",
+          toolCallId: `call_edit_${n}`,
+          status: "completed",
+          content: [{ type: "diff", path: `${root}/${FILE}`, oldText: VERSIONS[n]!, newText: VERSIONS[n + 1]! }],
+        });
+      }
       if (n === 0) {
         await update({
           sessionUpdate: "agent_message_chunk",
@@ -171,6 +175,10 @@ describe("the kept conversation", () => {
       .getByRole("button", { name: "Allow once" })
       .click();
     await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    // The chat list's last message follows the turn the instance kept.
+    await expect
+      .poll(() => page.locator(`.chat-list li[data-session-id="${SESSION}"] .chat-last`).textContent())
+      .toBe("Turn 1 done.");
     await page.getByLabel("Message").fill("Add a pool size");
     await page.getByLabel("Message").press("Enter");
     await expect.poll(() => page.locator('.turn-end[data-stop-reason="end_turn"]').count()).toBe(2);
@@ -197,17 +205,26 @@ describe("the kept conversation", () => {
       "Turn 2 done.",
     );
     await offline.screenshot({ path: path.join(SHOTS, "kept-offline-phone.png") });
-    await offline.context().close();
+    // A message sent now waits in this page, and goes to the device when it links again.
+    await offline.getByLabel("Message").fill("Sent while offline");
+    await offline.getByLabel("Message").press("Enter");
+    await offline.getByText("The device is offline: this message is sent when it links again.").waitFor();
+    offlinePage = offline;
   });
 
-  it("with the device linked, shows an older turn from its history and the kept turns together, none twice", async () => {
+  it("with the device linked, sends the message kept while it was offline, and shows an older turn from its history and the kept turns together, none twice", async () => {
     await device.link();
+    await offlinePage.locator(".turn", { hasText: "Sent while offline" }).locator(".turn-end").waitFor();
+    expect(
+      await offlinePage.locator(".turn", { hasText: "Sent while offline" }).locator(".msg.agent").textContent(),
+    ).toBe("Turn 3 done.");
+    await offlinePage.context().close();
     const page = await (await browser.newContext({ viewport: PHONE })).newPage();
     await signIn(page);
     await page.goto(chatUrl());
     await page.getByText(HISTORY_TURN.text).waitFor();
     const users = await page.locator(".msg.user .user-text").allTextContents();
-    expect(users).toEqual([HISTORY_TURN.text, "Move us to SQLite", "Add a pool size"]);
+    expect(users).toEqual([HISTORY_TURN.text, "Move us to SQLite", "Add a pool size", "Sent while offline"]);
     // The kept turns are drawn from what the instance kept (the diff), not from history's text.
     expect(await page.locator(".turn", { hasText: "Move us to SQLite" }).locator(".diff").count()).toBe(1);
     await page.context().close();
@@ -253,7 +270,11 @@ describe("the kept conversation", () => {
       page.getByRole("button", { name: "Export JSON" }).click(),
     ]);
     const kept = JSON.parse(await readFile(await saved(json), "utf8")) as { turns: { prompt: { text: string } }[] };
-    expect(kept.turns.map((t) => t.prompt.text)).toEqual(["Move us to SQLite", "Add a pool size"]);
+    expect(kept.turns.map((t) => t.prompt.text)).toEqual([
+      "Move us to SQLite",
+      "Add a pool size",
+      "Sent while offline",
+    ]);
     await page.context().close();
   });
 });

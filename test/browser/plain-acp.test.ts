@@ -76,7 +76,9 @@ describe("a plain ACP agent", () => {
     await fresh.goto(devicePage());
     await fresh.locator("#link-state.online").waitFor();
     await fresh.locator(`.chat-list li[data-session-id="${older}"] a`).click();
-    await fresh.getByText("echo: second question").waitFor();
+    // In the transcript: the chat list shows the chat's last message too.
+    const transcript = fresh.getByRole("log", { name: "Conversation" });
+    await transcript.getByText("echo: second question").waitFor();
     expect(loads).toEqual([{ sessionId: older, cwd: workdir, mcpServers: [] }]);
     expect(await fresh.locator(".msg.user").allTextContents()).toEqual(["first question", "second question"]);
     expect((await fresh.locator(".msg.agent").allTextContents()).map((t) => t.trim())).toEqual([
@@ -85,9 +87,9 @@ describe("a plain ACP agent", () => {
     ]);
     // Opened again, the chat is not loaded (nor shown) twice.
     await fresh.locator(`.chat-list li[data-session-id="${newer}"] a`).click();
-    await fresh.getByText("echo: another chat").waitFor();
+    await transcript.getByText("echo: another chat").waitFor();
     await fresh.locator(`.chat-list li[data-session-id="${older}"] a`).click();
-    await fresh.getByText("echo: second question").waitFor();
+    await transcript.getByText("echo: second question").waitFor();
     expect(await fresh.locator(".msg.user").allTextContents()).toEqual(["first question", "second question"]);
     expect(loads).toHaveLength(2);
     await fresh.close();

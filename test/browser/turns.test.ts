@@ -397,7 +397,8 @@ describe("turns", () => {
     await expect.poll(() => steers.length).toBe(2);
     expect(steers[0]).toMatchObject({ sessionId: "ses_steer", text: "use tabs" });
     gateOf("steer").open();
-    await page.getByText("steered and done.").waitFor();
+    // In the transcript: the chat list shows the chat's last message too.
+    await page.getByRole("log", { name: "Conversation" }).getByText("steered and done.").waitFor();
     await expect.poll(() => box.inputValue()).toBe("and add tests");
     expect(await page.getByText(/the turn ended before taking in/).count()).toBe(1);
   });
@@ -409,7 +410,7 @@ describe("turns", () => {
     await page.getByRole("button", { name: "Steer" }).waitFor();
     await box.fill("and sort them");
     await box.press("Enter");
-    await page.getByText("took the follow-up.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("took the follow-up.").waitFor();
     const sent = prompts.get("ses_late")!;
     expect(sent).toHaveLength(2);
     expect(sent[1]!.prompt).toEqual([{ type: "text", text: "and sort them" }]);

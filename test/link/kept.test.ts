@@ -218,41 +218,44 @@ describe("kept turns", () => {
   it("keep per chat its last kept_turns turns within kept_chat_bytes, and per device kept_device_bytes: the oldest go first; kept_turns 0 keeps none", async () => {
     const { device, link, clients } = await linkedWithClients(1);
     const [a] = clients as [Peer];
-    await setCaps(device.deviceId, { kept_turns: 3 });
-    for (let i = 1; i <= 5; i++) await terminalTurn(link, a, "ses_n", `n-${i}`, `answer ${i}`);
-    await vi.waitFor(async () =>
-      expect((await keptTurns(a, { sessionId: "ses_n" })).turns.map((t) => t.turnId)).toEqual(["n-5", "n-4", "n-3"]),
-    );
+    try {
+      await setCaps(device.deviceId, { kept_turns: 3 });
+      for (let i = 1; i <= 5; i++) await terminalTurn(link, a, "ses_n", `n-${i}`, `answer ${i}`);
+      await vi.waitFor(async () =>
+        expect((await keptTurns(a, { sessionId: "ses_n" })).turns.map((t) => t.turnId)).toEqual(["n-5", "n-4", "n-3"]),
+      );
 
-    // Turns of about 2 KB: a chat keeps what fits in 5 KB.
-    await setCaps(device.deviceId, { kept_chat_bytes: 5000 });
-    const big = (i: number) => `${i} ${"x".repeat(2000)}`;
-    for (let i = 1; i <= 3; i++) await terminalTurn(link, a, "ses_b", `b-${i}`, big(i));
-    await vi.waitFor(async () =>
-      expect((await keptTurns(a, { sessionId: "ses_b" })).turns.map((t) => t.turnId)).toEqual(["b-3", "b-2"]),
-    );
-    // The device then holds ses_n's three small turns and ses_b's two; with room for ses_b's and one more big turn,
-    // a new chat's big turn pushes out the oldest of any chat: all of ses_n's.
-    const sizes = ((await a.call("sizes", "_instance/kept/chats")).result as KeptChatsResult).chats;
-    const bBytes = sizes.find((c) => c.sessionId === "ses_b")!.bytes;
-    const nBytes = sizes.find((c) => c.sessionId === "ses_n")!.bytes;
-    expect(nBytes).toBeGreaterThan(300);
-    await setCaps(device.deviceId, { kept_chat_bytes: 5000, kept_device_bytes: Math.ceil(bBytes * 1.5) + 100 });
-    await terminalTurn(link, a, "ses_c", "c-1", big(1));
-    await vi.waitFor(async () =>
-      expect((await keptTurns(a, { sessionId: "ses_c" })).turns.map((t) => t.turnId)).toEqual(["c-1"]),
-    );
-    expect((await keptTurns(a, { sessionId: "ses_n" })).turns.map((t) => t.turnId)).toEqual([]);
-    expect((await keptTurns(a, { sessionId: "ses_b" })).turns.map((t) => t.turnId)).toEqual(["b-3", "b-2"]);
+      // Turns of about 2 KB: a chat keeps what fits in 5 KB.
+      await setCaps(device.deviceId, { kept_chat_bytes: 5000 });
+      const big = (i: number) => `${i} ${"x".repeat(2000)}`;
+      for (let i = 1; i <= 3; i++) await terminalTurn(link, a, "ses_b", `b-${i}`, big(i));
+      await vi.waitFor(async () =>
+        expect((await keptTurns(a, { sessionId: "ses_b" })).turns.map((t) => t.turnId)).toEqual(["b-3", "b-2"]),
+      );
+      // The device then holds ses_n's three small turns and ses_b's two; with room for ses_b's and one more big turn,
+      // a new chat's big turn pushes out the oldest of any chat: all of ses_n's.
+      const sizes = ((await a.call("sizes", "_instance/kept/chats")).result as KeptChatsResult).chats;
+      const bBytes = sizes.find((c) => c.sessionId === "ses_b")!.bytes;
+      const nBytes = sizes.find((c) => c.sessionId === "ses_n")!.bytes;
+      expect(nBytes).toBeGreaterThan(300);
+      await setCaps(device.deviceId, { kept_chat_bytes: 5000, kept_device_bytes: Math.ceil(bBytes * 1.5) + 100 });
+      await terminalTurn(link, a, "ses_c", "c-1", big(1));
+      await vi.waitFor(async () =>
+        expect((await keptTurns(a, { sessionId: "ses_c" })).turns.map((t) => t.turnId)).toEqual(["c-1"]),
+      );
+      expect((await keptTurns(a, { sessionId: "ses_n" })).turns.map((t) => t.turnId)).toEqual([]);
+      expect((await keptTurns(a, { sessionId: "ses_b" })).turns.map((t) => t.turnId)).toEqual(["b-3", "b-2"]);
 
-    await setCaps(device.deviceId, { kept_turns: 0 });
-    await terminalTurn(link, a, "ses_off", "o-1", "not kept");
-    await terminalTurn(link, a, "ses_c", "c-2", "after");
-    await a.silent(100);
-    expect((await keptTurns(a, { sessionId: "ses_off" })).turns).toEqual([]);
-    expect((await keptTurns(a, { sessionId: "ses_c" })).turns.map((t) => t.turnId)).toEqual(["c-1"]);
-    // The isolate's objects share one environment: the defaults again for the tests after this one.
-    await setCaps(device.deviceId, {});
+      await setCaps(device.deviceId, { kept_turns: 0 });
+      await terminalTurn(link, a, "ses_off", "o-1", "not kept");
+      await terminalTurn(link, a, "ses_c", "c-2", "after");
+      await a.silent(100);
+      expect((await keptTurns(a, { sessionId: "ses_off" })).turns).toEqual([]);
+      expect((await keptTurns(a, { sessionId: "ses_c" })).turns.map((t) => t.turnId)).toEqual(["c-1"]);
+    } finally {
+      // The isolate's objects share one environment: the defaults again for the tests after this one.
+      await setCaps(device.deviceId, {});
+    }
   });
 
   it("rebuild a turn the object was evicted in the middle of from the frames it had written", async () => {

@@ -154,6 +154,8 @@ class TurnView {
   missing = false;
   /** Drawn from the device's history (text and tools only): a kept copy of it draws it again, richer. */
   fromHistory = false;
+  /** Drawn from a kept copy that holds nothing of the agent's (its frames never passed the instance): history may. */
+  keptEmpty = false;
 
   constructor(public turnId: string | null) {
     this.el = element("section", { class: "turn", ...(turnId ? { "data-turn-id": turnId } : {}) }, this.items);
@@ -287,6 +289,7 @@ class TurnView {
       turn.stopReason ? ({ stopReason: turn.stopReason, _meta: { lembas: turn.result ?? {} } } as PromptResult) : null,
     );
     this.el.dataset.kept = "";
+    this.keptEmpty = turn.items.length === 0;
     this.fromHistory = false;
     this.lost = false;
     this.missing = false;
@@ -449,10 +452,13 @@ export class Transcript {
     this.onChange();
   }
 
-  /** The turn's answer will not come to this page; history may fill it in. */
+  /**
+   * The turn's answer will not come to this page; history may fill it in — also over its kept copy, as the spec's
+   * reattach rules import a lost turn from history.
+   */
   markLost(turnId: string): void {
     const view = this.turns.get(turnId);
-    if (view && !view.ended) view.lost = true;
+    if (view && (!view.ended || view.el.dataset.kept !== undefined)) view.lost = true;
   }
 
   note(text: string, cls?: string): void {
@@ -614,6 +620,17 @@ export class Transcript {
     this.onChange();
   }
 
+  /** Takes away the turns drawn from the kept copies (a plain agent's replay shows them instead). */
+  dropKept(): void {
+    for (const [turnId, view] of this.turns) {
+      if (view.el.dataset.kept === undefined) continue;
+      view.el.remove();
+      this.turns.delete(turnId);
+    }
+    this.oldestKept = null;
+    this.onChange();
+  }
+
   /**
    * The session's history (`_lembas/session/history`): turns not already shown go before everything live, in
    * order; a live turn whose answer this page lost is filled in; turns still running (`running`) are left to
@@ -641,7 +658,7 @@ export class Transcript {
       const known = id ? this.turns.get(id) : undefined;
       if (known) {
         if (g.user) known.setUser(g.user.text, g.user.attachments);
-        if (known.lost || known.missing) known.fill(g.answers);
+        if (known.lost || known.missing || (known.keptEmpty && g.answers.length > 0)) known.fill(g.answers);
         at = known.el.parentNode === this.past ? known.el.nextSibling : null;
         continue;
       }

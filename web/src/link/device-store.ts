@@ -231,6 +231,8 @@ export class DeviceStore {
       }
       if (this.turns.event(sessionId, event)) this.chats.markUnread(sessionId);
     });
+    // The instance keeps a turn as it ends: the chat list's last message follows.
+    if (e.type === "task" && e.state === "end") background(this.kept.refresh().catch(() => {}));
   }
 
   private chatGone(sessionId: string): void {
@@ -253,7 +255,14 @@ export class DeviceStore {
 
   private async loadChat(sessionId: string): Promise<void> {
     const transcript = this.turns.transcript(sessionId);
-    if (!this.kept.next.value.has(sessionId)) {
+    // A plain ACP agent replays the whole session on session/load, with no turn ids to join kept turns by: while it
+    // is linked its replay is the transcript, and the kept turns are for when it is not.
+    const replays =
+      !this.link.status.value?.lembas &&
+      this.link.up.value &&
+      !transcript.historyLoaded &&
+      (await this.link.canLoadSessions());
+    if (!replays && !this.kept.next.value.has(sessionId)) {
       // What the instance kept opens the chat at once, whether the device is linked or not.
       await this.kept.loadPage(sessionId, transcript).catch((err: unknown) => {
         transcript.note(`Could not load the kept messages: ${messageOf(err)}`, "error");
@@ -268,13 +277,10 @@ export class DeviceStore {
       if (this.link.has("sessions")) {
         const history = await this.socket.request<SessionHistoryResult>("_lembas/session/history", { sessionId });
         transcript.importHistory(history.turns, this.turns.running.value.get(sessionId));
-      } else if (
-        // With kept turns shown already, a replay of the whole session would show them twice.
-        !this.kept.summaries.value.has(sessionId) &&
-        !this.link.status.value?.lembas &&
-        (await this.link.canLoadSessions())
-      ) {
-        // A plain ACP agent replays the session to this socket as session/update notifications.
+      } else if (replays) {
+        // The replay comes to this socket as session/update notifications; kept turns shown meanwhile make way.
+        transcript.dropKept();
+        this.kept.hide(sessionId);
         const chat = this.chats.get(sessionId);
         if (chat) await this.socket.request("session/load", { sessionId, cwd: chat.cwd, mcpServers: [] });
       }

@@ -44,6 +44,11 @@ export class Kept {
     }
   }
 
+  /** The chat is shown from elsewhere (a plain agent's replay): no more of its pages are offered. */
+  hide(sessionId: string): void {
+    this.next.value = new Map(this.next.value).set(sessionId, null);
+  }
+
   forget(sessionId: string): void {
     const summaries = new Map(this.summaries.value);
     summaries.delete(sessionId);
