@@ -215,9 +215,8 @@ describe("the kept conversation", () => {
   it("with the device linked, sends the message kept while it was offline, and shows an older turn from its history and the kept turns together, none twice", async () => {
     await device.link();
     await offlinePage.locator(".turn", { hasText: "Sent while offline" }).locator(".turn-end").waitFor();
-    expect(
-      await offlinePage.locator(".turn", { hasText: "Sent while offline" }).locator(".msg.agent").textContent(),
-    ).toBe("Turn 3 done.");
+    const answer = offlinePage.locator(".turn", { hasText: "Sent while offline" }).locator(".msg.agent");
+    expect((await answer.textContent())?.trim()).toBe("Turn 3 done.");
     await offlinePage.context().close();
     const page = await (await browser.newContext({ viewport: PHONE })).newPage();
     await signIn(page);

@@ -325,11 +325,11 @@ async function dropDeviceLink(on: Page): Promise<void> {
 describe("turns", () => {
   it("a reload in the middle of a turn shows the turn so far, then the rest, nothing twice", async () => {
     await startChat(page, "reload", "a long task");
-    await page.getByText("first part.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("first part.").waitFor();
     await page.reload();
-    await page.getByText("first part.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("first part.").waitFor();
     gateOf("reload").open();
-    await page.getByText("second part.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("second part.").waitFor();
     await page.locator(".turn-end").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["a long task"]);
     // The text so far and the rest, each once (a note of what the page found may stand between them).
@@ -338,7 +338,7 @@ describe("turns", () => {
 
   it("a page that lost its answers follows, waits for, imports and sends again, as the status says", async () => {
     for (const name of ["run", "queue", "done", "unknown"]) await startChat(page, name, `message for ${name}`);
-    await page.getByText("message for unknown").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("message for unknown").waitFor();
     const firstUnknown = turnIdOf(prompts.get("ses_unknown")![0]!);
     // The page goes away mid-turn; meanwhile one turn finishes.
     await page.close();
@@ -349,22 +349,22 @@ describe("turns", () => {
 
     // Done while away: imported from history.
     await openChat(page, "done");
-    await page.getByText("answer three").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("answer three").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for done"]);
 
     // Never reached the device: sent again under the same turn id, and answered.
     await openChat(page, "unknown");
-    await page.getByText("answer four").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("answer four").waitFor();
     expect(prompts.get("ses_unknown")!.map(turnIdOf)).toEqual([firstUnknown, firstUnknown]);
     await page.getByText("The device had not got it: sent again.").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for unknown"]);
 
     // Still running: followed to its end.
     await openChat(page, "run");
-    await page.getByText("working on it.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("working on it.").waitFor();
     await page.getByText("Still running: following it.").waitFor();
     gateOf("run").open();
-    await page.getByText("finished.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("finished.").waitFor();
     await page.locator(".turn-end").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for run"]);
 
@@ -372,13 +372,13 @@ describe("turns", () => {
     await openChat(page, "queue");
     await page.getByText("Waiting for the turn before it").waitFor();
     gateOf("queue").open();
-    await page.getByText("the queued one ran.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("the queued one ran.").waitFor();
     expect(await page.locator(".msg.user").allTextContents()).toEqual(["message for queue"]);
   });
 
   it("stops the running turn: the device is told session/cancel, and the turn ends cancelled", async () => {
     await startChat(page, "stop", "rebuild everything");
-    await page.getByText("a long job.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("a long job.").waitFor();
     await page.getByRole("button", { name: "Stop" }).click();
     await page.locator('.turn-end[data-stop-reason="cancelled"]').waitFor();
     expect(cancels).toEqual(["ses_stop"]);
@@ -405,7 +405,7 @@ describe("turns", () => {
 
   it("sends a message meant to steer as a prompt of its own when the device says no turn runs (-32602)", async () => {
     await startChat(page, "late", "tidy the imports");
-    await page.getByText("almost done.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("almost done.").waitFor();
     const box = page.getByLabel("Message");
     await page.getByRole("button", { name: "Steer" }).waitFor();
     await box.fill("and sort them");
@@ -454,7 +454,7 @@ describe("turns", () => {
     await listed.getByText("blob.bin").waitFor();
     await box.fill("what is in this picture?");
     await box.press("Enter");
-    await page.getByText("a fine pixel.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("a fine pixel.").waitFor();
     const blocks = prompts.get("ses_image")![0]!.prompt;
     expect(blocks[0]).toEqual({ type: "text", text: "what is in this picture?" });
     expect(blocks[1]).toMatchObject({ type: "image", mimeType: "image/png", data: PNG.toString("base64") });
@@ -511,13 +511,13 @@ describe("turns", () => {
   it("a page joining a turn whose first frames were not kept sees the gap and shows the turn from history, no hole", async () => {
     await startChat(page, "gap", "tell a long story");
     // The page that sent it saw every frame live; the instance keeps only the last 1,000 for a late joiner.
-    await page.getByText("w1009").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("w1009").waitFor();
     const lateContext = await browser.newContext({ viewport: { width: 1280, height: 800 } });
     const late = await lateContext.newPage();
     await signInWithDevice(late, instance.origin);
     await late.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
     await openChat(late, "gap");
-    await late.getByText("w1009").waitFor();
+    await late.getByRole("log", { name: "Conversation" }).getByText("w1009").waitFor();
     await late.getByText("Some updates of this turn did not reach this page").waitFor();
     gateOf("gap").open();
     await late.locator(".turn-end").waitFor();
@@ -537,13 +537,13 @@ describe("turns", () => {
       sockets.push(ws);
     });
     await startChat(on, "redial", "a task that outlives a socket");
-    await on.getByText("before the drop.").waitFor();
+    await on.getByRole("log", { name: "Conversation" }).getByText("before the drop.").waitFor();
     await sockets.at(-1)!.close({ code: 4000, reason: "the network went away" });
     await expect.poll(() => sockets.length, { timeout: 20_000 }).toBe(2);
     // Attached again: the page asked what became of its prompt, so the catch-up before it has been read.
     await on.getByText("Still running: following it.").waitFor();
     gateOf("redial").open();
-    await on.getByText("after the drop.").waitFor();
+    await on.getByRole("log", { name: "Conversation" }).getByText("after the drop.").waitFor();
     await on.locator(".turn-end").waitFor();
     expect((await agentText(on)).join(" ").replace(/\s+/g, " ").trim()).toBe("before the drop. after the drop.");
     expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task that outlives a socket"]);
@@ -554,7 +554,7 @@ describe("turns", () => {
     const on = await context.newPage();
     const statusAsked = sentByPage(on, "_lembas/session/status");
     await startChat(on, "relink", "a task that outlives the device's link");
-    await on.getByText("before the link dropped.").waitFor();
+    await on.getByRole("log", { name: "Conversation" }).getByText("before the link dropped.").waitFor();
     const turnId = turnIdOf(prompts.get("ses_relink")![0]!);
 
     await dropDeviceLink(on);
@@ -564,7 +564,7 @@ describe("turns", () => {
     await on.getByText("Still running: following it.").waitFor();
     expect(statusAsked).toEqual([{ sessionId: "ses_relink" }]);
     gateOf("relink").open();
-    await on.getByText("after it came back.").waitFor();
+    await on.getByRole("log", { name: "Conversation" }).getByText("after it came back.").waitFor();
     await on.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
     expect((await agentText(on)).join(" ").replace(/\s+/g, " ").trim()).toBe(
       "before the link dropped. after it came back.",
@@ -587,7 +587,7 @@ describe("turns", () => {
     await on.getByText("Waiting for the turn before it; it follows when it starts.").waitFor();
     expect(statusAsked).toEqual([{ sessionId: "ses_relinkq" }]);
     gateOf("relinkq").open();
-    await on.getByText("ran after the relink.").waitFor();
+    await on.getByRole("log", { name: "Conversation" }).getByText("ran after the relink.").waitFor();
     await on.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
     expect(await on.locator(".msg.user").allTextContents()).toEqual(["a task queued behind another"]);
     expect(await on.locator(".turn-end").count()).toBe(1);

@@ -63,6 +63,8 @@ export class DeviceStore {
     this.turns = new Turns(deviceId, this.socket, this.link);
     this.cards = new Cards(this.socket);
     this.kept = new Kept(this.socket);
+    // The instance keeps a turn as it ends: the chat list's last message follows.
+    this.turns.onTurnEnded = () => background(this.kept.refresh().catch(() => {}));
   }
 
   start(): void {
@@ -231,8 +233,6 @@ export class DeviceStore {
       }
       if (this.turns.event(sessionId, event)) this.chats.markUnread(sessionId);
     });
-    // The instance keeps a turn as it ends: the chat list's last message follows.
-    if (e.type === "task" && e.state === "end") background(this.kept.refresh().catch(() => {}));
   }
 
   private chatGone(sessionId: string): void {

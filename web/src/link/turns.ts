@@ -33,6 +33,8 @@ export class Turns {
   /** Running turns by session (from status, task events, replay and this page's prompts). */
   readonly running = signal<ReadonlyMap<string, ReadonlySet<string>>>(new Map());
   readonly unsent = signal<Unsent | null>(null);
+  /** Told when one of the session's turns ended (its task end, or this page's prompt answered). */
+  onTurnEnded: (sessionId: string) => void = () => {};
 
   private readonly transcripts = new Map<string, Transcript>();
   private readonly ledger: TurnLedger;
@@ -152,6 +154,7 @@ export class Turns {
         this.setRunning(sessionId, e.turnId, e.state === "start");
         // A turn this page lost and then followed: its end is its answer.
         if (e.state === "end" && !this.inFlight.has(e.turnId)) this.ledger.remove(e.turnId);
+        if (e.state === "end") this.onTurnEnded(sessionId);
         break;
       case "steered":
         if (e.ids && this.transcript(sessionId).takeSteers(e.ids)) return false;
@@ -197,6 +200,7 @@ export class Turns {
         const unsent = result._meta?.lembas?.unsent;
         if (unsent?.length) this.unsent.value = { sessionId, texts: unsent };
       });
+      this.onTurnEnded(sessionId);
     } catch (err) {
       this.inFlight.delete(turnId);
       if (err instanceof SocketClosed) {
