@@ -47,7 +47,7 @@ export default defineConfig(async () => {
       }),
     ],
     test: {
-      setupFiles: ["./test/apply-migrations.ts"],
+      setupFiles: ["./test/apply-migrations.ts", "./test/shared/wire-rules-setup.ts"],
       isolate: false,
       // Starting a runtime costs about 1.3 s, so test files share one (`isolate: false`), each starting on empty
       // storage (test/apply-migrations.ts); the files in OWN_RUNTIME get one each.

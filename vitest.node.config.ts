@@ -11,6 +11,7 @@ export default defineConfig({
       "test/browser/**/*.test.ts",
       "test/architecture/**/*.test.ts",
     ],
+    setupFiles: ["./test/shared/wire-rules-setup.ts"],
     globalSetup: [
       "./test/bridge/build-bridge.ts",
       "./test/bridge/temp-root.ts",

@@ -30,6 +30,11 @@ export type Capability = (typeof CAPABILITIES)[number];
 
 /** What a device's initialize offered, in both vocabularies. */
 export interface Offer {
+  /**
+   * The device speaks the link protocol (its initialize says `_meta.lembas`): the spec's table governs it, and it is
+   * never sent what that table does not list (ACP's `$/cancel_request`). False for a plain ACP agent.
+   */
+  speaksLembas: boolean;
   /** `_meta.lembas.capabilities`. */
   lembas: readonly string[];
   agent: AgentCapabilities;
@@ -38,6 +43,7 @@ export interface Offer {
 
 export function offerOf(init: InitializeResult | null | undefined): Offer {
   return {
+    speaksLembas: init?._meta?.lembas != null,
     lembas: init?._meta?.lembas?.capabilities ?? [],
     agent: init?.agentCapabilities ?? {},
     authMethods: init?.authMethods ?? [],
@@ -89,17 +95,24 @@ export const ACP_METHOD_NEEDS: Readonly<Record<string, AcpNeed>> = {
   logout: { capability: "auth.logout", has: (offer) => offer.agent.auth?.logout != null },
 };
 
-/** Prompt blocks beyond ACP's baseline (text, resource_link), each with the offer that lets it through. */
-const BLOCK_NEEDS: Readonly<Record<string, AcpNeed>> = {
-  image: {
-    capability: "promptCapabilities.image",
-    has: (offer) => offer.agent.promptCapabilities?.image === true || offer.lembas.includes("attachments"),
-  },
-  audio: { capability: "promptCapabilities.audio", has: (offer) => offer.agent.promptCapabilities?.audio === true },
-  resource: {
-    capability: "promptCapabilities.embeddedContext",
-    has: (offer) => offer.agent.promptCapabilities?.embeddedContext === true || offer.lembas.includes("attachments"),
-  },
+const attachments: AcpNeed = { capability: "attachments", has: (offer) => offer.lembas.includes("attachments") };
+
+function promptCapability(name: "image" | "audio" | "embeddedContext"): AcpNeed {
+  return {
+    capability: `promptCapabilities.${name}`,
+    has: (offer) => offer.agent.promptCapabilities?.[name] === true,
+  };
+}
+
+/**
+ * Prompt blocks beyond ACP's baseline (text, resource_link), each with the offer that lets it through: for a LLeMbas
+ * device the spec's capability attachments (image and resource blocks), for a plain ACP agent its promptCapabilities.
+ * Audio is in no LLeMbas capability, so it goes by promptCapabilities for both.
+ */
+const BLOCK_NEEDS: Readonly<Record<string, (offer: Offer) => AcpNeed>> = {
+  image: (offer) => (offer.speaksLembas ? attachments : promptCapability("image")),
+  audio: () => promptCapability("audio"),
+  resource: (offer) => (offer.speaksLembas ? attachments : promptCapability("embeddedContext")),
 };
 
 const promptBlockTypes = (params: unknown): string[] => {
@@ -139,14 +152,13 @@ export function missingCapability(method: string, params: unknown, offer: Offer)
   }
   if (method !== "session/prompt") return null;
   for (const type of new Set(promptBlockTypes(params))) {
-    const need = BLOCK_NEEDS[type];
+    const need = BLOCK_NEEDS[type]?.(offer);
     if (!need || need.has(offer)) continue;
-    const or = type === "audio" ? "" : ' (or the device capability "attachments")';
-    return {
-      capability: need.capability,
-      kind: "params",
-      sentence: `${type} blocks in ${method} need the agent to advertise ${need.capability}${or}, which this device did not`,
-    };
+    const offered =
+      need === attachments
+        ? 'the device capability "attachments", which this device did not list'
+        : `the agent to advertise ${need.capability}, which this device did not`;
+    return { capability: need.capability, kind: "params", sentence: `${type} blocks in ${method} need ${offered}` };
   }
   return null;
 }

@@ -108,6 +108,17 @@ export function validatePermissionAnswer(params: PermissionRequest, answer: unkn
   return checked;
 }
 
+/**
+ * No answer is a denial (spec: session/request_permission): the card's own deny option (reject_once) with feedback
+ * saying why. ACP's `cancelled` would tell the agent the turn was cancelled. A card that offers no reject_once (never
+ * chose reject_always for the person) is answered cancelled.
+ */
+function denial(params: PermissionRequest, why: string): PermissionAnswer {
+  const deny = params.options.find((o) => o.kind === "reject_once");
+  if (!deny) return { outcome: { outcome: "cancelled" } };
+  return { outcome: { outcome: "selected", optionId: deny.optionId }, _meta: { lembas: { feedback: why } } };
+}
+
 // ---- _lembas/question ----
 
 /**
@@ -231,17 +242,23 @@ export interface CardKind<P, A> {
   /** The answer as the device is to get it (a question's cut labels made whole), or why it does not fit. */
   // Method syntax on purpose: a table of kinds is then usable as CardKind<unknown, unknown> (see openCard).
   validateAnswer(params: P, answer: unknown): Checked<A>;
-  /** Sent to the device when a card that is not patient times out, or nobody attached can show it. */
-  timeoutAnswer: A;
+  /**
+   * Sent to the device when nobody answers a card that is not patient (its time ran out, or no client attached can
+   * show it): `why` says which. The spec makes no answer a denial for an approval, and dismissed for the others.
+   */
+  unansweredAnswer(params: P, why: string): A;
+  /** Sent when the card is withdrawn (its turn cancelled, the device took it back): what ACP asks of a client. */
+  cancelAnswer: A;
   /** Cards are keyed by (sessionId, toolCallId): several may be open at once, in one session or several. */
   key(params: P): CardKey;
   /** A person may also answer at the terminal: the instance does not time the card out. */
   patient(params: P): boolean;
 }
 
-/** Questions and plans alike: keyed by their own toolCallId, answered dismissed when they time out. */
+/** Questions and plans alike: keyed by their own toolCallId, answered dismissed when nobody answers or they go. */
 const lembasCard = {
-  timeoutAnswer: { outcome: "dismissed" },
+  unansweredAnswer: () => ({ outcome: "dismissed" }) as const,
+  cancelAnswer: { outcome: "dismissed" },
   key: (p: { sessionId: string; toolCallId: string }) => ({ sessionId: p.sessionId, toolCallId: p.toolCallId }),
   patient: (p: { _meta?: PatientMeta }) => isPatient(p._meta),
 } as const;
@@ -250,7 +267,8 @@ export const CARDS = {
   "session/request_permission": {
     params: PermissionRequest,
     validateAnswer: validatePermissionAnswer,
-    timeoutAnswer: { outcome: { outcome: "cancelled" } },
+    unansweredAnswer: denial,
+    cancelAnswer: { outcome: { outcome: "cancelled" } },
     key: (p) => ({ sessionId: p.sessionId, toolCallId: p.toolCall.toolCallId }),
     patient: (p) => isPatient(p._meta),
   } satisfies CardKind<PermissionRequest, PermissionAnswer>,
@@ -269,13 +287,25 @@ export type CardMethod = keyof typeof CARDS;
 
 export const isCardMethod = (method: string): method is CardMethod => Object.hasOwn(CARDS, method);
 
+/**
+ * Whether an answer is the acknowledgement a client gives a card the instance withdrew (ACP asks `cancelled` of a
+ * permission's client; a question or plan is dismissed): taken without a word once the card has ended.
+ */
+export function isCancelAnswer(method: CardMethod, answer: unknown): boolean {
+  const outcome = (answer as { outcome?: unknown } | null)?.outcome;
+  if (method === "session/request_permission")
+    return (outcome as { outcome?: unknown } | null)?.outcome === "cancelled";
+  return outcome === "dismissed";
+}
+
 /** A card whose params were checked, with its kind's rules bound to them. */
 export interface OpenCard {
   method: CardMethod;
   key: CardKey;
   patient: boolean;
   params: unknown;
-  timeoutAnswer: unknown;
+  cancelAnswer: unknown;
+  unansweredAnswer(why: string): unknown;
   validateAnswer(answer: unknown): Checked<unknown>;
 }
 
@@ -290,7 +320,8 @@ export function openCard(method: CardMethod, rawParams: unknown): Checked<OpenCa
     key: kind.key(params),
     patient: kind.patient(params),
     params,
-    timeoutAnswer: kind.timeoutAnswer,
+    cancelAnswer: kind.cancelAnswer,
+    unansweredAnswer: (why) => kind.unansweredAnswer(params, why),
     validateAnswer: (answer) => kind.validateAnswer(params, answer),
   });
 }

@@ -179,3 +179,17 @@ export interface CardDecision {
   /** When it ended (ms). */
   at: number;
 }
+
+/**
+ * `_instance/answer_unused`: an answer this socket gave to one of the instance's requests (a card) was not used.
+ * JSON-RPC has no reply to a response, so the instance says it with this notification instead: the request's `id`,
+ * why (`reason`: how the card had ended — `answered`, `timed_out`, `settled`, `link_down`, `withdrawn`, `refused` —
+ * or `unknown` for no such card, `does_not_fit` for an answer the card does not take, `storage` / `internal` when
+ * the instance failed taking it), and a sentence.
+ */
+export const ANSWER_UNUSED = "_instance/answer_unused";
+export interface InstanceAnswerUnused {
+  id: string | number | null;
+  reason: string;
+  message: string;
+}

@@ -175,7 +175,7 @@ describe("the instance killed mid-work and started again on the same state", () 
     expect((await chats()).find((c) => c.session_id === WEB)?.title).toBeNull();
   });
 
-  it("after SIGKILL and a start on the same folder: offline in the list unopened, the link down, its card settled and an answer refused with why", async () => {
+  it("after SIGKILL and a start on the same folder: offline in the list unopened, the link down, its card settled and an answer told why it was not used", async () => {
     const gone = closed(client!);
     await instance.kill();
     await gone;
@@ -192,9 +192,10 @@ describe("the instance killed mid-work and started again on the same state", () 
     const status = (await client.request("_instance/status", {})).result;
     expect(status).toMatchObject({ link: "down", cards: [] });
     expect(status.turns).toEqual([expect.objectContaining({ sessionId: WEB, turnId })]);
-    client.send({ jsonrpc: "2.0", id: `card:${WEB}/call_q`, result: { outcome: "dismissed" } });
-    const refused = await client.next((m: Message) => m.id === `card:${WEB}/call_q` && m.method === undefined);
-    expect(refused.error).toMatchObject({ data: { reason: "link_down" } });
+    const sqlite = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
+    client.send({ jsonrpc: "2.0", id: `card:${WEB}/call_q`, result: sqlite });
+    const unused = await client.next((m: Message) => m.method === "_instance/answer_unused");
+    expect(unused.params).toMatchObject({ id: `card:${WEB}/call_q`, reason: "link_down" });
     expect(await until("the device list", online, (value) => value === false)).toBe(false);
   }, 180_000); // a SIGKILL, a D1 command and a start of wrangler dev: each can take long on a loaded machine
 

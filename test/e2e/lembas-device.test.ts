@@ -227,14 +227,15 @@ describe("a protocol 2 device on the ACP SDK, driven from two client sockets", (
       toolCallId: "call_ask_1",
     });
 
-    // A's late answer is refused, saying the card was answered; the device never sees it.
+    // A's late answer is not used: A is told so by the instance's notification (never a reply to its response);
+    // the device never sees it.
     a.send({
       jsonrpc: "2.0",
       id: questionOnA!.id!,
       result: { outcome: "answered", answers: [{ kind: "options", labels: ["Postgres"] }] },
     });
-    const late = await a.next((m) => m.id === "card:ses_web_1/call_ask_1" && m.error !== undefined);
-    expect(late.error).toMatchObject({ code: -32600, data: { reason: "answered" } });
+    const late = await a.next((m) => m.method === "_instance/answer_unused");
+    expect(late.params).toMatchObject({ id: "card:ses_web_1/call_ask_1", reason: "answered" });
 
     // Then the plan, on both; A approves it for editing and B's card is taken down.
     const [planOnA, planOnB] = await Promise.all([a, b].map((s) => s.next((m) => m.method === "_lembas/plan")));

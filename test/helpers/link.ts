@@ -7,6 +7,7 @@ import { deviceLinkOf } from "../../src/link/device-link";
 import { CAPABILITIES } from "../../src/protocol/capabilities";
 import { drainProbeAnswer } from "../shared/drain-probe";
 import { cliHelloParams, cliInitializeResult } from "../shared/lembas-cli";
+import { ClientRules, DeviceRules } from "../shared/wire-rules";
 import { createDevice, createUser, type TestDevice, type TestUser } from "./fixtures";
 
 export type WireId = string | number | null;
@@ -29,10 +30,21 @@ export async function upgrade(path: string, headers: Record<string, string>): Pr
   return SELF.fetch(`${ORIGIN}${path}`, { headers: { upgrade: "websocket", ...headers } });
 }
 
+/** A frame sent as text, read back when it is short enough to be a message (not a test's large or broken frame). */
+function parsedSmall(text: string): unknown {
+  if (text.length > 64 * 1024) return null;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * One end of a WebSocket, with its incoming messages queued for the test to take in order. Like any JSON-RPC client
  * it answers the instance's read-progress probes (`drain:<n>`, README) with -32601 by itself, unless told not to (a
- * client that stops reading); they never reach the queue.
+ * client that stops reading); they never reach the queue. Every frame it gets is held to the wire's rules
+ * (wire-rules.ts): a breach fails the test, and the next read at once.
  */
 export class Peer {
   answersDrainProbes = true;
@@ -40,6 +52,9 @@ export class Peer {
   readonly #waiting: ((message: Wire) => void)[] = [];
   readonly closed: Promise<{ code: number; reason: string }>;
   #pong: (() => void) | undefined;
+  readonly #deviceRules = new DeviceRules();
+  readonly #clientRules = new ClientRules();
+  #breach: string | null = null;
 
   constructor(readonly ws: WebSocket) {
     ws.accept();
@@ -48,6 +63,7 @@ export class Peer {
       const message = JSON.parse(
         typeof event.data === "string" ? event.data : new TextDecoder().decode(event.data),
       ) as Wire;
+      this.#breach ??= this.#deviceRules.received(message) ?? this.#clientRules.received(message);
       const probeAnswer = drainProbeAnswer(message);
       if (probeAnswer) {
         if (this.answersDrainProbes) this.send(probeAnswer);
@@ -63,11 +79,17 @@ export class Peer {
   }
 
   send(message: unknown): void {
+    const frame = typeof message === "string" ? parsedSmall(message) : message;
+    if (typeof frame === "object" && frame !== null) {
+      this.#deviceRules.sent(frame);
+      this.#clientRules.sent(frame);
+    }
     this.ws.send(typeof message === "string" ? message : JSON.stringify(message));
   }
 
   /** The next message, failing after `ms`. */
   next(ms = 3000): Promise<Wire> {
+    if (this.#breach !== null) return Promise.reject(new Error(this.#breach));
     const queued = this.#queue.shift();
     if (queued) return Promise.resolve(queued);
     return new Promise((resolve, reject) => {
@@ -93,6 +115,7 @@ export class Peer {
   /** Asserts nothing arrives for `ms`. */
   async silent(ms = 150): Promise<void> {
     await new Promise((r) => setTimeout(r, ms));
+    if (this.#breach !== null) throw new Error(this.#breach);
     if (this.#queue.length) throw new Error(`expected silence, got ${JSON.stringify(this.#queue[0])}`);
   }
 

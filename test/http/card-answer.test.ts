@@ -3,7 +3,7 @@
  * origin: the same first-answer-wins rule as a socket's answer, the device answered once, every socket told.
  */
 import { describe, expect, it } from "vitest";
-import { permissionParams } from "../shared/cards";
+import { answerUnused, permissionParams } from "../shared/cards";
 import { drain, linkedWithClients } from "../helpers/linked";
 import type { Peer } from "../helpers/link";
 import { call, jsonOf, ORIGIN } from "../helpers/requests";
@@ -66,11 +66,15 @@ describe("POST /api/devices/:deviceId/cards/answer", () => {
     });
     expect(again.status).toBe(409);
     expect(await jsonOf(again)).toEqual({ detail: expect.stringMatching(/already answered/), reason: "answered" });
+    // ACP's acknowledgement of the withdrawn card is taken without a word; an answer is told it was not used.
     clients[0]!.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", result: { outcome: { outcome: "cancelled" } } });
-    expect(await clients[0]!.next()).toMatchObject({
+    await clients[0]!.silent();
+    clients[0]!.send({
+      jsonrpc: "2.0",
       id: "card:ses_1/call_1",
-      error: { data: { reason: "answered" } },
+      result: { outcome: { outcome: "selected", optionId: "deny" } },
     });
+    expect(await clients[0]!.next()).toEqual(answerUnused("card:ses_1/call_1", "answered"));
     await link.silent(100);
   });
 

@@ -1,6 +1,6 @@
 import { evictDurableObject, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
-import { permissionParams } from "../shared/cards";
+import { answerUnused as unused, permissionParams } from "../shared/cards";
 import { attachClient, linkStub, ORIGIN, type Peer } from "../helpers/link";
 import { drain, fireDeadlines, linkedWithClients, statusOf } from "../helpers/linked";
 
@@ -21,6 +21,11 @@ const question = (toolCallId: string, patient?: boolean) => ({
 const plan = (toolCallId: string) => ({ sessionId: "ses_1", toolCallId, path: "PLAN.md", text: "# Plan\n1. build" });
 
 const ALLOW = { outcome: { outcome: "selected", optionId: "once" } };
+/** No answer is a denial: the card's reject_once, with feedback saying why. */
+const denied = (feedback: string) => ({
+  outcome: { outcome: "selected", optionId: "deny" },
+  _meta: { lembas: { feedback: expect.stringContaining(feedback) } },
+});
 const settled = (toolCallId: string, sessionId = "ses_1") => ({
   jsonrpc: "2.0",
   method: "_lembas/permission/settled",
@@ -44,6 +49,7 @@ const permissionDecided = (toolCallId: string, decision: Record<string, unknown>
   decided(toolCallId, { kind: "permission", asked: "rm -rf build", ...decision }, sessionId);
 const ALLOWED = { ended: "answered", answer: { outcome: "selected", optionId: "once", text: "Allow once" } };
 const byApi = { by: "an API client" };
+const SQLITE = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
 
 /** The device asks; returns the card as each client received it. */
 async function ask(link: Peer, clients: Peer[], id: number, method: string, params: unknown) {
@@ -84,7 +90,7 @@ describe("cards", () => {
     await ask(link, clients, 5, "_lembas/question", question("call_q"));
     const answers = {
       a: { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] },
-      b: { outcome: "dismissed" },
+      b: { outcome: "answered", answers: [{ kind: "options", labels: ["Postgres"] }] },
     };
     answer(a, "card:ses_1/call_q", answers.a);
     answer(b, "card:ses_1/call_q", answers.b);
@@ -106,21 +112,25 @@ describe("cards", () => {
     expect(toLoser).toContainEqual(decision);
     expect(toLoser).toContainEqual(settled("call_q"));
     expect(toLoser).toContainEqual(withdrawn("call_q"));
-    const refusal = toLoser.find((m) => m.error);
-    expect(refusal).toMatchObject({ id: "card:ses_1/call_q", error: { code: -32600, data: { reason: "answered" } } });
-    expect(refusal!.error!.message).toContain("already answered");
+    expect(toLoser).toContainEqual(
+      unused("card:ses_1/call_q", "answered", expect.stringContaining("already answered")),
+    );
   });
 
-  it("refuses an answer that does not fit the card with -32602 and a sentence; the card stays open for everyone", async () => {
+  it("tells a socket its answer does not fit the card with a notification and a sentence; the card stays open for everyone", async () => {
     const { link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 1, "session/request_permission", permission("call_1"));
     answer(a, "card:ses_1/call_1", { outcome: { outcome: "selected", optionId: "always" } });
-    const refused = await a.next();
-    expect(refused).toMatchObject({ id: "card:ses_1/call_1", error: { code: -32602 } });
-    expect(refused.error!.message).toContain('"always" is not one of this card\'s options');
+    expect(await a.next()).toEqual(
+      unused(
+        "card:ses_1/call_1",
+        "does_not_fit",
+        expect.stringContaining('"always" is not one of this card\'s options'),
+      ),
+    );
     answer(a, "card:ses_1/call_1", { outcome: "yes" });
-    expect((await a.next()).error).toMatchObject({ code: -32602 });
+    expect(await a.next()).toEqual(unused("card:ses_1/call_1", "does_not_fit"));
     await link.silent();
     await b.silent();
     expect((await statusOf(b)).cards).toMatchObject([
@@ -170,11 +180,13 @@ describe("cards", () => {
     await ask(link, clients, 60, "session/request_permission", permission("call_1"));
     await ask(link, clients, 61, "_lembas/question", question("call_q", true));
     for (const client of [a, b]) for (const id of ["card:ses_1/call_1", "card:ses_1/call_q"]) cannotShow(client, id);
-    expect(await drain(link)).toEqual([{ jsonrpc: "2.0", id: 60, result: { outcome: { outcome: "cancelled" } } }]);
+    expect(await drain(link)).toEqual([
+      { jsonrpc: "2.0", id: 60, result: denied("no client attached could show this approval, so it was denied") },
+    ]);
     expect(await drain(a)).toEqual([
       permissionDecided("call_1", {
         ended: "refused",
-        answer: { outcome: "cancelled", text: "cancelled" },
+        answer: { outcome: "selected", optionId: "deny", text: "Deny" },
         by: "no client could show it",
       }),
     ]);
@@ -204,8 +216,8 @@ describe("cards", () => {
         by: "no client could show it",
       }),
     );
-    answer(a, "card:ses_1/call_p", { outcome: "dismissed" });
-    expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "refused" } });
+    answer(a, "card:ses_1/call_p", { outcome: "approve", mode: "edit" });
+    expect(await a.next()).toEqual(unused("card:ses_1/call_p", "refused"));
   });
 
   it("takes a card down when the device says settled, fanned out as sent, without answering the device", async () => {
@@ -218,12 +230,11 @@ describe("cards", () => {
       expect(await drain(client)).toEqual([settled("call_1"), withdrawn("call_1"), decision]);
     expect((await statusOf(a)).cards).toEqual([]);
     answer(a, "card:ses_1/call_1", ALLOW);
-    const late = await a.next();
-    expect(late).toMatchObject({ id: "card:ses_1/call_1", error: { code: -32600, data: { reason: "settled" } } });
+    expect(await a.next()).toEqual(unused("card:ses_1/call_1", "settled", expect.stringContaining("was settled")));
     await link.silent();
   });
 
-  it("answers a card that is not patient when its time runs out: cancelled for a permission, dismissed for a plan", async () => {
+  it("answers a card that is not patient when its time runs out: a permission with its deny option (reject_once) and feedback saying it timed out, a plan dismissed", async () => {
     const { device, link, clients } = await linkedWithClients(2);
     const [a, b] = clients as [Peer, Peer];
     await ask(link, clients, 10, "session/request_permission", permission("call_1"));
@@ -239,7 +250,11 @@ describe("cards", () => {
     }
     await fireDeadlines(device.deviceId, "card");
     const toDevice = [await link.next(), await link.next()];
-    expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 10, result: { outcome: { outcome: "cancelled" } } });
+    expect(toDevice).toContainEqual({
+      jsonrpc: "2.0",
+      id: 10,
+      result: denied("nobody answered within 300 s: the approval timed out, so it was denied"),
+    });
     expect(toDevice).toContainEqual({ jsonrpc: "2.0", id: 11, result: { outcome: "dismissed" } });
     for (const client of [a, b]) {
       expect(await drain(client)).toEqual(
@@ -248,7 +263,7 @@ describe("cards", () => {
           withdrawn("call_1"),
           permissionDecided("call_1", {
             ended: "timed_out",
-            answer: { outcome: "cancelled", text: "cancelled" },
+            answer: { outcome: "selected", optionId: "deny", text: "Deny" },
             by: "timed out",
           }),
           settled("call_p"),
@@ -299,8 +314,11 @@ describe("cards", () => {
       ]);
     }
     expect((await statusOf(a)).cards).toMatchObject([{ toolCallId: "call_p", sessionId: "ses_other" }]);
+    // ACP's acknowledgement of the withdrawal is taken without a word; an answer is told it came too late.
     answer(b, "card:ses_1/call_q", { outcome: "dismissed" });
-    expect((await b.next()).error).toMatchObject({ code: -32600, data: { reason: "withdrawn" } });
+    await b.silent();
+    answer(b, "card:ses_1/call_q", SQLITE);
+    expect(await b.next()).toEqual(unused("card:ses_1/call_q", "withdrawn"));
   });
 
   it("never times out a patient card", async () => {
@@ -396,8 +414,8 @@ describe("cards", () => {
       params: { link: "down", reason: "closed" },
     });
     expect((await statusOf(a)).cards).toEqual([]);
-    answer(a, "card:ses_1/call_q", { outcome: "dismissed" });
-    expect((await a.next()).error).toMatchObject({ code: -32600, data: { reason: "link_down" } });
+    answer(a, "card:ses_1/call_q", SQLITE);
+    expect(await a.next()).toEqual(unused("card:ses_1/call_q", "link_down"));
   });
 
   it("refuses a card with bad params (-32602 to the device) or a toolCallId already open, showing clients nothing", async () => {
@@ -421,7 +439,9 @@ describe("cards", () => {
     });
     await a.silent();
     answer(a, "card:ses_1/call_nope", { outcome: "dismissed" });
-    expect((await a.next()).error).toMatchObject({ code: -32600, message: 'there is no card "card:ses_1/call_nope"' });
+    expect(await a.next()).toEqual(
+      unused("card:ses_1/call_nope", "unknown", 'there is no card "card:ses_1/call_nope"'),
+    );
   });
 
   it("keeps cards of two sessions with one toolCallId apart: shown, answered and settled each on its own", async () => {
@@ -477,7 +497,7 @@ describe("cards", () => {
     await late.silent();
     // Its time runs out: ses_2's request is answered, and both sockets are told of ses_2's card.
     await fireDeadlines(device.deviceId, "card");
-    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 73, result: { outcome: { outcome: "cancelled" } } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", id: 73, result: denied("the approval timed out") });
     for (const client of [a, late])
       expect(await drain(client)).toEqual(
         expect.arrayContaining([settled("call_2", "ses_2"), withdrawn("call_2", "ses_2")]),
@@ -501,9 +521,12 @@ describe("cards", () => {
           by: "settled on the device",
         }),
       ]);
-    // A plain ACP client acknowledges the withdrawal with -32800: nothing more is said to it.
+    // A plain ACP client acknowledges the withdrawal with -32800, or answers it cancelled as ACP asks: nothing more
+    // is said to either.
     a.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", error: { code: -32800, message: "Request cancelled" } });
+    b.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", result: { outcome: { outcome: "cancelled" } } });
     await a.silent();
+    await b.silent();
     await link.silent();
   });
 

@@ -1,9 +1,10 @@
 import { runDurableObjectAlarm, runInDurableObject } from "cloudflare:test";
 import { afterEach, beforeEach, describe, expect, it, vi, type MockInstance } from "vitest";
+import { answerUnused } from "../shared/cards";
 import { registry } from "../../src/link/device-link";
 import { OnDemandTables } from "../../src/link/runtime/tables-on-demand";
 import { createDevice, createUser } from "../helpers/fixtures";
-import { attachClient, hello, initializeResult, linkStub, openLink, type Peer } from "../helpers/link";
+import { attachClient, hello, initializeResult, linkedDevice, linkStub, openLink, type Peer } from "../helpers/link";
 import { linkedWithClients, statusOf } from "../helpers/linked";
 import { call, jsonOf } from "../helpers/requests";
 
@@ -57,9 +58,8 @@ describe("a thrown error answers its request and goes no further", () => {
     expect(await link.next()).toMatchObject({ method: "session/prompt", params: { sessionId: "ses_1" } });
   });
 
-  it("a failing statement in the relay answers the socket's request and the HTTP /rpc call -32603, and the device is told to cancel what it was sent", async () => {
-    const { user, device, link, clients } = await linkedWithClients(1);
-    const [client] = clients as [Peer];
+  it("a failing statement in the relay answers the socket's request and the HTTP /rpc call -32603, and a plain ACP agent is told to cancel what it was sent", async () => {
+    const { user, device, link, client } = await linkedDevice([], { _meta: null });
     await failOn(device.deviceId, "INSERT", "outbound");
     expect((await client.call(1, "session/new", { cwd: "/home/a" })).error).toMatchObject({
       code: -32603,
@@ -106,7 +106,9 @@ describe("a thrown error answers its request and goes no further", () => {
     await failOn(device.deviceId, "UPDATE", "cards");
     const answered = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
     a.send({ jsonrpc: "2.0", id: "card:ses_1/call_2", result: answered });
-    expect(await a.answer("card:ses_1/call_2")).toMatchObject({ error: { code: -32603 } });
+    expect(await a.next()).toEqual(
+      answerUnused("card:ses_1/call_2", "storage", "the instance's storage failed; try again"),
+    );
     await link.silent();
     expect((await statusOf(b)).cards).toMatchObject([{ toolCallId: "call_2" }]);
 

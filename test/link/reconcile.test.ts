@@ -1,5 +1,6 @@
 import { runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { answerUnused } from "../shared/cards";
 import type { DeviceInfo } from "../../src/db/devices";
 import { until } from "../helpers/chats";
 import type { TestUser } from "../helpers/fixtures";
@@ -28,7 +29,7 @@ async function resetObject(deviceId: string): Promise<void> {
 }
 
 describe("after the object is reset, nothing it remembered without a socket is left hanging", () => {
-  it("the dead link is ended when the object starts: reported down, offline, its card settled and an answer to it refused with why", async () => {
+  it("the dead link is ended when the object starts: reported down, offline, its card settled and an answer to it told why it was not used", async () => {
     const { user, device, link, clients } = await linkedWithClients(1);
     const [client] = clients as [Peer];
     link.send({ jsonrpc: "2.0", id: 0, method: "_lembas/question", params: question });
@@ -43,8 +44,9 @@ describe("after the object is reset, nothing it remembered without a socket is l
     const later = await attachClient(user, device.deviceId);
     const status = await statusOf(later);
     expect(status).toMatchObject({ link: "down", cards: [] });
-    later.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", result: { outcome: "dismissed" } });
-    expect((await later.answer("card:ses_1/call_1")).error).toMatchObject({ data: { reason: "link_down" } });
+    const sqlite = { outcome: "answered", answers: [{ kind: "options", labels: ["SQLite"] }] };
+    later.send({ jsonrpc: "2.0", id: "card:ses_1/call_1", result: sqlite });
+    expect(await later.next()).toEqual(answerUnused("card:ses_1/call_1", "link_down"));
     expect(
       await until(
         () => onlineOf(user),

@@ -107,9 +107,9 @@ describe("relay: forwarding and answers", () => {
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 3, result: { stopReason: "cancelled" } });
   });
 
-  it("passes $/cancel_request of another request to the device under its id (the old { id } shape too), and relays its answer", async () => {
-    const { link, client } = await linkedDevice();
-    client.send({ jsonrpc: "2.0", id: "h", method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+  it("passes $/cancel_request of another request to a plain ACP agent under its id (the old { id } shape too), and relays its answer", async () => {
+    const { link, client } = await linkedDevice([], { _meta: null });
+    client.send({ jsonrpc: "2.0", id: "h", method: "session/new", params: { cwd: "/w" } });
     const first = await link.next();
     client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "h" } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: first.id } });
@@ -121,15 +121,26 @@ describe("relay: forwarding and answers", () => {
       error: { code: -32800, message: "Request cancelled" },
     });
 
-    client.send({ jsonrpc: "2.0", id: 4, method: "_lembas/directories", params: {} });
+    client.send({ jsonrpc: "2.0", id: 4, method: "session/set_mode", params: { sessionId: "ses_1", modeId: "ask" } });
     const second = await link.next();
     client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { id: 4 } });
     expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: second.id } });
-    link.send({ jsonrpc: "2.0", id: second.id, result: { path: "", places: [] } });
-    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 4, result: { path: "", places: [] } });
+    link.send({ jsonrpc: "2.0", id: second.id, result: {} });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 4, result: {} });
     // A cancel naming no request of this socket's in flight changes nothing.
     client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 4 } });
     await link.silent();
+  });
+
+  it("sends a LLeMbas device no $/cancel_request, which its table does not list: the request ends with its answer", async () => {
+    const { link, client } = await linkedDevice();
+    client.send({ jsonrpc: "2.0", id: "h", method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+    const first = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: "h" } });
+    await link.silent();
+    const history = { sessionId: "ses_1", title: "t", root: "/w", turns: [] };
+    link.send({ jsonrpc: "2.0", id: first.id, result: history });
+    expect(await client.next()).toEqual({ jsonrpc: "2.0", id: "h", result: history });
   });
 
   it("drops a gone client's requests: the device's late answer is discarded, other clients unaffected", async () => {
@@ -148,9 +159,9 @@ describe("relay: forwarding and answers", () => {
     expect((await answer).result).toEqual({ sessionId: "ses_2" });
   });
 
-  it("answers a request the device leaves unanswered past its time limit with -32002 and asks the device to cancel", async () => {
-    const { device, link, client } = await linkedDevice();
-    client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+  it("answers a request the device leaves unanswered past its time limit with -32002 and asks a plain ACP agent to cancel", async () => {
+    const { device, link, client } = await linkedDevice([], { _meta: null });
+    client.send({ jsonrpc: "2.0", id: 9, method: "session/set_mode", params: { sessionId: "ses_1", modeId: "ask" } });
     const forwarded = await link.next();
     await fireRequestDeadlines(device.deviceId);
     expect(await link.next()).toEqual({
@@ -160,7 +171,20 @@ describe("relay: forwarding and answers", () => {
     });
     const answer = await client.next();
     expect(answer).toMatchObject({ id: 9, error: { code: -32002 } });
+    expect(answer.error?.message).toContain("session/set_mode");
+  });
+
+  it("answers a LLeMbas device's late request -32002 without sending it $/cancel_request; its late answer is dropped", async () => {
+    const { device, link, client } = await linkedDevice();
+    client.send({ jsonrpc: "2.0", id: 9, method: "_lembas/session/history", params: { sessionId: "ses_1" } });
+    const forwarded = await link.next();
+    await fireRequestDeadlines(device.deviceId);
+    const answer = await client.next();
+    expect(answer).toMatchObject({ id: 9, error: { code: -32002 } });
     expect(answer.error?.message).toContain("_lembas/session/history");
+    link.send({ jsonrpc: "2.0", id: forwarded.id, result: { sessionId: "ses_1", turns: [] } });
+    await client.silent();
+    await link.silent();
   });
 
   it("fails requests in flight with -32001 link_down when the link drops", async () => {
@@ -365,15 +389,14 @@ describe("relay: capability gating", () => {
   const audio = { type: "audio", data: "UklGRg==", mimeType: "audio/wav" };
   const resource = { type: "resource", resource: { uri: "file:///a.txt", text: "hello" } };
   const promptWith = (block: unknown) => ({ sessionId: "ses_1", prompt: [{ type: "text", text: "see" }, block] });
+  /** A plain ACP agent (no `_meta.lembas`) advertising these prompt capabilities. */
   const agent = (promptCapabilities: Record<string, boolean>) => ({
     agentCapabilities: { loadSession: false, promptCapabilities },
+    _meta: null,
   });
 
-  it("refuses image, audio and resource blocks to an agent that advertised none of them, with -32602 naming what it lacks", async () => {
-    const { link, client } = await linkedDevice(
-      ["files"],
-      agent({ image: false, audio: false, embeddedContext: false }),
-    );
+  it("refuses image, audio and resource blocks to a plain ACP agent that advertised none of them, with -32602 naming what it lacks", async () => {
+    const { link, client } = await linkedDevice([], agent({ image: false, audio: false, embeddedContext: false }));
     const needs: [unknown, string][] = [
       [image, "promptCapabilities.image"],
       [audio, "promptCapabilities.audio"],
@@ -387,14 +410,26 @@ describe("relay: capability gating", () => {
     await link.silent();
   });
 
-  it("passes each block to an agent that advertises it in promptCapabilities, or image and resource with attachments", async () => {
+  it("refuses image and resource blocks to a LLeMbas device without attachments, whatever its promptCapabilities say", async () => {
+    const { link, client } = await linkedDevice(["files"], {
+      agentCapabilities: { promptCapabilities: { image: true, audio: false, embeddedContext: true } },
+    });
+    for (const block of [image, resource]) {
+      const answer = await client.call(1, "session/prompt", promptWith(block));
+      expect(answer.error).toMatchObject({ code: -32602, data: { capability: "attachments" } });
+      expect(answer.error?.message).toContain('the device capability "attachments"');
+    }
+    await link.silent();
+  });
+
+  it("passes each block to a plain ACP agent that advertises it in promptCapabilities, and image and resource to a LLeMbas device with attachments", async () => {
     const acp = await linkedDevice([], agent({ image: true, audio: true, embeddedContext: true }));
     acp.client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: promptWith(image) });
     acp.client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: promptWith(audio) });
     acp.client.send({ jsonrpc: "2.0", id: 3, method: "session/prompt", params: promptWith(resource) });
     for (const block of [image, audio, resource]) expect((await acp.link.next()).params?.prompt).toContainEqual(block);
 
-    const lembas = await linkedDevice(["attachments"], agent({}));
+    const lembas = await linkedDevice(["attachments"], { agentCapabilities: { promptCapabilities: {} } });
     lembas.client.send({
       jsonrpc: "2.0",
       id: 1,

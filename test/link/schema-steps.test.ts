@@ -1,5 +1,6 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
+import { answerUnused } from "../shared/cards";
 import type { LinkFeature } from "../../src/link/runtime/runtime";
 import { buildRegistry, orderFeatures } from "../../src/link/runtime/registry";
 import { registry } from "../../src/link/device-link";
@@ -341,8 +342,12 @@ describe("schema steps", () => {
     const status = await statusOf(client);
     expect(status).toMatchObject({ link: "down", hello: { device: { host: "old-host" } } });
     expect(status.turns).toEqual([{ sessionId: "ses_old", turnId: "turn_old", since: now - 30_000 }]);
-    client.send({ jsonrpc: "2.0", id: "card:ses_old/call_old", result: { outcome: { outcome: "cancelled" } } });
-    expect((await client.answer("card:ses_old/call_old")).error).toMatchObject({ data: { reason: "link_down" } });
+    client.send({
+      jsonrpc: "2.0",
+      id: "card:ses_old/call_old",
+      result: { outcome: { outcome: "selected", optionId: "once" } },
+    });
+    expect(await client.next()).toEqual(answerUnused("card:ses_old/call_old", "link_down"));
 
     const { peer: link } = await linkDevice(device);
     expect(await link.next()).toMatchObject({ method: "session/prompt", params: prompt });

@@ -2,7 +2,7 @@ import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
 import type { Env } from "../../src/env";
 import { CAPABILITIES } from "../../src/protocol/capabilities";
-import { linkDevice, linkStub, type Peer, type Wire } from "../helpers/link";
+import { linkDevice, linkedDevice, linkStub, type Peer, type Wire } from "../helpers/link";
 import type { TestDevice } from "../helpers/fixtures";
 import { drain, linkedWithClients, numbered, statusOf } from "../helpers/linked";
 import { call, jsonOf } from "../helpers/requests";
@@ -220,6 +220,63 @@ describe("turns", () => {
     expect(turnIdOf(again!)).toBe("t-2");
     relinked.send({ jsonrpc: "2.0", id: again!.id, result: { stopReason: "end_turn" } });
     expect(await client.next()).toEqual({ jsonrpc: "2.0", id: 2, result: { stopReason: "end_turn" } });
+  });
+
+  /** The device's task event for a turn of ses_1. */
+  const task = (state: "start" | "end", turnId: string) => ({
+    jsonrpc: "2.0",
+    method: "_lembas/event",
+    params: { sessionId: "ses_1", event: { type: "task", state, turnId } },
+  });
+
+  it("cancels a prompt that waits behind a running turn without touching that turn: session/cancel only when it starts", async () => {
+    const { link, clients } = await linkedWithClients(1);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("the running one", "t-run") });
+    const running = await link.next();
+    link.send(task("start", "t-run"));
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt("the queued one", "t-wait") });
+    const queued = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } });
+    // session/cancel now would stop the running turn: the device is sent nothing.
+    await link.silent();
+    link.send(task("end", "t-run"));
+    link.send({ jsonrpc: "2.0", id: running.id, result: { stopReason: "end_turn" } });
+    expect(await client.answer(1)).toMatchObject({ result: { stopReason: "end_turn" } });
+    await link.silent();
+    // The queued prompt's turn starts: now it is the one session/cancel stops, and its answer ends it.
+    link.send(task("start", "t-wait"));
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    link.send({ jsonrpc: "2.0", id: queued.id, result: { stopReason: "cancelled" } });
+    expect(await client.answer(2)).toMatchObject({ result: { stopReason: "cancelled" } });
+    await link.silent();
+  });
+
+  it("without turns, sends session/cancel for a cancelled queued prompt once the turn before it has ended", async () => {
+    const { link, clients } = await linkedWithClients(1, WITHOUT_TURNS);
+    const [client] = clients as [Peer];
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("the running one") });
+    const running = await link.next();
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt("the queued one") });
+    const queued = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } });
+    await link.silent();
+    link.send({ jsonrpc: "2.0", id: running.id, result: { stopReason: "end_turn" } });
+    expect(await client.answer(1)).toMatchObject({ result: { stopReason: "end_turn" } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "session/cancel", params: { sessionId: "ses_1" } });
+    link.send({ jsonrpc: "2.0", id: queued.id, result: { stopReason: "cancelled" } });
+    expect(await client.answer(2)).toMatchObject({ result: { stopReason: "cancelled" } });
+  });
+
+  it("cancels a queued prompt on a plain ACP agent with $/cancel_request for that request alone", async () => {
+    const { link, client } = await linkedDevice([], { _meta: null });
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/prompt", params: prompt("the running one") });
+    await link.next();
+    client.send({ jsonrpc: "2.0", id: 2, method: "session/prompt", params: prompt("the queued one") });
+    const queued = await link.next();
+    client.send({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: 2 } });
+    expect(await link.next()).toEqual({ jsonrpc: "2.0", method: "$/cancel_request", params: { requestId: queued.id } });
+    await link.silent();
   });
 
   it("lists a turn started at a terminal (task events) while it runs", async () => {

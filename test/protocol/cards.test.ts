@@ -181,17 +181,22 @@ describe("card requests", () => {
     expect(openCard("_lembas/question", sevenOptions)).toMatchObject({ ok: true, value: { params: sevenOptions } });
   });
 
-  it("key cards by session and toolCallId, tell patient ones, and time the others out as the spec says", () => {
+  it("key cards by session and toolCallId, tell patient ones, and answer unanswered and withdrawn ones as the spec says", () => {
     const opened = openCard("session/request_permission", permission);
     expect(opened).toMatchObject({
       ok: true,
       value: {
         key: { sessionId: "ses_1", toolCallId: "call_1" },
         patient: true,
-        timeoutAnswer: { outcome: { outcome: "cancelled" } },
+        cancelAnswer: { outcome: { outcome: "cancelled" } },
       },
     });
     if (!opened.ok) throw new Error(opened.error);
+    // No answer is a denial: the card's own reject_once, with feedback saying why.
+    expect(opened.value.unansweredAnswer("it timed out")).toEqual({
+      outcome: { outcome: "selected", optionId: "deny" },
+      _meta: { lembas: { feedback: "it timed out" } },
+    });
     expect(opened.value.validateAnswer({ outcome: { outcome: "selected", optionId: "nope" } })).toMatchObject({
       ok: false,
     });
@@ -200,7 +205,7 @@ describe("card requests", () => {
       value: {
         key: { sessionId: "ses_1", toolCallId: "call_q" },
         patient: false,
-        timeoutAnswer: { outcome: "dismissed" },
+        cancelAnswer: { outcome: "dismissed" },
       },
     });
     expect(openCard("_lembas/plan", { ...plan, _meta: { lembas: { patient: true } } })).toMatchObject({
@@ -208,7 +213,7 @@ describe("card requests", () => {
       value: {
         key: { sessionId: "ses_1", toolCallId: "call_p" },
         patient: true,
-        timeoutAnswer: { outcome: "dismissed" },
+        cancelAnswer: { outcome: "dismissed" },
       },
     });
   });

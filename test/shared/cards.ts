@@ -1,8 +1,10 @@
 /**
  * A device's `session/request_permission` params, as every suite's scripted devices send them (workerd and Node
  * alike: this module imports nothing of either): a command to run, its reason, and the spec's options — once
- * (allow_once), session (allow_always, where it is offered) and deny (reject_once).
+ * (allow_once), session (allow_always, where it is offered) and deny (reject_once) — and what a client is told when
+ * its answer to a card was not used.
  */
+import { expect } from "vitest";
 
 export interface PermissionOption {
   optionId: string;
@@ -53,3 +55,10 @@ export function permissionParams(
     _meta: { lembas: { reason, ...lembas } },
   };
 }
+
+/** An answer that was not used, as its client is told it: never in reply to its response, but by a notification. */
+export const answerUnused = (id: string, reason: string, message: unknown = expect.any(String)) => ({
+  jsonrpc: "2.0",
+  method: "_instance/answer_unused",
+  params: { id, reason, message },
+});

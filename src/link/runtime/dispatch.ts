@@ -196,10 +196,16 @@ async function handleClientFrame(rt: LinkRuntime, peer: ClientPeer, ws: WebSocke
       try {
         await handler(rt, peer, frame.message);
       } catch (err) {
-        // The answer is refused under its own id, as a refusal that fits would be; the card (or such) stays open.
+        // The answer was not used, and the card (or such) stays open. JSON-RPC has no reply to a response: the
+        // client is told with the instance's notification, as a refusal is.
         const id = frame.message.id;
-        if (id !== null)
-          rt.sendToClient(peer.sid, failureAnswer(rt, id, rt.registry.hookName(handler, "clientAnswers", prefix), err));
+        const { error } = failureAnswer(rt, id, rt.registry.hookName(handler, "clientAnswers", prefix), err);
+        const reason = (error.data as { reason?: unknown } | undefined)?.reason;
+        rt.answerUnused(peer.sid, {
+          id,
+          reason: typeof reason === "string" ? reason : "internal",
+          message: error.message,
+        });
       }
       return;
     }

@@ -7,8 +7,9 @@
  * down (-32001, data.reason "link_down") unless a feature keeps it, withdrawn by a feature (a kept prompt its client
  * cancelled), or dropped when its client goes away — then nobody is answered, but the features observing its method
  * still learn that it ended (answer null). A client's `$/cancel_request { requestId }` does not end it: the device is
- * told (`$/cancel_request` under its own id, or what a feature's `cancels` handler does instead) and its answer — a
- * partial result or -32800, as ACP has it — is the end, so a client never hears "cancelled" while the work still runs.
+ * told (`$/cancel_request` under its own id to a plain ACP agent — never to a LLeMbas device, whose table does not
+ * list it — or what a feature's `cancels` handler does instead) and its answer — a partial result or -32800, as ACP
+ * has it — is the end, so a client never hears "cancelled" while the work still runs.
  */
 import { CANCEL_REQUEST, ClientCancelRequestParams } from "../../protocol/acp";
 import { missingCapability, offerOf } from "../../protocol/capabilities";
@@ -220,7 +221,7 @@ async function writeHeld(rt: LinkRuntime, round: number): Promise<void> {
       rt.writeHeldRequest(request);
     } catch (err) {
       rt.outbound.take(request.id);
-      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
+      rt.withdrawFromDevice(request.id);
       await settle(rt, request, failureAnswer(rt, request.id, "the relay", err));
     }
   }
@@ -248,7 +249,7 @@ export const forwarding: LinkFeature = {
       if (!request) return null;
       const cancel = rt.registry.cancels.get(request.method);
       if (cancel) await cancel(rt, request);
-      else rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
+      else rt.withdrawFromDevice(request.id);
       return null;
     },
   },
@@ -256,14 +257,14 @@ export const forwarding: LinkFeature = {
     [REQUEST_DEADLINE]: async (rt, key) => {
       const request = rt.outbound.find(Number(key));
       if (!request) return;
-      rt.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId: request.id }));
+      rt.withdrawFromDevice(request.id);
       await end(
         rt,
         request,
         rpcError(
           request.id,
           ErrorCode.Timeout,
-          `the device did not answer ${request.method} in time; it was asked to cancel it`,
+          `the device did not answer ${request.method} in time${rt.speaksPlainAcp() ? "; it was asked to cancel it" : ""}`,
         ),
       );
     },

@@ -14,8 +14,9 @@
  */
 import type { Env } from "../../env";
 import { CANCEL_REQUEST } from "../../protocol/acp";
+import { offerOf } from "../../protocol/capabilities";
 import type { CardMethod } from "../../protocol/cards";
-import type { CardDecision } from "../../protocol/instance";
+import { ANSWER_UNUSED, type CardDecision, type InstanceAnswerUnused } from "../../protocol/instance";
 import {
   ErrorCode,
   rpcError,
@@ -366,10 +367,26 @@ export class LinkRuntime implements Failing, LagOwner {
         request.unrecorded === true || (request.hold === true && request.keep !== true),
       );
     } catch (err) {
-      sendText(ws, JSON.stringify(rpcNotification(CANCEL_REQUEST, { requestId: id })));
+      this.withdrawFromDevice(id);
       throw err;
     }
     return id;
+  }
+
+  /** The up link's device speaks plain ACP: its initialize says no `_meta.lembas` (an agent behind the bridge). */
+  speaksPlainAcp(): boolean {
+    const initialize = this.links.current()?.initialize;
+    return initialize != null && !offerOf(initialize).speaksLembas;
+  }
+
+  /**
+   * Tells the device a request it was sent is no longer wanted (cancelled, out of time, or not recorded): ACP's
+   * `$/cancel_request` under the device's id — to an agent that speaks plain ACP only. A LLeMbas device is never sent
+   * it, as the link protocol's capability table does not list it (nor to a device whose initialize is not known
+   * yet): it finishes the request, and an answer nobody waits for any more is dropped.
+   */
+  withdrawFromDevice(requestId: number): void {
+    if (this.speaksPlainAcp()) this.sendToDevice(rpcNotification(CANCEL_REQUEST, { requestId }));
   }
 
   /**
@@ -447,6 +464,14 @@ export class LinkRuntime implements Failing, LagOwner {
         logFailure(this, "a held write", err);
       }
     }
+  }
+
+  /**
+   * Tells a client an answer it gave (to a card, say) was not used: never in reply to its response — JSON-RPC has no
+   * reply to a response — but with the instance's notification, naming the answer's id and why.
+   */
+  answerUnused(sid: string, unused: InstanceAnswerUnused): void {
+    this.sendToClient(sid, { jsonrpc: "2.0", method: ANSWER_UNUSED, params: { ...unused } });
   }
 
   /** Answers a client's request with an error. */

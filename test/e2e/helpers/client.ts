@@ -5,6 +5,7 @@
  */
 import WebSocket from "ws";
 import { drainProbeAnswer } from "../../shared/drain-probe.js";
+import { ClientRules } from "../../shared/wire-rules.js";
 
 export type Message = {
   jsonrpc: "2.0";
@@ -24,12 +25,15 @@ export class ClientSocket {
   private readonly arrivals = new Set<() => void>();
   /** Messages already given to a waiter: each is handed out once, so a test can wait for the next of a kind. */
   private readonly handedOut = new WeakSet<Message>();
+  /** No reply to a response of this socket's (wire-rules.ts: a breach fails the test). */
+  private readonly rules = new ClientRules();
 
   private constructor(readonly socket: WebSocket) {
     socket.on("message", (data) => {
       const text = data.toString();
       if (text === "pong") return;
       const message = JSON.parse(text) as Message;
+      this.rules.received(message);
       const probeAnswer = drainProbeAnswer(message);
       if (probeAnswer) {
         this.send(probeAnswer);
@@ -63,6 +67,7 @@ export class ClientSocket {
   }
 
   send(message: Message): void {
+    this.rules.sent(message);
     this.socket.send(JSON.stringify(message));
   }
 

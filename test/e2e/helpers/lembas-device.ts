@@ -3,13 +3,15 @@
  * stream with its device token, says `_lembas/hello` (protocol 2) before anything else, and answers the instance's
  * initialize with `_meta.lembas` — protocol, capabilities, limits, connection. A test adds the rest of the agent's
  * handlers to `app` (the `_lembas/*` ones through the SDK's extension-method registration) before linking. The
- * link can be dropped without a close handshake, as a lost network drops it, and dialled again.
+ * link can be dropped without a close handshake, as a lost network drops it, and dialled again. A `$/cancel_request`
+ * reaching it fails the test (wire-rules.ts): the link protocol's table does not list it.
  */
 import * as acp from "@agentclientprotocol/sdk";
 import { createWebSocketStream } from "@agentclientprotocol/sdk/experimental/ws-client";
 import WebSocket from "ws";
 import * as z from "zod";
 import { cliHelloParams, cliInitializeResult, type Limits } from "../../shared/lembas-cli.js";
+import { DeviceRules } from "../../shared/wire-rules.js";
 
 const LINKED_WITHIN_MS = 20_000;
 /** The LLeMbas CLI version this device says it is. */
@@ -81,6 +83,11 @@ export class LembasDevice {
       },
     });
     this.socket = socket;
+    const rules = new DeviceRules(true);
+    (socket as WebSocket | null)?.on("message", (data) => {
+      const text = data.toString();
+      if (text !== "pong") rules.received(JSON.parse(text) as { method?: unknown });
+    });
     const initialized = new Promise<void>((resolve) => (this.initialized = resolve));
     this.connection = this.app.connect(stream);
     const closed = this.connection.closed.then(() => {

@@ -19,7 +19,7 @@
 import { secondsVar, type Env } from "../../../env";
 import { capReached, limitsOf } from "../../../limits/config";
 import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../../../protocol/acp";
-import { CARDS, isCardMethod, openCard, type CardKey, type CardMethod } from "../../../protocol/cards";
+import { CARDS, isCancelAnswer, isCardMethod, openCard, type CardKey, type CardMethod } from "../../../protocol/cards";
 import {
   ErrorCode,
   rpcNotification,
@@ -120,10 +120,31 @@ function endCard(
   return card;
 }
 
-/** Ends an open card and gives the device the answer the spec gives a card nobody answered (cancelled / dismissed). */
-function endUnanswered(rt: LinkRuntime, key: CardKey, how: EndedHow): void {
+/** Why a card that is not patient was answered by the instance, as the device's feedback says it. */
+function unansweredWhy(rt: LinkRuntime, how: "timed_out" | "refused"): string {
+  return how === "timed_out"
+    ? `nobody answered within ${Math.round(cardTimeoutMs(rt.env) / 1000)} s: the approval timed out, so it was denied`
+    : "no client attached could show this approval, so it was denied";
+}
+
+/** The spec's answer to a card nobody answered: see endUnanswered. */
+function unansweredAnswer(rt: LinkRuntime, key: CardKey, method: CardMethod, how: UnansweredHow): unknown {
+  const { cancelAnswer } = CARDS[method];
+  if (how === "withdrawn" || how === "settled") return cancelAnswer;
+  const opened = openCard(method, storeOf(rt).params(key));
+  return opened.ok ? opened.value.unansweredAnswer(unansweredWhy(rt, how)) : cancelAnswer;
+}
+
+type UnansweredHow = "timed_out" | "refused" | "withdrawn" | "settled";
+
+/**
+ * Ends an open card nobody answered and gives the device the spec's answer: withdrawn (its turn cancelled, the
+ * device took it back) what ACP asks of a client that cancels — cancelled, or dismissed; timed out or shown by
+ * nobody a denial — an approval's deny option, with feedback saying why — or dismissed.
+ */
+function endUnanswered(rt: LinkRuntime, key: CardKey, how: UnansweredHow): void {
   const method = storeOf(rt).get(key)?.method ?? "";
-  const answer = isCardMethod(method) ? CARDS[method].timeoutAnswer : undefined;
+  const answer = isCardMethod(method) ? unansweredAnswer(rt, key, method, how) : undefined;
   const card = endCard(rt, key, how, { answer });
   if (card && answer !== undefined) rt.answerDevice(card.deviceRequestId, answer);
 }
@@ -260,7 +281,18 @@ function onClientAnswer(rt: LinkRuntime, sid: string, answer: ResponseMessage): 
     refuseCard(rt, key, sid);
     return null;
   }
-  return answerCard(rt, key, answer.result, sid);
+  const refusal = answerCard(rt, key, answer.result, sid);
+  // ACP's acknowledgement of a card the instance withdrew needs no word back.
+  const card = refusal ? storeOf(rt).get(key) : null;
+  if (card?.endedAt != null && isCardMethod(card.method) && isCancelAnswer(card.method, answer.result)) return null;
+  return refusal;
+}
+
+/** Why a card's answer was not used, as `_instance/answer_unused` says it: how the card ended, or what was wrong. */
+function unusedReason(refusal: CardRefusal): string {
+  const ended = (refusal.data as { reason?: unknown } | undefined)?.reason;
+  if (typeof ended === "string") return ended;
+  return refusal.code === ErrorCode.InvalidParams ? "does_not_fit" : "unknown";
 }
 
 export const cards: LinkFeature = {
@@ -271,7 +303,8 @@ export const cards: LinkFeature = {
   clientAnswers: {
     [CARD_PREFIX]: (rt, peer, answer) => {
       const refusal = onClientAnswer(rt, peer.sid, answer);
-      if (refusal && answer.id !== null) rt.failClient(peer, answer.id, refusal.code, refusal.message, refusal.data);
+      if (refusal)
+        rt.answerUnused(peer.sid, { id: answer.id, reason: unusedReason(refusal), message: refusal.message });
     },
   },
   deadlines: {

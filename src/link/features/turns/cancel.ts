@@ -3,8 +3,10 @@
  * and answers its prompt `{ stopReason: "cancelled" }` — that answer is what the prompt's client gets, so a client
  * never hears "cancelled" while the device still works, and never sends a next prompt into a turn still running.
  * The same happens when a client cancels its own prompt with `$/cancel_request { requestId }` (an ACP SDK's abort
- * signal): the instance sends the device session/cancel for the prompt's session. Either way the session's open
- * cards are answered as ACP asks of a client that cancels (cancelled / dismissed) and taken down.
+ * signal): the instance sends the device session/cancel for the prompt's session — unless that prompt still waits
+ * behind another turn of its session, which session/cancel would stop instead (queued-cancel.ts). With
+ * session/cancel the session's open cards are answered as ACP asks of a client that cancels (cancelled / dismissed)
+ * and taken down.
  *
  * While the link is down, the session's prompts kept for the next link are withdrawn instead (turns.ts): answered
  * cancelled at once, never sent again, and session/cancel goes out right after the next initialize, since the
@@ -15,7 +17,9 @@ import { check } from "../../../protocol/issues";
 import { ErrorCode, rpcNotification, RpcError } from "../../../protocol/jsonrpc";
 import { withdrawCardsOf } from "../cards/cards";
 import type { LinkRuntime, LinkFeature } from "../../runtime/runtime";
-import { SESSION_CANCEL, turnOf, withdrawKept } from "./turns";
+import { cancelQueued, isQueued, SESSION_CANCEL } from "./queued-cancel";
+import { turnsOf } from "./turn-store";
+import { turnOf, withdrawKept } from "./turns";
 
 /** Tells the device to cancel a session's running turn, and answers that session's open cards. */
 function cancelOnDevice(rt: LinkRuntime, sessionId: string): void {
@@ -42,7 +46,12 @@ export const cancel: LinkFeature = {
   cancels: {
     "session/prompt": (rt, request) => {
       if (request.sessionId === null) return;
-      if (request.linkId === rt.upLink()?.linkId) return cancelOnDevice(rt, request.sessionId);
+      if (request.linkId === rt.upLink()?.linkId) {
+        // A prompt waiting behind another turn of its session: session/cancel would stop that one instead.
+        const queued = turnsOf(rt.sql).get(turnOf(request.memo) ?? -1);
+        if (queued && isQueued(rt, queued)) return cancelQueued(rt, queued, request.id);
+        return cancelOnDevice(rt, request.sessionId);
+      }
       const turn = turnOf(request.memo);
       if (turn !== null) withdrawKept(rt, request.sessionId, { cancelOnRelink: true, only: turn });
     },

@@ -161,6 +161,11 @@ class TurnStore {
     return this.#rows("running = 1");
   }
 
+  /** A session's running turns, oldest first. */
+  runningOf(sessionId: string): Turn[] {
+    return this.#rows("running = 1 AND session_id = ?", sessionId);
+  }
+
   /** How many turns are running. */
   runningCount(): number {
     return this.#tables.ifMade(

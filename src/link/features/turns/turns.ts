@@ -19,12 +19,12 @@ import { ErrorCode, rpcError, rpcNotification, rpcResult } from "../../../protoc
 import type { PromptParams } from "../../../protocol/acp";
 import { EventParams, KnownEvent } from "../../../protocol/lembas";
 import { INSTANCE_ORIGIN } from "../../runtime/outbound";
+import { forgetMark, SESSION_CANCEL, startedTurn } from "./queued-cancel";
 import { clearReplay } from "./replay";
 import type { LinkRuntime, LinkFeature } from "../../runtime/runtime";
 import type { RunningTurn } from "../../../protocol/instance";
 import { turnsOf, TURN_TABLES, type Turn, type TurnStore } from "./turn-store";
 
-export const SESSION_CANCEL = "session/cancel";
 /** The purpose of a prompt the instance sent again for a client that left. */
 const TURN_ANSWER = "turns/answer";
 
@@ -47,10 +47,16 @@ function roomForTurn(rt: LinkRuntime, store: TurnStore): { ok: true } | { ok: fa
   return running < limit ? { ok: true } : { ok: false, limit, running };
 }
 
-/** A turn is over: it goes, and so does its session's replay buffer once nothing runs there. */
+/**
+ * A turn is over: it goes, and so does its session's replay buffer once nothing runs there. Without capability
+ * turns the next prompt of the session starts now (queued-cancel.ts: one cancelled while it waited is stopped).
+ */
 function endTurn(rt: LinkRuntime, store: TurnStore, turn: Turn): void {
   store.remove(turn.id);
+  forgetMark(rt, turn);
   if (!store.isRunning(turn.sessionId)) clearReplay(rt.ctx.storage, turn.sessionId);
+  const next = hasTurns(rt) ? undefined : store.runningOf(turn.sessionId)[0];
+  if (next) startedTurn(rt, next);
 }
 
 /** A turn stopped running (task end); it stays while its prompt's answer is still awaited (by a client whose
@@ -210,7 +216,10 @@ export const turns: LinkFeature = {
         if (event.data.state === "end") {
           for (const turn of known) stopRunning(rt, store, turn);
         } else if (known.length > 0) {
-          for (const turn of known) store.setRunning(turn.id, true);
+          for (const turn of known) {
+            store.setRunning(turn.id, true);
+            startedTurn(rt, turn);
+          }
         } else if (!roomForTurn(rt, store).ok) {
           // A notification cannot be refused: the turn is shown live but not tracked (no status entry, no replay).
           console.warn(
