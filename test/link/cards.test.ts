@@ -186,7 +186,7 @@ describe("cards", () => {
     expect(await drain(a)).toEqual([
       permissionDecided("call_1", {
         ended: "refused",
-        answer: { outcome: "selected", optionId: "deny", text: "Deny" },
+        answer: { outcome: "selected", optionId: "deny", text: expect.stringMatching(/^Deny — /) },
         by: "no client could show it",
       }),
     ]);
@@ -263,7 +263,7 @@ describe("cards", () => {
           withdrawn("call_1"),
           permissionDecided("call_1", {
             ended: "timed_out",
-            answer: { outcome: "selected", optionId: "deny", text: "Deny" },
+            answer: { outcome: "selected", optionId: "deny", text: expect.stringMatching(/^Deny — /) },
             by: "timed out",
           }),
           settled("call_p"),
