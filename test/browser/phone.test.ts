@@ -4,10 +4,12 @@
  * screen — one bar, a one-row composer whose mode, model and effort open as a sheet — also with a card waiting and
  * with the on-screen keyboard up; nothing is wider than the screen; notifications are offered when a card first
  * waits; voice input writes out speech through a speech-to-text model of the test's own provider (Chromium's fake
- * microphone); a deleted chat's address says so; the app opens with the network off; every state is photographed
- * at a phone's and a laptop's size under test-results/.
+ * microphone); a deleted chat's address says so; the app opens with the network off; every state has one <h1> and
+ * no axe-core finding of any impact, light or dark, and is photographed at a phone's and a laptop's size under
+ * test-results/.
  */
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
+import { createRequire } from "node:module";
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Browser, BrowserContext, Page } from "playwright-core";
@@ -51,8 +53,43 @@ const transcriptShare = () =>
 /** Whether anything makes the page wider than the screen. */
 const overflows = () => page.evaluate(() => document.documentElement.scrollWidth > innerWidth);
 
-/** Photographs the page at a phone's size and at a laptop's, and checks nothing is wider than the screen. */
+/** Every accessibility finding of axe-core (any impact) on the page as it is, in light and in dark. */
+async function axeFindings(): Promise<string[]> {
+  const source = await readFile(createRequire(import.meta.url).resolve("axe-core/axe.min.js"), "utf8");
+  const found: string[] = [];
+  for (const colorScheme of ["light", "dark"] as const) {
+    await page.emulateMedia({ colorScheme });
+    await page.evaluate(source);
+    const violations = await page.evaluate(async () => {
+      const axe = (globalThis as unknown as { axe: { run: (d: Document, o: object) => Promise<AxeResult> } }).axe;
+      const result = await axe.run(document, { resultTypes: ["violations"] });
+      return result.violations.map(
+        (v) => `${v.id} (${v.impact}): ${v.nodes.map((n) => n.target.join(" ")).join(", ")}`,
+      );
+    });
+    found.push(...violations.map((v) => `${colorScheme}: ${v}`));
+  }
+  await page.emulateMedia({ colorScheme: "light" });
+  return found;
+}
+interface AxeResult {
+  violations: { id: string; impact: string; nodes: { target: string[] }[] }[];
+}
+
+/**
+ * Checks the page as it is — no finding of axe-core, light or dark; one `<h1>`; nothing wider than the screen —
+ * and photographs it at a phone's size and at a laptop's.
+ */
 async function shoot(name: string): Promise<void> {
+  expect(await axeFindings(), name).toEqual([]);
+  // Headings inside an agent's Markdown are its text's, not the page's.
+  const h1s = () =>
+    page.evaluate(
+      () =>
+        Array.from(document.querySelectorAll("h1")).filter((h) => (h as HTMLElement).offsetParent && !h.closest(".md"))
+          .length,
+    );
+  expect(await h1s(), `${name}: its h1`).toBe(1);
   expect(await overflows(), `${name} is wider than the phone`).toBe(false);
   await page.screenshot({ path: path.join(SHOTS, `phone-${name}-phone.png`) });
   await page.setViewportSize(LAPTOP);

@@ -29,7 +29,15 @@ export function Shell() {
   }, [found?.route]);
 
   let page: ComponentChildren;
-  if (who === undefined) page = <p class="muted pad">{offline.value ? "" : "Loading…"}</p>;
+  if (who === undefined)
+    page = offline.value ? (
+      <section class="pad">
+        <h1>Offline</h1>
+        <p class="muted">The app opens as soon as the instance can be reached.</p>
+      </section>
+    ) : (
+      <p class="muted pad">Loading…</p>
+    );
   else if (who === null) page = <SignInPage />;
   else if (!found)
     page = (

@@ -77,7 +77,7 @@ function Permission({ labelId, params, answer }: CardProps<PermissionRequest>) {
   };
   return (
     <>
-      <h3 id={labelId}>Allow {tool.title ?? "this tool call"}?</h3>
+      <h2 id={labelId}>Allow {tool.title ?? "this tool call"}?</h2>
       {tool.kind && <p class="muted">{tool.kind}</p>}
       {lembas?.reason && <p>{lembas.reason}</p>}
       {lembas?.purpose && <p class="muted">{lembas.purpose}</p>}
@@ -132,7 +132,7 @@ function Question({ labelId, params, answer }: CardProps<QuestionRequest>) {
         send();
       }}
     >
-      <h3 id={labelId}>{params.questions.length === 1 ? "A question" : `${params.questions.length} questions`}</h3>
+      <h2 id={labelId}>{params.questions.length === 1 ? "A question" : `${params.questions.length} questions`}</h2>
       {params.why && <p>{params.why}</p>}
       {params.questions.map((q, i) => {
         const choice = choices[i]!;
@@ -201,7 +201,7 @@ function Plan({ labelId, params, answer }: CardProps<PlanRequest>) {
   const [feedback, setFeedback] = useState("");
   return (
     <>
-      <h3 id={labelId}>Plan: {params.path}</h3>
+      <h2 id={labelId}>Plan: {params.path}</h2>
       <div
         class="plan-text md"
         ref={(el) => {
