@@ -6,6 +6,8 @@
  */
 import { useState } from "preact/hooks";
 import type { PermissionRequest, PlanAnswer, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
+import type * as acp from "@agentclientprotocol/sdk";
+import { locationsNode, toolContentNode } from "../chat/blocks";
 import { setMarkdown } from "../chat/markdown";
 import { type Card, toolCallIdOf } from "../link/cards";
 import type { DeviceStore } from "../link/device-store";
@@ -18,19 +20,35 @@ export function CardList({ store, cards }: { store: DeviceStore; cards: readonly
   return (
     <div class="cards">
       {cards.map((card) => (
-        <CardView key={String(card.id)} card={card} answer={(result) => store.cards.answer(card, result)} />
+        <CardView
+          key={String(card.id)}
+          card={card}
+          answer={(result) => store.cards.answer(card, result)}
+          inTranscript={(toolCallId) => store.turns.transcript(card.params.sessionId).toolElement(toolCallId)}
+        />
       ))}
     </div>
   );
 }
 
-function CardView({ card, answer }: { card: Card; answer: (result: unknown) => void }) {
+/** The transcript's element of a tool call, when it shows it. */
+type ToolLookup = (toolCallId: string) => HTMLElement | null;
+
+function CardView({
+  card,
+  answer,
+  inTranscript,
+}: {
+  card: Card;
+  answer: (result: unknown) => void;
+  inTranscript: ToolLookup;
+}) {
   const id = toolCallIdOf(card);
   const label = `card-${id}`;
   return (
     <section class="card-request" data-tool-call-id={id} aria-labelledby={label} data-card>
       {card.method === "session/request_permission" && (
-        <Permission labelId={label} params={card.params} answer={answer} />
+        <Permission labelId={label} params={card.params} answer={answer} inTranscript={inTranscript} />
       )}
       {card.method === "_lembas/question" && <Question labelId={label} params={card.params} answer={answer} />}
       {card.method === "_lembas/plan" && <Plan labelId={label} params={card.params} answer={answer} />}
@@ -59,8 +77,44 @@ function commandOf(rawInput: unknown): string | null {
   return Array.isArray(command) && command.every((c) => typeof c === "string") ? command.join(" ") : null;
 }
 
-function Permission({ labelId, params, answer }: CardProps<PermissionRequest>) {
+/** DOM built outside Preact (a diff, output), placed in a Preact tree. */
+function Built({ build }: { build: () => HTMLElement }) {
+  return (
+    <div
+      class="built"
+      ref={(el) => {
+        if (el && !el.firstChild) el.append(build());
+      }}
+    />
+  );
+}
+
+/** What the tool call carries: its content (diffs, text), its places, its command; else its raw input. */
+function ToolCallShown({ tool, command }: { tool: PermissionRequest["toolCall"]; command: string | null }) {
+  const content = (tool.content ?? []) as acp.ToolCallContent[];
+  const locations = ((tool as { locations?: acp.ToolCallLocation[] | null }).locations ?? []).filter(
+    (l) => typeof l?.path === "string",
+  );
+  const carries = content.length > 0 || locations.length > 0 || command !== null;
+  return (
+    <>
+      {locations.length > 0 && <Built build={() => locationsNode(locations)} />}
+      {content.map((c) => (
+        <Built build={() => toolContentNode(c)} />
+      ))}
+      {!carries && tool.rawInput != null && <pre class="tool-input">{JSON.stringify(tool.rawInput, null, 2)}</pre>}
+    </>
+  );
+}
+
+function Permission({
+  labelId,
+  params,
+  answer,
+  inTranscript,
+}: CardProps<PermissionRequest> & { inTranscript: ToolLookup }) {
   const tool = params.toolCall;
+  const shown = inTranscript(tool.toolCallId);
   const lembas = (params._meta as { lembas?: { reason?: string; purpose?: string } } | undefined)?.lembas;
   const command = commandOf(tool.rawInput);
   const [edited, setEdited] = useState(command ?? "");
@@ -81,13 +135,26 @@ function Permission({ labelId, params, answer }: CardProps<PermissionRequest>) {
       {tool.kind && <p class="muted">{tool.kind}</p>}
       {lembas?.reason && <p>{lembas.reason}</p>}
       {lembas?.purpose && <p class="muted">{lembas.purpose}</p>}
-      {command !== null ? (
+      {shown && (
+        <p>
+          <a
+            href={`#${shown.id}`}
+            onClick={(e) => {
+              e.preventDefault();
+              if (shown instanceof HTMLDetailsElement) shown.open = true;
+              shown.scrollIntoView({ block: "center" });
+            }}
+          >
+            See this tool call in the chat
+          </a>
+        </p>
+      )}
+      <ToolCallShown tool={tool} command={command} />
+      {command !== null && (
         <label>
           Command (edit it to run a corrected one, once)
           <textarea class="mono" rows={2} value={edited} onInput={(e) => setEdited(e.currentTarget.value)} />
         </label>
-      ) : (
-        tool.rawInput != null && <pre class="tool-input">{JSON.stringify(tool.rawInput, null, 2)}</pre>
       )}
       <label>
         Why not? (sent with a denial)

@@ -11,8 +11,9 @@ import type * as acp from "@agentclientprotocol/sdk";
 import type { PromptResult } from "../../../src/protocol/acp";
 import type { KeptAttachment, KeptItem, KeptTurn } from "../../../src/protocol/instance";
 import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/protocol/lembas";
+import type { CardDecision } from "../../../src/protocol/instance";
 import { element } from "../dom";
-import { renderDiff } from "./diff";
+import { blockNode, locationsNode, outputNode, toolContentNode } from "./blocks";
 import { setMarkdown } from "./markdown";
 
 const STOP_TEXT: Record<string, string> = {
@@ -54,16 +55,16 @@ class ToolView {
   private readonly kind = element("span", { class: "tool-kind" });
   private readonly title = element("span", { class: "tool-title" });
   private readonly status = element("span", { class: "tool-status badge" });
-  private readonly locations = element("ul", { class: "tool-locations", "aria-label": "Files" });
+  private locations = locationsNode([]);
   private readonly content = element("div", { class: "tool-content" });
-  // They scroll: they take the focus, so a keyboard can scroll them.
+  // It scrolls: it takes the focus, so a keyboard can scroll it.
   private readonly input = element("pre", { class: "tool-input", hidden: true, tabindex: 0 });
-  private readonly output = element("pre", { class: "tool-output", hidden: true, tabindex: 0 });
+  private output: HTMLElement = element("div", { hidden: true });
 
   constructor(id: string) {
     this.el = element(
       "details",
-      { class: "tool", "data-tool-call-id": id },
+      { class: "tool", id: toolAnchor(id), "data-tool-call-id": id },
       element("summary", {}, this.kind, " ", this.title, " ", this.status),
       element("div", { class: "tool-body" }, this.locations, this.content, this.input, this.output),
     );
@@ -77,24 +78,32 @@ class ToolView {
       this.el.dataset.status = u.status;
     }
     if (u.locations) {
-      this.locations.replaceChildren(
-        ...u.locations.map((l) => element("li", {}, element("code", {}, l.line ? `${l.path}:${l.line}` : l.path))),
-      );
+      const locations = locationsNode(u.locations);
+      this.locations.replaceWith(locations);
+      this.locations = locations;
     }
     if (u.content) {
-      this.content.replaceChildren(...u.content.map((c) => this.contentItem(c)));
+      this.content.replaceChildren(...u.content.map(toolContentNode));
       // An edit is what a person wants to see without a click.
       if (u.content.some((c) => c.type === "diff")) this.el.open = true;
     }
     if (u.rawInput !== undefined && u.rawInput !== null) this.setPre(this.input, u.rawInput, "Input");
-    if (u.rawOutput !== undefined && u.rawOutput !== null) this.setPre(this.output, u.rawOutput, "Output");
+    if (u.rawOutput !== undefined && u.rawOutput !== null) this.setOutput(u.rawOutput);
+  }
+
+  /** Output as a terminal shows it, however the tool gives it: a string, or `{output}` / `{stdout, stderr}`. */
+  private setOutput(value: unknown): void {
+    const text = outputText(value);
+    const output = outputNode(text ?? JSON.stringify(value, null, 2));
+    this.output.replaceWith(output);
+    this.output = output;
   }
 
   /** A tool of a history turn: name, arguments, output. */
   fromHistory(tool: { name: string; args: unknown; output?: string; isError?: boolean }): void {
     this.apply({ title: tool.name, status: tool.isError ? "failed" : "completed" });
     this.setPre(this.input, tool.args, "Input");
-    if (tool.output !== undefined) this.setPre(this.output, tool.output, "Output");
+    if (tool.output !== undefined) this.setOutput(tool.output);
   }
 
   private setPre(el: HTMLElement, value: unknown, label: string): void {
@@ -102,43 +111,26 @@ class ToolView {
     el.setAttribute("aria-label", label);
     el.textContent = typeof value === "string" ? value : JSON.stringify(value, null, 2);
   }
-
-  private contentItem(c: acp.ToolCallContent): Node {
-    switch (c.type) {
-      case "diff":
-        return renderDiff(c.path, c.oldText, c.newText);
-      case "terminal":
-        return element("p", { class: "muted" }, `Terminal ${c.terminalId}`);
-      default:
-        return blockNode(c.content);
-    }
-  }
 }
 
-/** A content block as a person sees it: text as Markdown, an image or a resource by its name. */
-function blockNode(block: acp.ContentBlock): Node {
-  switch (block.type) {
-    case "text": {
-      const el = element("div", { class: "md" });
-      setMarkdown(el, block.text);
-      return el;
-    }
-    case "image":
-      return element("img", {
-        class: "attachment-image",
-        src: `data:${block.mimeType};base64,${block.data}`,
-        alt: "image",
-      });
-    case "resource_link":
-      return element("p", {}, element("code", {}, block.uri));
-    case "resource":
-      return "text" in block.resource
-        ? element("pre", {}, block.resource.text)
-        : element("p", {}, element("code", {}, block.resource.uri));
-    default:
-      return element("p", { class: "muted" }, `(${block.type})`);
-  }
+/** The id of a tool call's element, so a card can link to it. */
+export const toolAnchor = (toolCallId: string) => `tool-${encodeURIComponent(toolCallId)}`;
+
+/** A tool's output as text, when it is text or an object with its text in `output`, `stdout` / `stderr`. */
+function outputText(value: unknown): string | null {
+  if (typeof value === "string") return value;
+  if (!value || typeof value !== "object") return null;
+  const v = value as Record<string, unknown>;
+  if (typeof v.output === "string") return v.output;
+  const streams = [v.stdout, v.stderr].filter((t): t is string => typeof t === "string" && t !== "");
+  return streams.length > 0 ? streams.join("\n") : null;
 }
+
+const DECISION_ASKED: Record<CardDecision["kind"], string> = {
+  permission: "Approval",
+  question: "Question",
+  plan: "Plan",
+};
 
 class TurnView {
   readonly el: HTMLElement;
@@ -203,8 +195,8 @@ class TurnView {
   agentText(chunk: string): void {
     if (!this.text) {
       const el = element("div", { class: "msg agent md" });
-      this.text = new TextBlock(el);
       this.add(el);
+      this.text = new TextBlock(el);
     }
     this.text.append(chunk);
   }
@@ -217,9 +209,8 @@ class TurnView {
   private newThought(): TextBlock {
     const body = element("div", { class: "md" });
     const el = element("details", { class: "msg thought" }, element("summary", {}, "Thinking"), body);
-    const block = new TextBlock(el, body);
     this.add(el);
-    return block;
+    return new TextBlock(el, body);
   }
 
   planEntries(entries: readonly acp.PlanEntry[]): void {
@@ -243,9 +234,9 @@ class TurnView {
   }
 
   add(node: HTMLElement): void {
-    // Text after something else starts a new block, so it reads in order.
-    if (!node.classList.contains("agent")) this.text = null;
-    if (!node.classList.contains("thought")) this.thought = null;
+    // Text after anything else (an image, a tool, a note) starts a new block, so it reads in the frames' order.
+    this.text = null;
+    this.thought = null;
     this.items.append(node);
   }
 
@@ -538,6 +529,35 @@ export class Transcript {
       found = true;
     }
     return found;
+  }
+
+  /** A tool call's element, when this transcript shows it. */
+  toolElement(toolCallId: string): HTMLElement | null {
+    return this.tools.get(toolCallId)?.el ?? null;
+  }
+
+  /**
+   * A card ended: one line says what was asked, what was answered and by whom (`here`: this page answered it) —
+   * once per card, in the turn it was asked in.
+   */
+  decided(decision: CardDecision, here: boolean): void {
+    const key = decision.toolCallId;
+    if (this.el.querySelector(`[data-card-decision="${CSS.escape(key)}"]`)) return;
+    let by: string = decision.by;
+    if (decision.ended === "answered") by = here ? "answered here" : `answered from ${decision.by}`;
+    const tool = this.tools.get(key);
+    const line = element(
+      "p",
+      { class: "msg decision", "data-card-decision": key, "data-ended": decision.ended },
+      `${DECISION_ASKED[decision.kind]}: `,
+      tool ? element("a", { href: `#${toolAnchor(key)}` }, decision.asked) : decision.asked,
+      " → ",
+      element("strong", {}, decision.answer?.text ?? "no answer"),
+      element("span", { class: "decision-by" }, ` · ${by}`),
+    );
+    const turn = [...this.turns.values()].find((t) => tool && t.el.contains(tool.el)) ?? this.target();
+    turn.add(line);
+    this.onChange();
   }
 
   private target(): TurnView {

@@ -5,6 +5,7 @@
  */
 import { signal } from "@preact/signals";
 import type { CardMethod, PermissionRequest, PlanRequest, QuestionRequest } from "../../../src/protocol/cards";
+import type { CardDecision } from "../../../src/protocol/instance";
 import type { ClientSocket, IncomingRequest } from "./client-socket";
 
 export type Card =
@@ -23,6 +24,8 @@ export const toolCallIdOf = (card: Card): string =>
 
 export class Cards {
   readonly waiting = signal<Card[]>([]);
+  /** The cards this page answered (`<session>/<toolCall>`), so their decision says "answered here". */
+  private readonly answeredHere = new Set<string>();
 
   constructor(private readonly socket: ClientSocket) {}
 
@@ -43,7 +46,13 @@ export class Cards {
 
   answer(card: Card, result: unknown): void {
     this.socket.respond(card.id, result);
+    this.answeredHere.add(`${card.params.sessionId}/${toolCallIdOf(card)}`);
     this.drop((c) => c.id === card.id);
+  }
+
+  /** Whether this page gave the answer a card's decision (`_instance/card/decided`) tells of. */
+  answeredByThisPage(decision: CardDecision): boolean {
+    return this.answeredHere.delete(`${decision.sessionId}/${decision.toolCallId}`);
   }
 
   /** Answered on another page (`_lembas/permission/settled`). */

@@ -7,7 +7,13 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import { batch, computed, signal } from "@preact/signals";
-import type { InstanceLink, InstanceReplay, InstanceStatus, InstanceWatch } from "../../../src/protocol/instance";
+import type {
+  CardDecision,
+  InstanceLink,
+  InstanceReplay,
+  InstanceStatus,
+  InstanceWatch,
+} from "../../../src/protocol/instance";
 import type {
   Command,
   EventParams,
@@ -173,6 +179,12 @@ export class DeviceStore {
       case "_lembas/session/deleted":
         if (sessionId) this.chatGone(sessionId);
         return;
+      case "_instance/card/decided": {
+        const decision = params as CardDecision;
+        const here = this.cards.answeredByThisPage(decision);
+        this.turns.transcript(decision.sessionId).decided(decision, here);
+        return;
+      }
       case "_lembas/permission/settled":
         this.cards.settled(p.sessionId, p.toolCallId);
         return;

@@ -1,0 +1,321 @@
+/**
+ * What the transcript and its cards show, in Debian's Chromium at a phone's size (390×844) against the real Worker,
+ * with a scripted protocol 2 device:
+ * - an approval for an edit shows the diff it carries (added and removed lines) and the file's path, and links to
+ *   the tool call already in the chat; an approval for a command shows the command, not raw JSON;
+ * - every card that ends leaves one line: answered here, answered in another browser, from a notification's
+ *   action, timed out;
+ * - an image between two texts stays between them; a command's output keeps its lines, colours stripped, long
+ *   output folded behind "Show all".
+ * Screenshots of the cards and the chat, at 390×844 and at a laptop's size, go under test-results/.
+ */
+import { mkdir } from "node:fs/promises";
+import path from "node:path";
+import * as acp from "@agentclientprotocol/sdk";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import * as z from "zod";
+import { launchChromium, signInWithDevice } from "./browser.js";
+import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
+import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
+import { startInstance, type Instance } from "../e2e/helpers/instance.js";
+import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
+import { ALLOW_ONCE, DENY } from "../shared/cards.js";
+
+const SHOTS = path.join(ROOT, "test-results");
+const PHONE = { width: 390, height: 844 };
+const LAPTOP = { width: 1280, height: 800 };
+const PNG = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+const OLD_TEXT = "const port = 8080;\nconst host = 'localhost';\nexport { port, host };\n";
+const NEW_TEXT = "const port = 9090;\nconst host = 'localhost';\nexport { port, host };\n";
+/** The card answers the device got, by the case that asked. */
+const answers = new Map<string, unknown[]>();
+/** Patient cards never time out: only the case that waits for the time-out is not. */
+const patient = { _meta: { lembas: { patient: true } } };
+
+let instance: Instance;
+let browser: Browser;
+let context: BrowserContext;
+let page: Page;
+let device: LembasDevice;
+let root: string;
+let deviceId: string;
+
+const update = (sessionId: string, u: acp.SessionUpdate) =>
+  device.client.notify(acp.methods.client.session.update, { sessionId, update: u });
+const text = (sessionId: string, t: string) =>
+  update(sessionId, { sessionUpdate: "agent_message_chunk", content: { type: "text", text: t } });
+const event = (sessionId: string, e: Record<string, unknown>) =>
+  device.client.notify("_lembas/event", { sessionId, event: e });
+async function ask(name: string, method: string, params: unknown): Promise<void> {
+  const answer = await device.client.request(method, params);
+  answers.set(name, [...(answers.get(name) ?? []), answer]);
+}
+
+const CASES: Record<string, (sessionId: string) => Promise<void>> = {
+  edit: async (s) => {
+    const target = `${root}/edit/config.ts`;
+    const diff = { type: "diff" as const, path: target, oldText: OLD_TEXT, newText: NEW_TEXT };
+    await update(s, {
+      sessionUpdate: "tool_call",
+      toolCallId: "call_edit",
+      title: "Edit config.ts",
+      kind: "edit",
+      status: "pending",
+      content: [diff],
+      locations: [{ path: target }],
+    });
+    await ask("edit", acp.methods.client.session.requestPermission, {
+      sessionId: s,
+      toolCall: {
+        toolCallId: "call_edit",
+        title: "Edit config.ts",
+        kind: "edit",
+        status: "pending",
+        content: [diff],
+        locations: [{ path: target }],
+        rawInput: { path: target, content: NEW_TEXT },
+      },
+      options: [ALLOW_ONCE, DENY],
+      ...patient,
+    });
+    await text(s, "Changed the port.");
+  },
+  exec: async (s) => {
+    await ask("exec", acp.methods.client.session.requestPermission, {
+      sessionId: s,
+      toolCall: {
+        toolCallId: "call_exec",
+        title: "Run the tests",
+        kind: "execute",
+        status: "pending",
+        rawInput: { command: "npm test -- --run" },
+      },
+      options: [ALLOW_ONCE, DENY],
+      ...patient,
+    });
+  },
+  question: async (s) => {
+    await ask("question", "_lembas/question", {
+      sessionId: s,
+      toolCallId: "call_ask",
+      why: "The schema depends on it.",
+      questions: [
+        {
+          header: "DB",
+          question: "Which database?",
+          options: [
+            { label: "SQLite", description: "a file", recommended: true },
+            { label: "Postgres", description: "a server" },
+          ],
+        },
+      ],
+      ...patient,
+    });
+  },
+  timeout: async (s) => {
+    await ask("timeout", "_lembas/plan", { sessionId: s, toolCallId: "call_plan", path: "PLAN.md", text: "# Plan" });
+  },
+  order: async (s) => {
+    await text(s, "Before the image.");
+    await update(s, {
+      sessionUpdate: "agent_message_chunk",
+      content: { type: "image", mimeType: "image/png", data: PNG },
+    });
+    await text(s, "After the image.");
+    const lines = Array.from({ length: 30 }, (_, i) => `\u001b[32mok\u001b[0m test ${i + 1}`);
+    await update(s, {
+      sessionUpdate: "tool_call",
+      toolCallId: "call_run",
+      title: "npm test",
+      kind: "execute",
+      status: "completed",
+      content: [{ type: "content", content: { type: "text", text: `${lines.join("\n")}\n` } }],
+      rawOutput: { stdout: "PASS  src/a.test.ts\nPASS  src/b.test.ts\n", exitCode: 0 },
+    });
+  },
+};
+
+beforeAll(async () => {
+  await mkdir(SHOTS, { recursive: true });
+  // A plan card that is not patient times out in 3 s: the other cards are patient.
+  instance = await startInstance({ vars: { CARD_TIMEOUT_SECONDS: "3" } });
+  root = await tempDir("transcript-root");
+  for (const name of Object.keys(CASES)) await mkdir(path.join(root, name));
+  const person = await firstPerson(instance.origin);
+  const login = await loginDevice(instance.origin, person, "transcript-laptop");
+  deviceId = login.deviceId;
+  device = new LembasDevice({
+    origin: instance.origin,
+    token: login.token,
+    capabilities: ["sessions", "status", "turns", "ask", "plan"],
+    roots: [root],
+    host: "transcript-laptop",
+  });
+  device.app
+    .onRequest(acp.methods.agent.session.new, ({ params }) => ({ sessionId: `ses_${path.basename(params.cwd)}` }))
+    .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
+      const s = params.sessionId;
+      const turnId = turnIdOf(params)!;
+      const said = params.prompt.map((b) => (b.type === "text" ? b.text : "")).join("");
+      await event(s, { type: "prompt", text: said, turnId });
+      await event(s, { type: "task", state: "start", turnId });
+      await CASES[s.slice(4)]!(s);
+      await event(s, { type: "task", state: "end", turnId });
+      return { stopReason: "end_turn", _meta: { lembas: { turnId } } };
+    })
+    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      exists: true,
+      held: "here",
+      busy: false,
+      title: null,
+      queued: [],
+      lastTurnId: null,
+    }))
+    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+      sessionId: params.sessionId,
+      title: null,
+      root,
+      turns: [],
+    }));
+  await device.link();
+  browser = await launchChromium();
+  context = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
+  page = await context.newPage();
+  await signInWithDevice(page, instance.origin);
+});
+
+afterAll(async () => {
+  await browser?.close();
+  await device?.close();
+  await instance?.stop();
+});
+
+/** Starts a chat in the case's folder and sends a message in it. */
+async function startChat(name: string, message: string): Promise<void> {
+  await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+  await page.locator("#link-state.online").waitFor({ state: "attached" });
+  await page.getByLabel("Folder on the device").fill(path.join(root, name));
+  await page.getByRole("button", { name: "Start" }).click();
+  await page.waitForURL(`**/chats/ses_${name}`);
+  await page.getByLabel("Message").fill(message);
+  await page.getByLabel("Message").press("Enter");
+}
+
+/** The page photographed at a phone's size and a laptop's, then back at the phone's. */
+async function shoot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(SHOTS, `${name}-phone.png`) });
+  await page.setViewportSize(LAPTOP);
+  await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`) });
+  await page.setViewportSize(PHONE);
+}
+
+const decision = (toolCallId: string) => page.locator(`.msg.decision[data-card-decision="${toolCallId}"]`);
+
+describe("the transcript and its cards", () => {
+  it("an approval for an edit shows its diff and path, links to the tool call, and leaves its line once answered here", async () => {
+    await startChat("edit", "Use port 9090");
+    const card = page.locator('.card-request[data-tool-call-id="call_edit"]');
+    await card.waitFor();
+    expect(await card.locator(".diff-line.add").allTextContents()).toEqual(["+const port = 9090;"]);
+    expect(await card.locator(".diff-line.del").allTextContents()).toEqual(["-const port = 8080;"]);
+    expect(await card.locator(".diff-path").textContent()).toBe(`${root}/edit/config.ts`);
+    expect(await card.locator(".tool-locations").textContent()).toBe(`${root}/edit/config.ts`);
+    // The raw input is not shown: the call carries what it does.
+    expect(await card.locator(".tool-input").count()).toBe(0);
+    expect(await card.getByRole("link", { name: "See this tool call in the chat" }).getAttribute("href")).toBe(
+      "#tool-call_edit",
+    );
+    // The answer buttons are on screen without scrolling the page.
+    await card.getByRole("button", { name: "Allow once" }).scrollIntoViewIfNeeded();
+    await shoot("card-edit");
+    await card.getByRole("button", { name: "Allow once" }).click();
+    await expect.poll(() => answers.get("edit")).toEqual([{ outcome: { outcome: "selected", optionId: "once" } }]);
+    await decision("call_edit").waitFor();
+    expect(await decision("call_edit").textContent()).toBe("Approval: Edit config.ts → Allow once · answered here");
+    expect(await decision("call_edit").locator("a").getAttribute("href")).toBe("#tool-call_edit");
+    await page.locator(".turn-end").waitFor();
+    expect(await page.locator(".msg.decision").count()).toBe(1);
+  });
+
+  it("an approval for a command shows the command; answered in another browser, its line says so", async () => {
+    await startChat("exec", "Run the tests");
+    const card = page.locator('.card-request[data-tool-call-id="call_exec"]');
+    await card.waitFor();
+    expect(await card.getByLabel(/^Command/).inputValue()).toBe("npm test -- --run");
+    expect(await card.locator(".tool-input").count()).toBe(0);
+    const other = await browser.newContext({ viewport: LAPTOP });
+    try {
+      const second = await other.newPage();
+      await signInWithDevice(second, instance.origin);
+      await second.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/ses_exec`);
+      await second
+        .locator('.card-request[data-tool-call-id="call_exec"]')
+        .getByRole("button", { name: "Deny" })
+        .click();
+      await second.locator('.msg.decision[data-card-decision="call_exec"]').waitFor();
+      expect(await second.locator(".msg.decision").textContent()).toBe(
+        "Approval: Run the tests → Deny · answered here",
+      );
+    } finally {
+      await other.close();
+    }
+    await decision("call_exec").waitFor();
+    expect(await decision("call_exec").textContent()).toBe("Approval: Run the tests → Deny · answered from web");
+    await card.waitFor({ state: "detached" });
+  });
+
+  it("a question answered from a notification's action, and a plan that timed out, each leave their line", async () => {
+    await startChat("question", "Design the schema");
+    const card = page.locator('.card-request[data-tool-call-id="call_ask"]');
+    await card.waitFor();
+    await shoot("card-question");
+    // What a notification's action sends, with this browser's cookie.
+    const res = await page.request.post(`${instance.origin}/api/devices/${encodeURIComponent(deviceId)}/cards/answer`, {
+      data: {
+        sessionId: "ses_question",
+        toolCallId: "call_ask",
+        outcome: "answered",
+        answers: [{ kind: "options", labels: ["Postgres"] }],
+      },
+      headers: { origin: instance.origin },
+    });
+    expect(res.status()).toBe(200);
+    await decision("call_ask").waitFor();
+    expect(await decision("call_ask").textContent()).toBe(
+      "Question: Which database? → Postgres · answered from a notification",
+    );
+    await card.waitFor({ state: "detached" });
+
+    await startChat("timeout", "Plan it");
+    await page.locator('.card-request[data-tool-call-id="call_plan"]').waitFor();
+    await decision("call_plan").waitFor({ timeout: 15_000 });
+    expect(await decision("call_plan").textContent()).toBe("Plan: the plan in PLAN.md → dismissed · timed out");
+    expect(answers.get("timeout")).toEqual([{ outcome: "dismissed" }]);
+  });
+
+  it("keeps an image between the texts around it, and a command's output in its lines, folded when long", async () => {
+    await startChat("order", "Show me");
+    await page.locator(".turn-end").waitFor();
+    const items = page.locator(".turn-items > *");
+    const kinds = await items.evaluateAll((els) =>
+      els.map((el) => (el.querySelector("img") || el.classList.contains("tool") ? el.tagName : el.textContent?.trim())),
+    );
+    expect(kinds.slice(0, 4)).toEqual(["Before the image.", "DIV", "After the image.", "DETAILS"]);
+    const tool = page.locator('.tool[data-tool-call-id="call_run"]');
+    await tool.locator("summary").click();
+    const output = tool.locator(".tool-content .tool-output");
+    // Colours stripped, line breaks kept, in monospace; folded at 20 of its 30 lines.
+    expect(await output.textContent()).toBe(Array.from({ length: 20 }, (_, i) => `ok test ${i + 1}`).join("\n"));
+    expect(await output.evaluate((el) => getComputedStyle(el).whiteSpace)).toBe("pre-wrap");
+    expect(await output.evaluate((el) => getComputedStyle(el).fontFamily)).toContain("monospace");
+    await tool.getByRole("button", { name: "Show all 30 lines" }).click();
+    expect((await output.textContent())?.split("\n")).toHaveLength(30);
+    // The raw output's stdout, as lines.
+    expect(await tool.locator(".tool-body > .tool-output").textContent()).toBe(
+      "PASS  src/a.test.ts\nPASS  src/b.test.ts",
+    );
+    await shoot("chat-order");
+  });
+});
