@@ -7,7 +7,9 @@
  */
 import * as z from "zod/mini";
 import { SessionId } from "./acp";
+import { cutToFit } from "./cut";
 import { check, type Checked } from "./issues";
+import { isRecord } from "./jsonrpc";
 
 const ToolCallId = z.string().check(z.minLength(1, "a toolCallId is required"));
 const Patient = z.optional(z.looseObject({ lembas: z.optional(z.looseObject({ patient: z.optional(z.boolean()) })) }));
@@ -227,6 +229,33 @@ export type PlanAnswer = z.infer<typeof PlanAnswer>;
 
 export const validatePlanAnswer = (_params: PlanRequest, answer: unknown): Checked<PlanAnswer> =>
   check(PlanAnswer, answer);
+
+// ---- what clients are shown ----
+
+/** A card is shown to clients within this (its params as JSON); a larger one has its longest strings cut. */
+export const CARD_SHOWN_MAX_BYTES = 1024 * 1024;
+/** Strings an answer names or a card is keyed by: never cut. */
+const NAMED = new Set(["sessionId", "toolCallId", "optionId", "kind", "label", "name", "outcome", "status"]);
+
+/** What `params._meta.instance.cut` says of a card shown cut: its longer strings were cut to `chars` UTF-16 units. */
+export interface CardCut {
+  chars: number;
+  strings: number;
+}
+
+/**
+ * A card's params as clients are shown them, within `maxBytes`: as the device sent them, or with their longest
+ * strings cut (cut.ts) and `_meta.instance.cut` saying so. The device still gets its answer checked against the whole.
+ */
+export function shownCard(params: unknown, maxBytes: number): { params: unknown; cut: CardCut | null } {
+  // Room kept for the note itself.
+  const cut = cutToFit(params, maxBytes - 128, NAMED);
+  if (cut.cutTo === null || !isRecord(cut.value)) return { params: cut.value, cut: null };
+  const note: CardCut = { chars: cut.cutTo, strings: cut.strings };
+  const meta = isRecord(cut.value._meta) ? cut.value._meta : {};
+  const instance = isRecord(meta.instance) ? meta.instance : {};
+  return { params: { ...cut.value, _meta: { ...meta, instance: { ...instance, cut: note } } }, cut: note };
+}
 
 // ---- the table ----
 

@@ -4,6 +4,7 @@
  * reaches it.
  */
 import { env } from "cloudflare:test";
+import { CARD_SHOWN_MAX_BYTES } from "../../src/protocol/cards";
 import { describe, expect, it } from "vitest";
 import { announceParams, chatsOf, until } from "../helpers/chats";
 import { createDevice, createUser } from "../helpers/fixtures";
@@ -171,5 +172,55 @@ describe("what the spec leaves to the device reaches it", () => {
       link.send({ jsonrpc: "2.0", id: forwarded.id, result });
       expect(await client.answer(method)).toEqual({ jsonrpc: "2.0", id: method, result });
     }
+  });
+});
+
+describe("cards of any size", () => {
+  it("a 6 MiB approval is kept, shown cut to a stated size (then and to a socket attaching later), and answered", async () => {
+    const { user, device, link, client } = await linkedDevice();
+    const diff = `--- a/big.txt\n+++ b/big.txt\n${"+a line of the change\n".repeat(300_000)}`;
+    expect(diff.length).toBeGreaterThan(6 * 1024 * 1024);
+    const params = {
+      sessionId: "ses_1",
+      toolCall: {
+        toolCallId: "call_big",
+        title: "Write big.txt",
+        kind: "edit",
+        status: "pending",
+        rawInput: { path: "big.txt" },
+        content: [{ type: "diff", path: "big.txt", oldText: "", newText: diff }],
+      },
+      options: [
+        { optionId: "once", name: "Allow once", kind: "allow_once" },
+        { optionId: "deny", name: "Deny", kind: "reject_once" },
+      ],
+    };
+    link.send({ jsonrpc: "2.0", id: 41, method: "session/request_permission", params });
+    const later = await attachClient(user, device.deviceId);
+    for (const socket of [client, later]) {
+      // Megabytes cross the object: a loaded machine is given longer than a small frame's wait.
+      const card = await socket.next(20_000);
+      expect(card).toMatchObject({ id: "card:ses_1/call_big", method: "session/request_permission" });
+      const shown = JSON.stringify(card.params);
+      expect(new TextEncoder().encode(shown).length).toBeLessThanOrEqual(CARD_SHOWN_MAX_BYTES);
+      const shownParams = card.params as {
+        _meta: { instance: { cut: { chars: number } } };
+        toolCall: { content: { newText: string }[] };
+      };
+      const { chars } = shownParams._meta.instance.cut;
+      const content = shownParams.toolCall.content[0]!;
+      expect(content.newText).toBe(diff.slice(0, chars));
+      expect(card.params?.options).toEqual(params.options);
+    }
+    later.send({
+      jsonrpc: "2.0",
+      id: "card:ses_1/call_big",
+      result: { outcome: { outcome: "selected", optionId: "once" } },
+    });
+    expect(await link.next(20_000)).toEqual({
+      jsonrpc: "2.0",
+      id: 41,
+      result: { outcome: { outcome: "selected", optionId: "once" } },
+    });
   });
 });

@@ -122,11 +122,14 @@ const toCard = (row: CardRow): Card => ({
 const keyArgs = (key: CardKey) => [key.sessionId, key.toolCallId] as const;
 
 export class CardStore {
+  /** The params as clients are shown them; `#whole` the device's own, only for a card shown cut. */
   readonly #params: Chunks;
+  readonly #whole: Chunks;
   readonly #tables: OnDemandTables;
 
   constructor(sql: SqlStorage) {
     this.#params = new Chunks(sql, "card");
+    this.#whole = new Chunks(sql, "card-whole");
     this.#tables = new OnDemandTables(sql, CARD_TABLES);
   }
 
@@ -149,7 +152,7 @@ export class CardStore {
     return this.#rows("ended_at IS NULL ORDER BY opened_at, rowid");
   }
 
-  /** How many cards are open, and their params' UTF-8 bytes together (an ended card's params are gone). */
+  /** How many cards are open, and their shown params' UTF-8 bytes together (an ended card's params are gone). */
   openSize(): { count: number; bytes: number } {
     const count = this.#tables.ifMade(
       0,
@@ -163,8 +166,11 @@ export class CardStore {
     return this.#rows("device_request_id = ? AND ended_at IS NULL", JSON.stringify(id))[0] ?? null;
   }
 
-  /** Records a newly opened card (replacing an ended one of the same key) and its params. */
-  add(card: Omit<Card, "endedAt" | "endedHow">, params: string): void {
+  /**
+   * Records a newly opened card (replacing an ended one of the same key) and its params as shown; `whole`: the
+   * device's own, when what is shown is cut from them.
+   */
+  add(card: Omit<Card, "endedAt" | "endedHow">, params: string, whole: string | null = null): void {
     this.#tables.making((sql) =>
       sql.exec(
         "INSERT OR REPLACE INTO cards (session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
@@ -179,11 +185,19 @@ export class CardStore {
       ),
     );
     this.#params.put(keyText(card.key), params);
+    if (whole === null) this.#whole.delete(keyText(card.key));
+    else this.#whole.put(keyText(card.key), whole);
   }
 
-  /** The params of an open card, as the device sent them. */
+  /** The params of an open card, as clients are shown them. */
   params(key: CardKey): unknown {
     return JSON.parse(this.#params.get(keyText(key)) ?? "null");
+  }
+
+  /** The params of an open card, as the device sent them (what an answer is checked against). */
+  wholeParams(key: CardKey): unknown {
+    const whole = this.#whole.get(keyText(key));
+    return whole === null ? this.params(key) : JSON.parse(whole);
   }
 
   /** Ends an open card exactly once: its row as it was, or null when it was not open. Its params go. */
@@ -203,6 +217,7 @@ export class CardStore {
     });
     if (!row) return null;
     this.#params.delete(keyText(key));
+    this.#whole.delete(keyText(key));
     return toCard(row);
   }
 

@@ -19,7 +19,16 @@
 import { secondsVar, type Env } from "../../../env";
 import { capReached, limitsOf } from "../../../limits/config";
 import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../../../protocol/acp";
-import { CARDS, isCancelAnswer, isCardMethod, openCard, type CardKey, type CardMethod } from "../../../protocol/cards";
+import {
+  CARD_SHOWN_MAX_BYTES,
+  CARDS,
+  isCancelAnswer,
+  isCardMethod,
+  openCard,
+  shownCard,
+  type CardKey,
+  type CardMethod,
+} from "../../../protocol/cards";
 import {
   ErrorCode,
   rpcNotification,
@@ -171,10 +180,13 @@ function endIfNobodyCan(rt: LinkRuntime, card: Card): void {
 }
 
 /**
- * A card past the link's caps — too many open, or too many bytes open together — is refused to the device (-32006
- * { cap, limit }): every open card is listed by _instance/status and sent to each socket that attaches.
+ * A card past the link's count cap is refused to the device (-32006 { cap, limit }): every open card is listed by
+ * _instance/status and sent to each socket that attaches. Its size refuses nothing — the spec sets no limit — but
+ * bounds what clients are shown: at most CARD_SHOWN_MAX_BYTES, and no more than what open_card_bytes leaves beside
+ * the cards open (never less than an even share of it, open_card_bytes / open_cards); past that its longest strings
+ * are cut (shownCard). Returns the params as shown, and the whole ones when that is a cut.
  */
-function checkCaps(rt: LinkRuntime, store: CardStore, params: string): void {
+function fitCard(rt: LinkRuntime, store: CardStore, params: unknown): { shown: string; whole: string | null } {
   const { open_cards, open_card_bytes } = limitsOf(rt.env).caps;
   const open = store.openSize();
   if (open.count >= open_cards) {
@@ -184,14 +196,11 @@ function checkCaps(rt: LinkRuntime, store: CardStore, params: string): void {
       `this device has ${open.count} cards open, the most it may have (${open_cards}); answer or settle one first`,
     );
   }
-  const bytes = utf8Bytes(params);
-  if (open.bytes + bytes > open_card_bytes) {
-    throw capReached(
-      "open_card_bytes",
-      open_card_bytes,
-      `this card's ${bytes} bytes of params would take the device's open cards past ${open_card_bytes} bytes together (${open.bytes} open now)`,
-    );
-  }
+  const share = Math.floor(open_card_bytes / Math.max(open_cards, 1));
+  const room = Math.min(CARD_SHOWN_MAX_BYTES, Math.max(share, open_card_bytes - open.bytes));
+  const whole = JSON.stringify(params);
+  if (utf8Bytes(whole) <= room) return { shown: whole, whole: null };
+  return { shown: JSON.stringify(shownCard(params, room).params), whole };
 }
 
 /** Why an answer to a card was not used, as the client that gave it is told. */
@@ -219,7 +228,7 @@ export function answerCard(rt: LinkRuntime, key: CardKey, result: unknown, by: s
     };
   }
   if (!isCardMethod(card.method)) return { code: ErrorCode.InvalidRequest, message: `there is no card ${name}` };
-  const opened = openCard(card.method, store.params(key));
+  const opened = openCard(card.method, store.wholeParams(key));
   const fits = opened.ok ? opened.value.validateAnswer(result) : opened;
   if (!fits.ok) {
     return {
@@ -255,8 +264,7 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
   if (!link) return;
   const now = Date.now();
   store.forgetEndedBefore(now - REMEMBER_ENDED_MS);
-  const params = JSON.stringify(message.params);
-  checkCaps(rt, store, params);
+  const { shown, whole } = fitCard(rt, store, message.params);
   const dueAt = patient ? null : now + cardTimeoutMs(rt.env);
   const opened = {
     key,
@@ -267,9 +275,9 @@ const onCardRequest: DeviceRequestHandler = (rt, message) => {
     openedAt: now,
     dueAt,
   };
-  store.add(opened, params);
+  store.add(opened, shown, whole);
   if (dueAt !== null) rt.deadlines.set(CARD_DEADLINE, keyText(key), dueAt);
-  rt.broadcast(rpcRequest(cardId(key), message.method, message.params));
+  rt.broadcast(rpcRequest(cardId(key), message.method, whole === null ? message.params : JSON.parse(shown)));
   rt.tell("onCardOpened", { method: card.value.method, ...key, params: card.value.params, dueAt });
 };
 
