@@ -6,7 +6,7 @@
  *   a turn still running is followed, a queued one waited for, a finished one imported from history, and one the
  *   device never got sent again under its turn id;
  * - Stop ends a running turn (the device gets session/cancel and answers cancelled);
- * - steer while a turn runs, and a steer the turn ended before taking in offered back in the box; a steer the
+ * - steer while a turn runs, and a steer the turn ended before taking in sent next as a prompt; a steer the
  *   device refuses because no turn runs (-32602) sent as a prompt;
  * - an image pasted into the composer, a file from the picker and one dropped on it reach the device, and a file over
  *   the limit is refused with a sentence;
@@ -141,14 +141,16 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
     if ((prompts.get(params.sessionId)?.length ?? 0) === 1) return new Promise<never>(() => {});
     return runTurn(params, (s) => chunk(s, "answer four"));
   },
-  steer: (params) =>
-    runTurn(params, async (s) => {
+  // The first prompt ends before taking in the second steer (unsent); the page sends it next, as a prompt.
+  steer: async (params) => {
+    if ((prompts.get(params.sessionId)?.length ?? 0) > 1)
+      return runTurn(params, (s) => chunk(s, "took the missed steer."));
+    const result = await runTurn(params, async (s) => {
       await gateOf("steer").wait;
       await chunk(s, "steered and done.");
-    }).then((result) => ({
-      ...result,
-      _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } },
-    })),
+    });
+    return { ...result, _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } } };
+  },
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
   // The first prompt runs until a steer comes; the follow-up prompt is a turn of its own.
   late: (params) =>
@@ -385,7 +387,7 @@ describe("turns", () => {
     expect(await page.locator(".turn-end").textContent()).toContain("Cancelled");
   });
 
-  it("steers the running turn, and offers back what the turn ended before taking in", async () => {
+  it("steers the running turn, and sends what the turn ended before taking in next, as a prompt, saying so", async () => {
     await startChat(page, "steer", "refactor the parser");
     const box = page.getByLabel("Message");
     await page.getByRole("button", { name: "Steer" }).waitFor();
@@ -398,9 +400,23 @@ describe("turns", () => {
     expect(steers[0]).toMatchObject({ sessionId: "ses_steer", text: "use tabs" });
     gateOf("steer").open();
     // In the transcript: the chat list shows the chat's last message too.
-    await page.getByRole("log", { name: "Conversation" }).getByText("steered and done.").waitFor();
-    await expect.poll(() => box.inputValue()).toBe("and add tests");
-    expect(await page.getByText(/the turn ended before taking in/).count()).toBe(1);
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText("steered and done.").waitFor();
+    await log.getByText("took the missed steer.").waitFor();
+    const sent = prompts.get("ses_steer")!;
+    expect(sent).toHaveLength(2);
+    expect(sent[1]!.prompt).toEqual([{ type: "text", text: "and add tests" }]);
+    expect(turnIdOf(sent[1]!)).not.toBe(turnIdOf(sent[0]!));
+    expect(await page.getByText("A message the turn ended before taking in — sent as the next message.").count()).toBe(
+      1,
+    );
+    expect(await log.locator(".msg.user").allTextContents()).toEqual([
+      "refactor the parser",
+      "use tabs",
+      "and add tests",
+    ]);
+    expect(await page.locator(".msg.steered.pending").count()).toBe(0);
+    expect(await box.inputValue()).toBe("");
   });
 
   it("sends a message meant to steer as a prompt of its own when the device says no turn runs (-32602)", async () => {

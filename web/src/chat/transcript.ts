@@ -518,6 +518,15 @@ export class Transcript {
     this.steers.delete(messageId);
   }
 
+  /** The turn ended before taking these steer messages in: their pending notes go (they are sent as the next turn). */
+  steersUnsent(texts: readonly string[]): void {
+    for (const [id, el] of this.steers) {
+      if (!texts.includes(el.textContent ?? "")) continue;
+      el.remove();
+      this.steers.delete(id);
+    }
+  }
+
   /** A `steered` event: the messages with these ids were taken in. False when none of them was sent from here. */
   takeSteers(ids: readonly string[]): boolean {
     let found = false;

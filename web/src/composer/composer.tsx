@@ -2,8 +2,8 @@
  * The composer of a chat: one row of the message box, growing with its text, with its `@path` and `/command`
  * pickers, and Send — Steer while a turn runs (capability steer); under it attachments (paste, drop or pick;
  * capability attachments), the running session's mode, model and effort behind one control that opens a sheet
- * (session/set_mode; `_lembas/configure`), and Stop. Messages a turn ended before taking in
- * (`unsent`) come back into the box. Enter sends, Shift+Enter is a new line, Escape stops the turn.
+ * (session/set_mode; `_lembas/configure`), and Stop. Enter sends, Shift+Enter is a new line, Escape stops the
+ * turn.
  */
 import { effect } from "@preact/signals";
 import { useEffect, useRef, useState } from "preact/hooks";
@@ -35,7 +35,6 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
   // Offline, a device that keeps turns takes a message when it links again: this page keeps it until then.
   const canKeep = store.link.connected.value && store.link.has("turns") && store.link.has("status");
   const settings = store.chats.settings.value.get(sessionId);
-  const unsent = store.turns.unsent.value;
 
   // The handlers the pickers call read the latest state through this ref.
   const latest = useRef({ busy, send: () => {} });
@@ -89,16 +88,6 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
       pickers.close();
     };
   }, [store, sessionId]);
-
-  useEffect(() => {
-    if (!unsent || unsent.sessionId !== sessionId || !text.current) return;
-    const box = text.current;
-    box.value = [...unsent.texts, box.value].filter(Boolean).join("\n\n");
-    store.turns.unsent.value = null;
-    setError(
-      `${unsent.texts.length === 1 ? "A message" : "Messages"} the turn ended before taking in — back in the box.`,
-    );
-  }, [unsent, sessionId]);
 
   const add = async (files: readonly File[]) => {
     if (files.length === 0) return;

@@ -21,18 +21,11 @@ import { type ClientSocket, INVALID_PARAMS, RpcFailure, SocketClosed } from "./c
 import type { DeviceLink } from "./device-link";
 import { type KeptPrompt, TurnLedger } from "./turn-ledger";
 
-/** Messages sent with steer that the turn ended before taking in: the composer offers them back. */
-export interface Unsent {
-  sessionId: string;
-  texts: string[];
-}
-
 const newId = (prefix: string) => `${prefix}_${crypto.randomUUID()}`;
 
 export class Turns {
   /** Running turns by session (from status, task events, replay and this page's prompts). */
   readonly running = signal<ReadonlyMap<string, ReadonlySet<string>>>(new Map());
-  readonly unsent = signal<Unsent | null>(null);
   /** Told when one of the session's turns ended (its task end, or this page's prompt answered). */
   onTurnEnded: (sessionId: string) => void = () => {};
 
@@ -197,10 +190,10 @@ export class Turns {
       batch(() => {
         this.setRunning(sessionId, turnId, false);
         transcript.finish(turnId, result);
-        const unsent = result._meta?.lembas?.unsent;
-        if (unsent?.length) this.unsent.value = { sessionId, texts: unsent };
       });
       this.onTurnEnded(sessionId);
+      const unsent = result._meta?.lembas?.unsent;
+      if (unsent?.length) await this.sendUnsent(sessionId, unsent);
     } catch (err) {
       this.inFlight.delete(turnId);
       if (err instanceof SocketClosed) {
@@ -213,6 +206,19 @@ export class Turns {
       transcript.note(messageOf(err), "error");
       transcript.finish(turnId, null);
     }
+  }
+
+  /**
+   * Steer messages the turn ended before taking in (`unsent`): sent next, as one prompt (the spec), and the person
+   * is told so where the steer notes were.
+   */
+  private async sendUnsent(sessionId: string, texts: readonly string[]): Promise<void> {
+    const transcript = this.transcript(sessionId);
+    transcript.steersUnsent(texts);
+    const what = texts.length === 1 ? "A message" : `${texts.length} messages`;
+    transcript.note(`${what} the turn ended before taking in — sent as the next message.`, "note unsent");
+    const text = texts.join("\n\n");
+    await this.prompt(sessionId, [{ type: "text", text }], { text, attachments: [] });
   }
 
   /** A message for the running turn (capability steer); a prompt when nothing runs (the spec's -32602). */
