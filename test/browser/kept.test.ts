@@ -234,6 +234,7 @@ describe("the kept conversation", () => {
     await signIn(page);
     await page.goto(chatUrl());
     await page.locator(".turn[data-kept]").first().waitFor();
+    await page.getByRole("button", { name: "Menu" }).click();
     await page.getByRole("button", { name: "Changes" }).click();
     const files = page.getByRole("list", { name: "Changed files" }).locator(":scope > li");
     await files.first().waitFor();
@@ -256,7 +257,10 @@ describe("the kept conversation", () => {
     await page.locator(".turn[data-kept]").first().waitFor();
     const [markdown] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByRole("button", { name: "Export Markdown" }).click(),
+      page
+        .getByRole("button", { name: "Menu" })
+        .click()
+        .then(() => page.getByRole("button", { name: "Export Markdown" }).click()),
     ]);
     expect(markdown.suggestedFilename()).toBe("Move-to-SQLite.md");
     const md = await readFile(await saved(markdown), "utf8");
@@ -266,7 +270,10 @@ describe("the kept conversation", () => {
     expect(md).toContain("- [x] Switch the driver");
     const [json] = await Promise.all([
       page.waitForEvent("download"),
-      page.getByRole("button", { name: "Export JSON" }).click(),
+      page
+        .getByRole("button", { name: "Menu" })
+        .click()
+        .then(() => page.getByRole("button", { name: "Export JSON" }).click()),
     ]);
     const kept = JSON.parse(await readFile(await saved(json), "utf8")) as { turns: { prompt: { text: string } }[] };
     expect(kept.turns.map((t) => t.prompt.text)).toEqual([

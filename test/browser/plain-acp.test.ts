@@ -57,7 +57,7 @@ async function chatWith(on: Page, text: string): Promise<string> {
   await on.waitForURL("**/chats/*");
   await on.getByLabel("Message").fill(text);
   await on.getByLabel("Message").press("Enter");
-  await on.getByText(`echo: ${text}`).waitFor();
+  await on.getByRole("log", { name: "Conversation" }).getByText(`echo: ${text}`).waitFor();
   return decodeURIComponent(new URL(on.url()).pathname.split("/").at(-1)!);
 }
 
@@ -66,7 +66,7 @@ describe("a plain ACP agent", () => {
     const older = await chatWith(page, "first question");
     await page.getByLabel("Message").fill("second question");
     await page.getByLabel("Message").press("Enter");
-    await page.getByText("echo: second question").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("echo: second question").waitFor();
     const newer = await chatWith(page, "another chat");
     expect(newer).not.toBe(older);
 
