@@ -23,6 +23,7 @@ import { forwarding } from "./runtime/forwarding";
 import { cancel } from "./features/turns/cancel";
 import { answerCard, cards } from "./features/cards/cards";
 import { chats } from "./features/chats/chats";
+import { sessionSettings } from "./features/settings/session-settings";
 import { core } from "./runtime/core";
 import { d1Queue } from "./runtime/d1-queue";
 import { drain } from "./runtime/drain-answers";
@@ -76,6 +77,7 @@ const FEATURES: readonly LinkFeature[] = [
   cancel,
   sessionLoad,
   chats,
+  sessionSettings,
   pendingDeletes,
   terminals,
   signInExpiry,

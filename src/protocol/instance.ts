@@ -193,3 +193,23 @@ export interface InstanceAnswerUnused {
   reason: string;
   message: string;
 }
+
+/**
+ * `_instance/session/settings` { sessionId }: what a session runs with, as the instance last heard it — the answer to
+ * its session/new (or load, resume, fork), then the mode and config updates, the mode and model events, and the
+ * `_lembas/configure` answers since. Null fields: never said.
+ */
+export interface SessionSettingsKept {
+  sessionId: string;
+  /** ACP's modes: the current one and those offered. */
+  modes: { currentModeId: string; availableModes: { id: string; name: string; description?: string | null }[] } | null;
+  mode: string | null;
+  /** The device's model ref, and the effort. */
+  model: string | null;
+  effort: string | null;
+  /** ACP's session models and config options, as the device last gave them. */
+  models: unknown;
+  configOptions: unknown[] | null;
+  /** When it last changed (ms). */
+  at: number;
+}

@@ -116,6 +116,9 @@ const CASES: Record<string, (sessionId: string) => Promise<void>> = {
   timeout: async (s) => {
     await ask("timeout", "_lembas/plan", { sessionId: s, toolCallId: "call_plan", path: "PLAN.md", text: "# Plan" });
   },
+  settings: async (s) => {
+    await text(s, "Settled in.");
+  },
   order: async (s) => {
     await text(s, "Before the image.");
     await update(s, {
@@ -148,12 +151,22 @@ beforeAll(async () => {
   device = new LembasDevice({
     origin: instance.origin,
     token: login.token,
-    capabilities: ["sessions", "status", "turns", "ask", "plan"],
+    capabilities: ["sessions", "status", "turns", "ask", "plan", "configure"],
     roots: [root],
     host: "transcript-laptop",
   });
   device.app
-    .onRequest(acp.methods.agent.session.new, ({ params }) => ({ sessionId: `ses_${path.basename(params.cwd)}` }))
+    .onRequest(acp.methods.agent.session.new, ({ params }) => ({
+      sessionId: `ses_${path.basename(params.cwd)}`,
+      modes: {
+        currentModeId: "edit",
+        availableModes: [
+          { id: "plan", name: "Plan" },
+          { id: "edit", name: "Edit" },
+        ],
+      },
+      _meta: { lembas: { model: "e2e/own-model", mode: "edit", effort: "high" } },
+    }))
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
       const s = params.sessionId;
       const turnId = turnIdOf(params)!;
@@ -317,5 +330,36 @@ describe("the transcript and its cards", () => {
       "PASS  src/a.test.ts\nPASS  src/b.test.ts",
     );
     await shoot("chat-order");
+  });
+
+  it("shows the session's mode, model and effort after a reload and in a second browser", async () => {
+    await startChat("settings", "Settle in");
+    await page.getByText("Settled in.").waitFor();
+    const shown = async (on: Page) => {
+      const controls = on.locator(".session-controls");
+      await controls.waitFor({ state: "attached" });
+      await expect.poll(() => controls.getByLabel("Effort").inputValue()).toBe("high");
+      return {
+        mode: await controls.getByRole("combobox", { name: /^Mode\b/ }).inputValue(),
+        model: await controls
+          .getByRole("combobox", { name: /^Model\b/ })
+          .locator("option")
+          .first()
+          .textContent(),
+        effort: await controls.getByLabel("Effort").inputValue(),
+      };
+    };
+    const expected = { mode: "edit", model: "e2e/own-model", effort: "high" };
+    await page.reload();
+    expect(await shown(page)).toEqual(expected);
+    const other = await browser.newContext({ viewport: LAPTOP });
+    try {
+      const second = await other.newPage();
+      await signInWithDevice(second, instance.origin);
+      await second.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/ses_settings`);
+      expect(await shown(second)).toEqual(expected);
+    } finally {
+      await other.close();
+    }
   });
 });

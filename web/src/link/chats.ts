@@ -6,6 +6,7 @@ import type * as acp from "@agentclientprotocol/sdk";
 import { batch, computed, signal } from "@preact/signals";
 import type { SessionNewResult } from "../../../src/protocol/acp";
 import type { ChatInfo } from "../../../src/protocol/http-api";
+import type { SessionSettingsKept } from "../../../src/protocol/instance";
 import type { Command, CommandsResult, ConfigureResult, SessionAnnounce } from "../../../src/protocol/lembas";
 import { background } from "../app/background";
 import { chats as fetchChats, messageOf } from "../app/http";
@@ -132,6 +133,29 @@ export class Chats {
     const next = new Map(this.settings.value);
     next.set(sessionId, { ...next.get(sessionId), ...patch });
     this.settings.value = next;
+  }
+
+  /**
+   * What the instance remembers the session runs with (`_instance/session/settings`): shown where this page knows
+   * nothing newer — after a reload, in a second browser, for a chat made elsewhere.
+   */
+  loadSettings(sessionId: string): void {
+    background(
+      this.socket.request<{ settings: SessionSettingsKept | null }>("_instance/session/settings", { sessionId }).then(
+        ({ settings: kept }) => {
+          if (!kept) return;
+          const known = this.settings.value.get(sessionId) ?? {};
+          this.setSettings(sessionId, {
+            ...(known.modes == null && kept.modes && { modes: kept.modes }),
+            ...(known.mode == null && kept.mode !== null && { mode: kept.mode }),
+            ...(known.model == null && kept.model !== null && { model: kept.model }),
+            ...(known.effort == null && kept.effort !== null && { effort: kept.effort }),
+          });
+        },
+        // An instance without it answers -32601: the device's own status is what shows.
+        () => {},
+      ),
+    );
   }
 
   setCommands(sessionId: string, commands: readonly Command[] | undefined): void {

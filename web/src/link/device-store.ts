@@ -267,6 +267,7 @@ export class DeviceStore {
 
   private async loadChat(sessionId: string): Promise<void> {
     const transcript = this.turns.transcript(sessionId);
+    this.chats.loadSettings(sessionId);
     // A plain ACP agent replays the whole session on session/load, with no turn ids to join kept turns by: while it
     // is linked its replay is the transcript, and the kept turns are for when it is not.
     const replays =
