@@ -27,6 +27,10 @@ export function ago(ms: number | null, now = Date.now()): string {
   return d < 30 ? `${d} d ago` : new Date(ms).toLocaleDateString();
 }
 
+/** In decimal megabytes, as the prompt limits are set (10 MB is 10,000,000 bytes). */
+export const megabytes = (n: number): string =>
+  `${(n / 1_000_000).toLocaleString("en", { maximumFractionDigits: 1 })} MB`;
+
 export function bytes(n: number): string {
   if (n < 1024) return `${n} B`;
   if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} KiB`;

@@ -6,7 +6,7 @@
 import type * as acp from "@agentclientprotocol/sdk";
 import type { AttachmentInfo } from "../../../src/protocol/lembas";
 import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "../../../src/protocol/prompt-limits";
-import { bytes } from "../app/format";
+import { megabytes } from "../app/format";
 
 /** What a prompt event and history will name it by, and the block that carries it. */
 export interface Attachment extends AttachmentInfo {
@@ -41,11 +41,11 @@ export async function attach(files: readonly File[], already: number): Promise<A
   let total = already;
   for (const file of files) {
     if (file.size > PROMPT_LIMITS.blockBytes)
-      return `${file.name || "That file"} is ${bytes(file.size)}; one attachment may be at most ${bytes(PROMPT_LIMITS.blockBytes)}.`;
+      return `${file.name || "That file"} is ${megabytes(file.size)}; one attachment may be at most ${megabytes(PROMPT_LIMITS.blockBytes)}.`;
     total += file.size;
   }
   if (total > PROMPT_LIMITS.promptBytes)
-    return `Together these are ${bytes(total)}; a message may carry at most ${bytes(PROMPT_LIMITS.promptBytes)}.`;
+    return `Together these are ${megabytes(total)}; a message may carry at most ${megabytes(PROMPT_LIMITS.promptBytes)}.`;
   const out: Attachment[] = [];
   for (const file of files) {
     const name = nameOf(file);
