@@ -334,10 +334,14 @@ describe("the transcript and its cards", () => {
 
   it("shows the session's mode, model and effort after a reload and in a second browser", async () => {
     await startChat("settings", "Settle in");
-    await page.getByText("Settled in.").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("Settled in.").waitFor();
     const shown = async (on: Page) => {
-      const controls = on.locator(".session-controls");
-      await controls.waitFor({ state: "attached" });
+      // On a phone the settings live in a sheet behind one button that names them.
+      const summary = on.getByRole("button", { name: /^Mode, model and effort: / });
+      await expect.poll(() => summary.getAttribute("aria-label")).toContain("high");
+      await summary.click();
+      const controls = on.getByRole("dialog", { name: "Mode, model and effort" });
+      await controls.waitFor();
       await expect.poll(() => controls.getByLabel("Effort").inputValue()).toBe("high");
       return {
         mode: await controls.getByRole("combobox", { name: /^Mode\b/ }).inputValue(),
