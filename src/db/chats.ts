@@ -118,6 +118,20 @@ export async function setChatTitle(
   return meta.changes > 0;
 }
 
+/** A title for a chat nothing has named yet (a plain ACP agent's, from its first prompt). */
+export async function titleUntitledChat(
+  db: D1Database,
+  deviceId: string,
+  sessionId: string,
+  title: string,
+): Promise<boolean> {
+  const { meta } = await db
+    .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ? AND title IS NULL")
+    .bind(cut(title, BOUNDS.title), Date.now(), deviceId, sessionId)
+    .run();
+  return meta.changes > 0;
+}
+
 /** The terminal let go of the session (_lembas/session/left); available: the device can open it again. */
 export async function markChatLeft(
   db: D1Database,

@@ -41,6 +41,54 @@ describe("chats follow the link", () => {
     });
   });
 
+  it("a plain ACP agent's chat takes its title from its first prompt's first line, cut at a word", async () => {
+    const { user, device, link, client } = await linkedDevice([], { _meta: null });
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/me/app" } });
+    await deviceAnswers(link, { sessionId: "ses_plain" });
+    await client.next();
+    const first = "Make the login page keep a person signed in after the page reloads, please";
+    const prompt = (id: number, text: string) =>
+      client.send({
+        jsonrpc: "2.0",
+        id,
+        method: "session/prompt",
+        params: { sessionId: "ses_plain", prompt: [{ type: "text", text }] },
+      });
+    prompt(2, `\n  ${first}\nand then the rest of what I mean`);
+    await deviceAnswers(link, { stopReason: "end_turn" });
+    await client.next();
+    prompt(3, "A second prompt names nothing");
+    await deviceAnswers(link, { stopReason: "end_turn" });
+    await client.next();
+    const [chat] = await until(
+      () => chatsOf(user, device.deviceId),
+      (chats) => chats[0]?.title != null,
+    );
+    expect(chat!.title).toBe("Make the login page keep a person signed in after the page…");
+  });
+
+  it("a LLeMbas device's prompt names no chat: its own title events do", async () => {
+    const { user, device, link, client } = await linkedDevice();
+    client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/home/me/app" } });
+    await deviceAnswers(link, { sessionId: "ses_lembas" });
+    await client.next();
+    client.send({
+      jsonrpc: "2.0",
+      id: 2,
+      method: "session/prompt",
+      params: { sessionId: "ses_lembas", prompt: [{ type: "text", text: "Fix the build" }] },
+    });
+    await deviceAnswers(link, { stopReason: "end_turn" });
+    await client.next();
+    // A later chat shows the list is written; the first stays untitled.
+    link.send(announce("ses_later"));
+    const chats = await until(
+      () => chatsOf(user, device.deviceId),
+      (c) => c.length === 2,
+    );
+    expect(chats.find((c) => c.session_id === "ses_lembas")?.title).toBeNull();
+  });
+
   it("a refused session/new makes no chat", async () => {
     const { user, device, link, client } = await linkedDevice();
     client.send({ jsonrpc: "2.0", id: 1, method: "session/new", params: { cwd: "/etc" } });

@@ -6,7 +6,7 @@
  * queue (d1-queue.ts), keyed by chat, so a D1 outage delays a chat but loses none, and a chat's writes land in order
  * with its delete's (pending-deletes.ts uses the same key).
  */
-import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../../../db/chats";
+import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle, titleUntitledChat } from "../../../db/chats";
 import { SessionNewResult } from "../../../protocol/acp";
 import { check } from "../../../protocol/issues";
 import type { NotificationMessage } from "../../../protocol/jsonrpc";
@@ -16,6 +16,7 @@ import { deviceOf } from "../../runtime/background";
 import { DEFAULT_QUOTAS, limitsOf } from "../../../limits/config";
 import { oweD1 } from "../../runtime/d1-queue";
 import { d1Write, d1Writes, type D1Write } from "../../runtime/d1-write";
+import { titleFromPrompt } from "./prompt-title";
 import type {
   LinkRuntime,
   BeforeForward,
@@ -47,6 +48,9 @@ const FROM_ANNOUNCE = d1Write("chats/announce", (db, a: Device & { announce: Ses
 const chatMaker = (rt: LinkRuntime) => ({ ...deviceOf(rt), quota: limitsOf(rt.env).quotas.chats });
 const TITLE = d1Write("chats/title", (db, a: { deviceId: string; sessionId: string; title: string }) =>
   setChatTitle(db, a.deviceId, a.sessionId, a.title),
+);
+const FIRST_PROMPT = d1Write("chats/first-prompt", (db, a: { deviceId: string; sessionId: string; title: string }) =>
+  titleUntitledChat(db, a.deviceId, a.sessionId, a.title),
 );
 const LEFT = d1Write("chats/left", (db, a: { deviceId: string; left: SessionLeft }) =>
   markChatLeft(db, a.deviceId, a.left.sessionId, a.left.available),
@@ -99,12 +103,33 @@ const chatFromAnswer: RelayedAnswerObserver = (rt, request, answer) => {
   oweD1(rt, FROM_SESSION_NEW, chatKey(result.value.sessionId), args);
 };
 
+/** Sessions whose first prompt this object has seen: one owed write a session, not one a prompt. */
+const prompted = new WeakMap<LinkRuntime, Set<string>>();
+
+/**
+ * A plain ACP agent names no chat (no title events): its first prompt's first line does. The write leaves a chat
+ * that has a title alone, so a rename or a later title wins.
+ */
+const titleFromFirstPrompt: BeforeForward = (rt, call) => {
+  if (!rt.speaksPlainAcp()) return;
+  const { sessionId, prompt } = (call.params ?? {}) as { sessionId?: unknown; prompt?: unknown };
+  if (typeof sessionId !== "string") return;
+  const seen = prompted.get(rt) ?? prompted.set(rt, new Set()).get(rt)!;
+  if (seen.has(sessionId)) return;
+  seen.add(sessionId);
+  const title = titleFromPrompt(prompt);
+  if (title) oweD1(rt, FIRST_PROMPT, chatKey(sessionId), { deviceId: deviceOf(rt).deviceId, sessionId, title });
+};
+
 const OPENING = ["session/new", "session/load", "session/resume", "session/fork"] as const;
 
 export const chats: LinkFeature = {
   name: "chats",
-  d1Writes: d1Writes(FROM_SESSION_NEW, FROM_ANNOUNCE, TITLE, LEFT),
-  beforeForward: Object.fromEntries(OPENING.map((method) => [method, keepCwd])),
+  d1Writes: d1Writes(FROM_SESSION_NEW, FROM_ANNOUNCE, TITLE, FIRST_PROMPT, LEFT),
+  beforeForward: {
+    ...Object.fromEntries(OPENING.map((method) => [method, keepCwd])),
+    "session/prompt": titleFromFirstPrompt,
+  },
   relayedAnswers: {
     ...Object.fromEntries(OPENING.map((method) => [method, chatFromAnswer])),
     "_lembas/session/title": (rt, request, answer) => {
