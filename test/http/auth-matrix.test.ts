@@ -72,6 +72,7 @@ const ROWS: Row[] = [
   // Public by design: the CLI must find the instance, sign in and log a device in before it has any credential.
   { route: "GET /.well-known/lembas.json", takes: "none" },
   { route: "GET /api/v1/instance", takes: "none" },
+  { route: "GET /api/auth/setup", takes: "none" },
   {
     route: "POST /api/auth/setup",
     takes: "none",
@@ -228,8 +229,9 @@ const ROWS: Row[] = [
   },
   { route: "POST /v1/embeddings", takes: "device or API token", body: () => ({ model: "fake/embed", input: "hi" }) },
   { route: "GET /v1/usage", takes: "device or API token" },
-  // Refused before the body is read, so a JSON body stands in for the multipart form.
-  { route: "POST /v1/audio/transcriptions", takes: "device or API token", body: () => ({ model: "fake/ears" }) },
+  // Refused before the body is read, so a JSON body stands in for the multipart form. The web UI's voice input
+  // sends the person's cookie, from the instance's own page only.
+  { route: "POST /v1/audio/transcriptions", takes: "any", body: () => ({ model: "fake/ears" }) },
   {
     route: "POST /v1/audio/speech",
     takes: "device or API token",
@@ -471,6 +473,19 @@ describe("public routes refuse what they must", () => {
           expect(new Set(answers).size).toBe(1);
           for (const theirs of [owner.userId, owner.email, device.deviceId]) expect(answers[0]).not.toContain(theirs);
         }
+      },
+    },
+    {
+      name: "GET /api/auth/setup says only whether the first account may still be made, to anyone alike",
+      check: async () => {
+        const answers = await Promise.all(
+          [none(), cookieOf(owner.cookie), bearer(owner.apiAuth), bearer(device.auth)].map(async (headers) => {
+            const res = await call("GET", "/api/auth/setup", { headers });
+            expect(res.status).toBe(200);
+            return res.json();
+          }),
+        );
+        for (const answer of answers) expect(answer).toEqual({ open: false });
       },
     },
     {
