@@ -219,7 +219,7 @@ describe("the web UI on a phone", () => {
     const box = page.getByRole("textbox", { name: "Message" });
     await box.fill("Make parse() reject empty input");
     await page.getByRole("button", { name: "Send" }).click();
-    await page.getByText("You said: Make parse()").waitFor();
+    await page.getByRole("log", { name: "Conversation" }).getByText("You said: Make parse()").waitFor();
 
     // One bar: the app's header is folded into its menu.
     expect(await page.locator(".appbar").isVisible()).toBe(false);
@@ -332,6 +332,18 @@ describe("the web UI on a phone", () => {
     await shoot("ghost-chat");
     await page.getByRole("link", { name: "Start a new chat" }).click();
     await page.getByRole("button", { name: "Start" }).waitFor();
+  });
+
+  it("shows the devices, the library and device approval with no finding, one heading each, nothing too wide", async () => {
+    await page.goto(`${instance.origin}/`);
+    await page.getByRole("heading", { level: 1, name: "Devices" }).waitFor();
+    await shoot("devices");
+    await page.goto(`${instance.origin}/library`);
+    await page.getByRole("heading", { level: 1, name: "Library" }).waitFor();
+    await shoot("library");
+    await page.goto(`${instance.origin}/device`);
+    await page.getByRole("heading", { level: 1 }).waitFor();
+    await shoot("device-approval");
   });
 
   it("opens with the network off from what the service worker kept, says so, and connects again by itself", async () => {
