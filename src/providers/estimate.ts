@@ -28,12 +28,21 @@ export function outputTokensAtMost(
   return Math.min(body.max_completion_tokens ?? body.max_tokens ?? maxOutput, maxOutput) * (body.n ?? 1);
 }
 
-/** The image parts of a chat request's messages (by URL or inline): each counts up to the model's max_image_tokens. */
-export function imagesIn(messages: readonly { content?: unknown }[]): number {
+/** How many parts of this type a chat request's messages carry. */
+export function partsIn(messages: readonly { content?: unknown }[], type: string): number {
   let n = 0;
   for (const m of messages)
     if (Array.isArray(m.content))
       for (const part of m.content as unknown[])
-        if (typeof part === "object" && part !== null && (part as { type?: unknown }).type === "image_url") n++;
+        if (typeof part === "object" && part !== null && (part as { type?: unknown }).type === type) n++;
   return n;
 }
+
+/** The image parts (by URL or inline): each counts up to the model's max_image_tokens. */
+export const imagesIn = (messages: readonly { content?: unknown }[]): number => partsIn(messages, "image_url");
+
+/**
+ * File parts (a PDF inline, or one uploaded to the provider and named by id): what they cost depends on pages the
+ * instance cannot count, so nothing bounds them.
+ */
+export const filesIn = (messages: readonly { content?: unknown }[]): number => partsIn(messages, "file");

@@ -129,4 +129,21 @@ describe("images", () => {
     expect(body.error).toMatchObject({ code: "unsupported_content", param: "messages" });
     expect(await usageRows(user.userId)).toEqual([]);
   });
+
+  it("and files (a PDF inline or by id) are refused: nothing bounds what they cost", async () => {
+    const user = await account(40);
+    for (const file of [
+      { file_data: "data:application/pdf;base64,JVBERi0xLjQK", filename: "a.pdf" },
+      { file_id: "file-1" },
+    ]) {
+      const res = await call("/v1/chat/completions", user.apiAuth, {
+        body: { model: "fake/chat", messages: [{ role: "user", content: [{ type: "file", file }] }] },
+      });
+      expect(res.status).toBe(400);
+      const body = await res.json<{ detail: string; error: { code: string; param: string } }>();
+      expect(body.detail).toMatch(/files in a chat are not taken/);
+      expect(body.error).toMatchObject({ code: "unsupported_content", param: "messages" });
+    }
+    expect(await usageRows(user.userId)).toEqual([]);
+  });
 });

@@ -12,7 +12,7 @@ import { readJson } from "../body";
 import { HttpError } from "../../respond";
 import { findModel } from "../../providers/config";
 import { meterSse } from "../../providers/sse-meter";
-import { imagesIn, inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
+import { filesIn, imagesIn, inputTokensAtMost, outputTokensAtMost, tokensLikely } from "../../providers/estimate";
 import { admit, forwardAdmitted, relayJson } from "../../providers/metering";
 
 /** How long a stream whose client went away is still read for its usage (waitUntil gives about 30 s). */
@@ -65,6 +65,14 @@ export const chatCompletions: Handler = async (request, env, ctx) => {
     throw new HttpError(
       400,
       `${model.id} takes no images on this instance: its operator has not said how many tokens one may count (max_image_tokens)`,
+      {},
+      undefined,
+      { code: "unsupported_content", param: "messages" },
+    );
+  if (filesIn(body.messages) > 0)
+    throw new HttpError(
+      400,
+      "files in a chat are not taken on this instance: what they cost has no bound it can hold against the balance",
       {},
       undefined,
       { code: "unsupported_content", param: "messages" },
