@@ -351,7 +351,10 @@ describe("the web UI on a phone", () => {
     await page.locator("#link-state.online").waitFor();
     await page.evaluate(() => navigator.serviceWorker.ready);
     await context.setOffline(true);
-    await page.reload();
+    // The page and its script come from the worker's cache: the network is off.
+    const served = await page.reload();
+    expect(served?.fromServiceWorker()).toBe(true);
+    expect(await page.evaluate(async () => (await caches.match("/js/main.js")) !== undefined)).toBe(true);
     await page.getByText("You are offline").waitFor();
     await shoot("offline");
     await context.setOffline(false);

@@ -237,6 +237,7 @@ describe("the transcript and its cards", () => {
     expect(await card.locator(".tool-locations").textContent()).toBe(`${root}/edit/config.ts`);
     // The raw input is not shown: the call carries what it does.
     expect(await card.locator(".tool-input").count()).toBe(0);
+
     expect(await card.getByRole("link", { name: "See this tool call in the chat" }).getAttribute("href")).toBe(
       "#tool-call_edit",
     );
@@ -250,6 +251,13 @@ describe("the transcript and its cards", () => {
     expect(await decision("call_edit").locator("a").getAttribute("href")).toBe("#tool-call_edit");
     await page.locator(".turn-end").waitFor();
     expect(await page.locator(".msg.decision").count()).toBe(1);
+    // This instance serves no speech-to-text model: once the page has read the models, no microphone.
+    const modelsRead = page.waitForResponse((r) => new URL(r.url()).pathname === "/api/models");
+    await page.reload();
+    await (await modelsRead).finished();
+    await page.getByRole("textbox", { name: "Message" }).waitFor();
+    await page.getByRole("button", { name: /^Mode, model and effort: / }).waitFor();
+    expect(await page.getByRole("button", { name: "Record a voice message" }).count()).toBe(0);
   });
 
   it("an approval for a command shows the command; answered in another browser, its line says so", async () => {
