@@ -233,16 +233,17 @@ describe("an ACP SDK client drives an ACP SDK agent through the instance", () =>
     expect(seen.texts(sessionId)).toEqual(["saw an image: image/png, 12 bytes"]);
   });
 
-  it("answers a card at once, as its time-out would, when the only client attached cannot show it", async () => {
+  it("answers a card at once with its deny option, as its time-out would, when the only client attached cannot show it", async () => {
     for (const socket of sockets.splice(0)) socket.close();
     // An SDK client with no permission handler answers the card -32601; it is the only socket left.
     const seen = seenBy();
     const { agent } = await sdkClient(device.deviceId, acp.client({ name: "no cards" }), seen);
     const sessionId = await newSession(agent);
     expect(await agent.request("session/prompt", textPrompt(sessionId, "ask"))).toEqual({ stopReason: "end_turn" });
-    expect(seen.texts(sessionId)).toEqual(["asking", "permission: cancelled"]);
+    // No answer is a denial: the card's reject_once option, not `cancelled` (which says the turn was cancelled).
+    expect(seen.texts(sessionId)).toEqual(["asking", "permission: deny"]);
     expect((await readLog()).filter((e) => e.event === "permission" && e.sessionId === sessionId)).toEqual([
-      { event: "permission", sessionId, outcome: "cancelled" },
+      { event: "permission", sessionId, outcome: "deny" },
     ]);
   });
 });
