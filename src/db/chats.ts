@@ -103,31 +103,23 @@ export async function chatFromAnnounce(
   return meta.changes > 0;
 }
 
-/** A title event or a renamed session. False when there is no such chat. */
+/**
+ * A title event or a renamed session; `untitledOnly`: a title for a chat nothing has named yet (a plain ACP agent's,
+ * from its first prompt). False when there is no such chat (or it has a title, with `untitledOnly`).
+ */
 export async function setChatTitle(
   db: D1Database,
   deviceId: string,
   sessionId: string,
   title: string,
+  { untitledOnly = false }: { untitledOnly?: boolean } = {},
 ): Promise<boolean> {
   const { meta } = await db
-    .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?")
+    .prepare(
+      `UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?${untitledOnly ? " AND title IS NULL" : ""}`,
+    )
     // A title drawn as nothing (the device's to take, the spec says) shows the chat untitled, never invisible.
     .bind(hasVisibleCharacter(title) ? cut(title, BOUNDS.title) : null, Date.now(), deviceId, sessionId)
-    .run();
-  return meta.changes > 0;
-}
-
-/** A title for a chat nothing has named yet (a plain ACP agent's, from its first prompt). */
-export async function titleUntitledChat(
-  db: D1Database,
-  deviceId: string,
-  sessionId: string,
-  title: string,
-): Promise<boolean> {
-  const { meta } = await db
-    .prepare("UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ? AND title IS NULL")
-    .bind(cut(title, BOUNDS.title), Date.now(), deviceId, sessionId)
     .run();
   return meta.changes > 0;
 }

@@ -6,7 +6,7 @@
  * queue (d1-queue.ts), keyed by chat, so a D1 outage delays a chat but loses none, and a chat's writes land in order
  * with its delete's (pending-deletes.ts uses the same key).
  */
-import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle, titleUntitledChat } from "../../../db/chats";
+import { chatFromAnnounce, chatFromSessionNew, markChatLeft, setChatTitle } from "../../../db/chats";
 import { SessionNewResult } from "../../../protocol/acp";
 import { check } from "../../../protocol/issues";
 import type { NotificationMessage } from "../../../protocol/jsonrpc";
@@ -50,7 +50,7 @@ const TITLE = d1Write("chats/title", (db, a: { deviceId: string; sessionId: stri
   setChatTitle(db, a.deviceId, a.sessionId, a.title),
 );
 const FIRST_PROMPT = d1Write("chats/first-prompt", (db, a: { deviceId: string; sessionId: string; title: string }) =>
-  titleUntitledChat(db, a.deviceId, a.sessionId, a.title),
+  setChatTitle(db, a.deviceId, a.sessionId, a.title, { untitledOnly: true }),
 );
 const LEFT = d1Write("chats/left", (db, a: { deviceId: string; left: SessionLeft }) =>
   markChatLeft(db, a.deviceId, a.left.sessionId, a.left.available),
