@@ -306,6 +306,21 @@ export type InitializeResult = z.infer<typeof InitializeResult>;
 
 // ---- agent → client: results of session/new and session/prompt ----
 
+/** What a session's opening answer says of it in `_meta.lembas`: its model, mode and effort. */
+export const SessionLembasMeta = z.optional(
+  z.nullable(
+    z.looseObject({
+      lembas: z.optional(
+        z.looseObject({
+          model: z.optional(z.nullable(z.string())),
+          mode: z.optional(z.nullable(z.string())),
+          effort: z.optional(z.nullable(z.string())),
+        }),
+      ),
+    }),
+  ),
+);
+
 export const SessionNewResult = z.looseObject({
   sessionId: SessionId,
   modes: z.optional(
@@ -318,19 +333,7 @@ export const SessionNewResult = z.looseObject({
       }),
     ),
   ),
-  _meta: z.optional(
-    z.nullable(
-      z.looseObject({
-        lembas: z.optional(
-          z.looseObject({
-            model: z.optional(z.nullable(z.string())),
-            mode: z.optional(z.nullable(z.string())),
-            effort: z.optional(z.nullable(z.string())),
-          }),
-        ),
-      }),
-    ),
-  ),
+  _meta: SessionLembasMeta,
 });
 export type SessionNewResult = z.infer<typeof SessionNewResult>;
 

@@ -10,6 +10,7 @@
  * changed longest ago goes. What is lost with the host within a commit's time is a setting the next update says again.
  */
 import * as z from "zod/mini";
+import { SessionLembasMeta } from "../../../protocol/acp";
 import { check } from "../../../protocol/issues";
 import type { SessionSettingsKept } from "../../../protocol/instance";
 import { EventParams, SessionAnnounce } from "../../../protocol/lembas";
@@ -116,19 +117,7 @@ const Opened = z.looseObject({
   ),
   models: z.optional(z.unknown()),
   configOptions: z.optional(z.nullable(z.array(z.unknown()))),
-  _meta: z.optional(
-    z.nullable(
-      z.looseObject({
-        lembas: z.optional(
-          z.looseObject({
-            model: z.optional(z.nullable(z.string())),
-            mode: z.optional(z.nullable(z.string())),
-            effort: z.optional(z.nullable(z.string())),
-          }),
-        ),
-      }),
-    ),
-  ),
+  _meta: SessionLembasMeta,
 });
 
 const resultOf = (answer: Parameters<RelayedAnswerObserver>[2]) =>
