@@ -4,6 +4,7 @@
  * relies on are checked.
  */
 import * as z from "zod/mini";
+import { catchTo } from "./catch-to";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
 import { byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
@@ -214,12 +215,12 @@ export const ClientCancelRequestParams = z.pipe(
  * What a device says it allows (hello and initialize's `limits`), read leniently: a field that cannot be read is
  * left out, and limits that cannot be read at all are none (null) — the device still applies its own.
  */
-export const DeviceLimits = z.catch(
+export const DeviceLimits = catchTo(
   z.nullable(
     z.looseObject({
-      roots: z.catch(z.optional(z.array(z.string())), undefined),
-      max_mode: z.catch(z.nullish(z.string()), undefined),
-      require_trust: z.catch(z.optional(z.boolean()), undefined),
+      roots: catchTo(z.optional(z.array(z.string())), undefined),
+      max_mode: catchTo(z.nullish(z.string()), undefined),
+      require_trust: catchTo(z.optional(z.boolean()), undefined),
     }),
   ),
   null,
@@ -249,11 +250,11 @@ export const InitializeLembasMeta = z.pipe(
   z.transform((said: unknown) => (said === true ? {} : said)),
   z.looseObject({
     protocol: LinkProtocolSaid,
-    harness_spec: z.catch(z.nullish(z.string()), undefined),
+    harness_spec: catchTo(z.nullish(z.string()), undefined),
     limits: z.optional(DeviceLimits),
-    connection: z.catch(z.optional(z.nullable(z.string())), undefined),
+    connection: catchTo(z.optional(z.nullable(z.string())), undefined),
     capabilities: z.pipe(
-      z._default(z.catch(z.array(z.unknown()), []), []),
+      z._default(catchTo(z.array(z.unknown()), []), []),
       z.transform((listed) => listed.filter((c): c is string => typeof c === "string")),
     ),
   }),
@@ -261,18 +262,18 @@ export const InitializeLembasMeta = z.pipe(
 export type InitializeLembasMeta = z.infer<typeof InitializeLembasMeta>;
 
 /** An ACP offer given as an object (`{}`: supported); absent, null or anything else: not offered. */
-const Offered = z.catch(z.nullish(z.looseObject({})), null);
+const Offered = catchTo(z.nullish(z.looseObject({})), null);
 /** ACP reads a field it cannot read as its default: an offer it does not understand is no offer. */
-const flag = z.catch(z.optional(z.boolean()), undefined);
+const flag = catchTo(z.optional(z.boolean()), undefined);
 
 export const AgentCapabilities = z.looseObject({
   loadSession: flag,
-  promptCapabilities: z.catch(
+  promptCapabilities: catchTo(
     z.optional(z.looseObject({ image: flag, audio: flag, embeddedContext: flag })),
     undefined,
   ),
-  mcpCapabilities: z.catch(z.optional(z.looseObject({ http: flag, sse: flag })), undefined),
-  sessionCapabilities: z.catch(
+  mcpCapabilities: catchTo(z.optional(z.looseObject({ http: flag, sse: flag })), undefined),
+  sessionCapabilities: catchTo(
     z.nullish(
       z.looseObject({
         list: Offered,
@@ -285,16 +286,16 @@ export const AgentCapabilities = z.looseObject({
     ),
     undefined,
   ),
-  auth: z.catch(z.nullish(z.looseObject({ logout: Offered })), undefined),
+  auth: catchTo(z.nullish(z.looseObject({ logout: Offered })), undefined),
 });
 export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
 export const InitializeResult = z
   .looseObject({
     protocolVersion: z.int(),
-    agentCapabilities: z.catch(z.optional(AgentCapabilities), undefined),
-    authMethods: z.catch(z.optional(z.array(z.unknown())), undefined),
-    agentInfo: z.catch(
+    agentCapabilities: catchTo(z.optional(AgentCapabilities), undefined),
+    authMethods: catchTo(z.optional(z.array(z.unknown())), undefined),
+    agentInfo: catchTo(
       z.optional(z.looseObject({ name: z.string(), version: z.string(), title: z.optional(z.nullable(z.string())) })),
       undefined,
     ),

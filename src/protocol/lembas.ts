@@ -3,6 +3,7 @@
  * fields the instance relies on.
  */
 import * as z from "zod/mini";
+import { catchTo } from "./catch-to";
 import { DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
 import { cutToFit } from "./cut";
 import { isRecord } from "./jsonrpc";
@@ -82,13 +83,13 @@ export const Hello = z.pipe(
   z.transform((params: unknown) => (isRecord(params) ? params : {})),
   z.looseObject({
     protocol: LinkProtocolSaid,
-    version: z.catch(z.optional(z.string()), undefined),
-    harness_spec: z.catch(z.nullish(z.string()), undefined),
-    device: z.catch(
+    version: catchTo(z.optional(z.string()), undefined),
+    harness_spec: catchTo(z.nullish(z.string()), undefined),
+    device: catchTo(
       z.optional(
         z.looseObject({
-          host: z.catch(z.optional(z.string()), undefined),
-          platform: z.catch(z.optional(z.string()), undefined),
+          host: catchTo(z.optional(z.string()), undefined),
+          platform: catchTo(z.optional(z.string()), undefined),
         }),
       ),
       undefined,
@@ -151,7 +152,7 @@ export type EventParams = z.infer<typeof EventParams>;
  * A terminal on the device shares its session. Its session and directory make the chat; any other field missing
  * or unreadable takes its default (no title, model or mode; not busy).
  */
-const loose = <T extends z.ZodMiniType>(schema: T) => z.catch(z.optional(schema), undefined);
+const loose = <T extends z.ZodMiniType>(schema: T) => catchTo(z.optional(schema), undefined);
 export const SessionAnnounce = z.looseObject({
   sessionId: SessionId,
   cwd: DevicePath,
@@ -160,7 +161,7 @@ export const SessionAnnounce = z.looseObject({
   instance: loose(z.boolean()),
   mode: loose(z.nullable(z.string())),
   effort: loose(z.nullable(z.string())),
-  busy: z.catch(z._default(z.boolean(), false), false),
+  busy: catchTo(z._default(z.boolean(), false), false),
   origin: loose(z.string()),
 });
 export type SessionAnnounce = z.infer<typeof SessionAnnounce>;
@@ -178,7 +179,7 @@ export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base
 /** The shell ended; without a code (or one that is not an integer) its exit status is unknown (null). */
 export const TerminalExit = z.looseObject({
   terminalId: TerminalId,
-  code: z.catch(z._default(z.nullable(z.int()), null), null),
+  code: catchTo(z._default(z.nullable(z.int()), null), null),
 });
 export type TerminalOutput = z.infer<typeof TerminalOutput>;
 export type TerminalExit = z.infer<typeof TerminalExit>;
