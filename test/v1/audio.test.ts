@@ -24,7 +24,13 @@ describe("POST /v1/audio/transcriptions", () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const t = crypto.randomUUID();
-    const res = await transcribe(device.auth, { model: "fake/ears", language: "en", prompt: t, stream: "true" });
+    const res = await transcribe(device.auth, {
+      model: "fake/ears",
+      language: "en",
+      prompt: t,
+      temperature: "0.25",
+      stream: "true",
+    });
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ text: "heard 480044 bytes", usage: { type: "duration", seconds: 480.044 } });
     const [sent] = await upstreamReceived(t);
@@ -33,6 +39,7 @@ describe("POST /v1/audio/transcriptions", () => {
       model: "ears",
       language: "en",
       prompt: t,
+      temperature: "0.25",
     });
     const [row] = await waitForUsage(user.userId);
     // 30 seconds at 6 credits a minute: what the file holds, not what the provider claims.
@@ -111,6 +118,8 @@ describe("POST /v1/audio/transcriptions", () => {
       [{ model: "fake/chat" }, new Uint8Array(10), 400, /kind chat, not stt/, "model"],
       [{ model: "fake/ears", language: "english" }, new Uint8Array(10), 400, /language: is an ISO-639-1/, "language"],
       [{ model: "fake/ears", response_format: "mp3" }, new Uint8Array(10), 400, /response_format/, "response_format"],
+      [{ model: "fake/ears", temperature: "1.5" }, new Uint8Array(10), 400, /temperature/, "temperature"],
+      [{ model: "fake/ears", temperature: "warm" }, new Uint8Array(10), 400, /temperature/, "temperature"],
       [{ model: "fake/ears" }, new Uint8Array(25 * 1024 * 1024 + 1), 413, /over 25 MiB/, null],
     ];
     for (const [fields, audio, status, detail, param] of cases) {

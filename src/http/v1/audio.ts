@@ -39,7 +39,8 @@ const Transcription = z.object({
   response_format: z.optional(z.enum(["json", "text", "srt", "verbose_json", "vtt"])),
   language: z.optional(z.string().check(z.regex(/^[a-z]{2,3}$/, "is an ISO-639-1 code"))),
   prompt: z.optional(z.string().check(z.maxLength(4096))),
-  temperature: z.optional(z.coerce.number().check(z.gte(0), z.lte(1))),
+  // A form field is text: read as a number the way z.coerce.number() does (which would bring all of z.coerce).
+  temperature: z.optional(z.pipe(z.transform(Number), z.number().check(z.gte(0), z.lte(1)))),
 });
 
 /** What a json transcription says it used, for a model priced by token, and its text. */
