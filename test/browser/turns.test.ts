@@ -314,8 +314,14 @@ async function startChat(on: Page, name: string, message: string): Promise<void>
   await expect.poll(() => prompts.get(`ses_${name}`)?.length ?? 0).toBeGreaterThan(0);
 }
 
-/** Opens a chat from the list, in the page (no reload: the page keeps what it found out). */
-const openChat = (on: Page, name: string) => on.locator(`.chat-list li[data-session-id="ses_${name}"] a`).click();
+/**
+ * Opens a chat from the list, in the page (no reload: the page keeps what it found out). The list reorders as the
+ * reattached turns end, so the click goes to the link itself rather than to where it stood a moment before.
+ */
+async function openChat(on: Page, name: string): Promise<void> {
+  await on.locator(`.chat-list li[data-session-id="ses_${name}"] a`).dispatchEvent("click");
+  await on.waitForURL(`**/chats/ses_${name}`);
+}
 const agentText = (on: Page) => on.locator(".msg.agent").allTextContents();
 
 /** The device's network goes away (no close frame; the page's own socket stays): shown offline, then online again. */
