@@ -116,17 +116,26 @@ export class DeviceLink extends DurableObject<Env> {
     // Before any event: a link or a client the storage remembers but whose socket died with the last instance ends.
     // Guarded inside: a callback that throws would reset the object (and this would run again, and again).
     ctx
-      .blockConcurrencyWhile(() => this.#guard("reconcile", () => reconcile(rt)))
+      .blockConcurrencyWhile(() => this.#guard("reconcile", () => reconcile(rt), false))
       .catch((err: unknown) => logFailure(rt, "reconcile", err));
   }
 
   /**
-   * Runs an entry point once the links accepted before it are written: whatever the guards inside did not catch is
-   * logged once here and goes no further.
+   * Before an entry point: a fresh object's tables are made (the object's start leaves them to its first entry
+   * point, so a device's first 101 waits for no schema), and the links accepted before it are written.
    */
-  async #guard(entry: string, work: () => Promise<void>): Promise<void> {
+  async #ready(): Promise<void> {
+    this.#rt.makeTables();
+    if (this.#unwritten !== null) await this.#unwritten;
+  }
+
+  /**
+   * Runs an entry point once the object is ready (#ready; not the start's reconcile, which a fresh object passes
+   * without tables): whatever the guards inside did not catch is logged once here and goes no further.
+   */
+  async #guard(entry: string, work: () => Promise<void>, ready = true): Promise<void> {
     try {
-      if (this.#unwritten !== null) await this.#unwritten;
+      if (ready) await this.#ready();
       await work();
     } catch (err) {
       logFailure(this.#rt, entry, err);
@@ -139,10 +148,12 @@ export class DeviceLink extends DurableObject<Env> {
     const path = new URL(request.url).pathname;
     try {
       if (this.#unwritten !== null) await this.#unwritten;
+      const upgrade = request.headers.get("upgrade")?.toLowerCase() === "websocket";
+      // A device's link makes a fresh object's tables once its 101 has gone (#open).
+      if (upgrade && path.endsWith("/link")) return await this.#open("device", identity);
+      await this.#ready();
       if (path.endsWith("/rpc")) return await handleRpc(this.#rt, request, identity.userId);
-      if (request.headers.get("upgrade")?.toLowerCase() !== "websocket")
-        return detail("this endpoint takes a WebSocket upgrade", 426);
-      if (path.endsWith("/link")) return await this.#open("device", identity);
+      if (!upgrade) return detail("this endpoint takes a WebSocket upgrade", 426);
       if (path.endsWith("/client")) return await this.#open("client", identity);
       return detail("no such link endpoint", 404);
     } catch (err) {
@@ -160,13 +171,14 @@ export class DeviceLink extends DurableObject<Env> {
     const fail = () =>
       closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
     if (role === "device") {
-      // The link's rows are written on the next turn of the event loop, once the 101 has gone, so neither they nor
-      // their commit hold it back (blockConcurrencyWhile would: the response waits for its callback). Every event
+      // The link's rows (and a fresh object's tables) are written on the next turn of the event loop, once the 101
+      // has gone, so neither they nor their commit hold it back (blockConcurrencyWhile would: the response waits for its callback). Every event
       // waits for them first (#unwritten). A failure closes the socket 1011 just after it opened (the device dials
       // again, as after a 503).
       const written: Promise<void> = (this.#unwritten ?? Promise.resolve()).then(async () => {
         await afterThisTurn();
         try {
+          rt.makeTables();
           await beginLink(rt, attachment.sid, identity.deviceId, identity.userId);
         } catch (err) {
           fail();
@@ -221,7 +233,7 @@ export class DeviceLink extends DurableObject<Env> {
   override async alarm(): Promise<void> {
     const rt = this.#rt;
     try {
-      if (this.#unwritten !== null) await this.#unwritten;
+      await this.#ready();
       let failed = false;
       for (const { kind, key } of rt.deadlines.takeDue(Date.now())) {
         const handler = rt.registry.deadlines.get(kind);
@@ -290,7 +302,7 @@ export class DeviceLink extends DurableObject<Env> {
   /** A person deleted a chat (DELETE /api/chats/…): sent to the device now if it can take it, else kept pending. */
   async deleteSession(sessionId: string, userId: string): Promise<DeleteOutcome> {
     try {
-      if (this.#unwritten !== null) await this.#unwritten;
+      await this.#ready();
       return await deleteForPerson(this.#rt, sessionId, userId);
     } catch (err) {
       if (err instanceof RpcError && err.code === ErrorCode.LimitReached)
@@ -305,7 +317,7 @@ export class DeviceLink extends DurableObject<Env> {
    */
   async answerCard(key: CardKey, result: unknown): Promise<HttpCardRefusal | null> {
     try {
-      if (this.#unwritten !== null) await this.#unwritten;
+      await this.#ready();
       const refusal = answerCard(this.#rt, key, result, null);
       if (!refusal) return null;
       const reason = (refusal.data as { reason?: unknown } | undefined)?.reason;

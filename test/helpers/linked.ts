@@ -33,6 +33,8 @@ export async function statusOf(client: Peer): Promise<Record<string, unknown>> {
  */
 export async function fireDeadlines(deviceId: string, kind: string): Promise<void> {
   const stub = linkStub(deviceId);
+  // A link's rows (and a fresh object's tables) are written just after its 101: an entry point waits for them.
+  await stub.linkUp();
   await runInDurableObject(stub, (_instance, state) => {
     state.storage.sql.exec("UPDATE deadlines SET due = 0 WHERE kind = ?", kind);
     const held = kind === "handshake" ? state.storage.kv.get<object>(HELD_HANDSHAKE) : undefined;

@@ -34,7 +34,7 @@ import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
-import { applySteps, type Migrating } from "./schema-steps";
+import { applySteps, startSchema, type Migrating } from "./schema-steps";
 import { forgetTables, knowTables } from "./tables-on-demand";
 import { closeSocket, fanOutSockets, sendJson, sendText, socketById } from "./sockets";
 import { LinkStore, type LinkRecord } from "./store";
@@ -265,6 +265,8 @@ export class LinkRuntime implements Failing, LagOwner {
   readonly flood = new FloodGate();
   /** Writes a feature holds back for a moment to batch them (replay.ts); see writeHeld. */
   readonly #heldWrites: (() => void)[] = [];
+  /** A fresh object whose tables are not made yet (makeTables). */
+  #unmade: boolean;
 
   constructor(
     readonly ctx: DurableObjectState,
@@ -272,12 +274,24 @@ export class LinkRuntime implements Failing, LagOwner {
     readonly registry: Registry,
   ) {
     this.sql = ctx.storage.sql;
+    const start = startSchema(ctx.storage, registry.features);
+    knowTables(this.sql, start?.made ?? []);
     // A fresh object's tables are empty: its stores start known, not read (a device's first link would read each).
-    const { fresh, made } = applySteps(ctx.storage, registry.features);
-    knowTables(this.sql, made);
+    const fresh = start === null || start.fresh;
+    this.#unmade = start === null;
     this.links = new LinkStore(this.sql, fresh);
     this.outbound = new Outbound(this.sql, fresh);
     this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);
+  }
+
+  /**
+   * A fresh object's tables are made by its first entry point that may read or write them (DeviceLink), not at its
+   * start: a device's first link makes them once its 101 has gone, so no schema commit holds that back.
+   */
+  makeTables(): void {
+    if (!this.#unmade) return;
+    knowTables(this.sql, applySteps(this.ctx.storage, this.registry.features).made);
+    this.#unmade = false;
   }
 
   /** A transaction rolled back what it wrote: what is kept in memory of requests, the link and tables is read again. */

@@ -12,7 +12,8 @@
  * Features run their steps in the registry's order (registry.ts), so a step may rely on the tables of the features
  * its feature declares it runs after.
  *
- * A fresh object (no tables of its own yet) makes a feature's tables from its `fresh` statements, when it has them,
+ * A fresh object (no tables of its own yet) makes them at its first entry point but a device's link, which makes them
+ * once its 101 has gone (startSchema); it makes a feature's tables from its `fresh` statements, when it has them,
  * and records all its steps as applied: steps that rebuild, rename or drop tables are the dearest statements a
  * device's first link runs, and on an empty object they only undo each other. A test holds every feature's `fresh`
  * equal to what its steps make.
@@ -94,7 +95,8 @@ const recordSteps = (sql: SqlStorage, steps: readonly (readonly [string, number]
  * write that needs them): the feature has no tables yet, so its last shape is all there is to make.
  */
 export function makeOnDemand(sql: SqlStorage, feature: Migrating): void {
-  for (const statement of onDemandStatements(feature)) sql.exec(statement);
+  const statements = onDemandStatements(feature);
+  if (statements.length > 0) sql.exec(statements.join(";\n"));
   recordSteps(
     sql,
     (feature.migrations ?? []).map(({ step }) => [feature.name, step] as const),
@@ -110,15 +112,37 @@ export interface SchemaStart {
   made: string[];
 }
 
+/** The object's own tables, by name. */
+const ownTables = (sql: SqlStorage) => sql.exec<{ name: string }>(OWN_TABLES).toArray();
+
+/**
+ * Runs statements in order, as few `exec` calls as a function step allows: one call runs every statement of a batch
+ * (a fresh object's nine `CREATE`s are one call, not nine).
+ */
+class Batch {
+  #statements: string[] = [];
+  constructor(private readonly sql: SqlStorage) {}
+  add(statements: readonly string[]): void {
+    this.#statements.push(...statements);
+  }
+  run(): void {
+    if (this.#statements.length > 0) this.sql.exec(this.#statements.join(";\n"));
+    this.#statements = [];
+  }
+}
+
 /**
  * Applies every step not applied yet, feature by feature in the given order. All the steps one start applies run in
  * one transaction (a fresh object makes every table at once: one savepoint, not one a step), so a step that fails
  * leaves nothing of that start behind. An object whose steps are all applied only reads: `CREATE TABLE IF NOT
  * EXISTS` is a write even when the table exists, and would hold the first output of every wake behind a commit.
  */
-export function applySteps(storage: DurableObjectStorage, features: readonly Migrating[]): SchemaStart {
+export function applySteps(
+  storage: DurableObjectStorage,
+  features: readonly Migrating[],
+  tables = ownTables(storage.sql),
+): SchemaStart {
   const { sql } = storage;
-  const tables = sql.exec<{ name: string }>(OWN_TABLES).toArray();
   const fresh = tables.length === 0;
   const recorded = tables.some(({ name }) => name === "schema_steps");
   const steps = recorded
@@ -138,14 +162,18 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
   // A fresh object records its steps even when it has none to run: features made on demand record theirs there.
   if (pending.length === 0 && recorded) return { applied: [], fresh, made: names };
   storage.transactionSync(() => {
-    if (!recorded) sql.exec(STEPS_TABLE);
+    const batch = new Batch(sql);
+    if (!recorded) batch.add([STEPS_TABLE]);
     for (const { feature, step, run } of pending) {
       if (fresh && feature.fresh) {
         // Every step is pending on a fresh object: the last shape is made once, in the first step's place.
-        if (step === 1) for (const statement of feature.fresh) sql.exec(statement);
-      } else if (typeof run === "function") run(sql, storage.kv);
-      else for (const statement of run) sql.exec(statement);
+        if (step === 1) batch.add(feature.fresh);
+      } else if (typeof run === "function") {
+        batch.run();
+        run(sql, storage.kv);
+      } else batch.add(run);
     }
+    batch.run();
     // Recorded together after the steps, not one statement after each: a statement prepared before a schema change
     // is prepared again on its next run, so a row per step would prepare it as many times as there are steps.
     recordSteps(
@@ -154,4 +182,13 @@ export function applySteps(storage: DurableObjectStorage, features: readonly Mig
     );
   });
   return { applied: pending.map(({ feature, step }) => `${feature.name}/${step}`), fresh, made: names };
+}
+
+/**
+ * An object's start: applySteps on an object that has tables; null for a fresh one, which makes nothing yet — its
+ * first link's 101 goes before its tables are made (LinkRuntime.makeTables), so no schema commit holds it back.
+ */
+export function startSchema(storage: DurableObjectStorage, features: readonly Migrating[]): SchemaStart | null {
+  const tables = ownTables(storage.sql);
+  return tables.length === 0 ? null : applySteps(storage, features, tables);
 }
