@@ -2,10 +2,10 @@
  * Link set-up, D1 queries per link, and memory with idle links. Devices link one stage at a time (1, 100, 1,000
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
- * event) and the RSS of each Worker's workerd process is read. The first links are made one at a time and timed,
- * each watched by a client socket until `_instance/link` says up — on the baseline, a bare exchange of the same
- * messages, alternating with the relay's (timedLink); the rest in parallel, in waves of 100 that each
- * hibernate before the next (WAVE; the set-up rate counts only the waves' set-up time). After the last stage the
+ * event) and the RSS of each Worker's workerd process is read. The first 50 links, and 10 before each later wave,
+ * are made one at a time and timed, each watched by a client socket until `_instance/link` says up — on the baseline,
+ * a bare exchange of the same messages, alternating with the relay's (timedLink); the rest in parallel, in waves of
+ * 100 that each hibernate before the next (WAVE; the set-up rate counts only the waves' untimed links). After the last stage the
  * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
  * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
  * the new constructions count the idle links that held no object in memory. The baseline's rooms are probed alike.
@@ -39,6 +39,8 @@ export const HIBERNATE_AFTER_MS = 15_000;
  */
 const WAVE = 100;
 const TIMED_LINKS = 50;
+/** Timed links before each wave of a stage's other links (and not counted in its set-up rate). */
+const TIMED_A_WAVE = 10;
 const PARALLEL = 16;
 /**
  * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/runtime/heartbeat.ts) shows here; the sweep
@@ -168,30 +170,39 @@ export async function measureLinkStages(
     }
     const before = await readCounters(relay.origin);
     const tick = progress(`links (stage of ${target})`, target - from);
-    for (let i = from; i < Math.min(target, TIMED_LINKS); i++) {
-      const device = devices[i]!;
-      relayLinks.push(
-        await timedLink(
-          () => Client.attach(relay.origin, device.id, person.auth),
-          () => ScriptedDevice.link(relay.origin, device.token, device.id),
-          samples,
-        ),
-      );
-      const room = `idle-${i}`;
-      bareLinks.push(
-        await timedLink(
-          () => Client.bare(bare.origin, room),
-          () => ScriptedDevice.bareLink(bare.origin, room),
-          bareSamples,
-        ),
-      );
-      tick();
-    }
-    const rest = Math.max(0, target - relayLinks.length);
+    /** The next `count` links, one at a time, each side's timed against the other's (relay, bare, relay, …). */
+    const timed = async (count: number) => {
+      for (let i = relayLinks.length; count-- > 0; i++) {
+        const device = devices[i]!;
+        relayLinks.push(
+          await timedLink(
+            () => Client.attach(relay.origin, device.id, person.auth),
+            () => ScriptedDevice.link(relay.origin, device.token, device.id),
+            samples,
+          ),
+        );
+        const room = `idle-${i}`;
+        bareLinks.push(
+          await timedLink(
+            () => Client.bare(bare.origin, room),
+            () => ScriptedDevice.bareLink(bare.origin, room),
+            bareSamples,
+          ),
+        );
+        tick();
+      }
+    };
+    await timed(Math.max(0, Math.min(target, TIMED_LINKS) - from));
+    const rated = target - relayLinks.length >= RATE_FROM_LINKS;
+    let rest = 0;
     const setUp = { ms: 0, cpuMs: 0 };
     const bareSetUp = { ms: 0, cpuMs: 0 };
-    for (let done = 0; done < rest; done += WAVE) {
-      const size = Math.min(WAVE, rest - done);
+    while (relayLinks.length < target) {
+      // A few timed links before each wave spread the timed set-ups over the run, for a p50 that holds run to run.
+      await timed(Math.min(TIMED_A_WAVE, target - relayLinks.length));
+      const size = Math.min(WAVE - TIMED_A_WAVE, target - relayLinks.length);
+      if (size === 0) break;
+      rest += size;
       const offset = relayLinks.length;
       const start = performance.now();
       const cpuBefore = relay.cpuMs();
@@ -207,7 +218,7 @@ export async function measureLinkStages(
         tick,
       );
       relayLinks.push(...wave);
-      if (rest >= RATE_FROM_LINKS) {
+      if (rated) {
         setUp.ms += (await allOnline(relay.origin, person, relayLinks.length)) - start;
         setUp.cpuMs += relay.cpuMs() - cpuBefore;
       }
@@ -223,12 +234,12 @@ export async function measureLinkStages(
       bareSetUp.ms += performance.now() - bareStart;
       bareSetUp.cpuMs += bare.cpuMs() - bareCpuBefore;
       // The wave's objects leave memory before the next wave's come in (not after the last: the stage waits below).
-      if (done + size < rest) {
+      if (relayLinks.length < target) {
         await sleep(HIBERNATE_AFTER_MS);
         memory.readings.push({ links: relayLinks.length, ...rss(relay, bare) });
       }
     }
-    if (rest >= RATE_FROM_LINKS) {
+    if (rated) {
       const seconds = setUp.ms / 1000;
       const bareRate = { perSecond: rest / (bareSetUp.ms / 1000), cpuMsPerLink: bareSetUp.cpuMs / rest };
       setUpRates.push({
