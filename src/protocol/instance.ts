@@ -50,9 +50,13 @@ export interface InstanceReplay {
   turnIds: (string | null)[];
   /** How many frames follow. */
   frames: number;
-  /** How many were dropped from the start (the buffer is bounded), or not kept (a frame over 1 MiB). */
+  /**
+   * How many numbers before the next live frame the catch-up does not hold: frames dropped from the start (the buffer
+   * is bounded), not kept (a frame over 1 MiB), or lost at its end when the instance crashed (the numbers it may have
+   * given out past what it kept). The next live frame of the turn is numbered frames + dropped + 1.
+   */
   dropped: number;
-  /** The number of the last frame that follows (0: none); the next live frame of the turn is one more. */
+  /** The number of the last frame that follows (0: none). */
   lastSeq: number;
 }
 

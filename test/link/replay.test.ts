@@ -1,7 +1,7 @@
 import { evictDurableObject, runInDurableObject } from "cloudflare:test";
 import { describe, expect, it, vi } from "vitest";
 import type { Env } from "../../src/env";
-import { REPLAY_LIMITS, REPLAY_ROW_BYTES } from "../../src/link/features/turns/replay";
+import { REPLAY_LIMITS, REPLAY_RESERVE, REPLAY_ROW_BYTES } from "../../src/link/features/turns/replay";
 import { attachClient, linkStub, type Peer, type Wire } from "../helpers/link";
 import { linkedWithClients, numbered } from "../helpers/linked";
 
@@ -52,6 +52,13 @@ function storedBatches(deviceId: string): Promise<{ frames: number; texts: strin
 async function writtenOnItsOwn(deviceId: string, frames: number): Promise<void> {
   const written = async () => (await storedBatches(deviceId)).reduce((sum, batch) => sum + batch.frames, 0);
   await vi.waitFor(async () => expect(await written()).toBe(frames), { timeout: 10_000, interval: 20 });
+}
+
+/** Resets the device's object as a crash does: its storage stays, its sockets and memory go, no close event. */
+async function crash(deviceId: string): Promise<void> {
+  await runInDurableObject(linkStub(deviceId), (_instance, state) => state.abort("crashed by the test")).catch(
+    () => undefined,
+  );
 }
 
 describe("late joiners", () => {
@@ -242,5 +249,58 @@ describe("late joiners", () => {
     await late.silent();
     expect(caughtUp).toBeLessThanOrEqual(cap);
     expect(caughtUp).toBeGreaterThan(cap - 300 * 1024);
+  }, 30_000);
+
+  it("after a crash, are told how many frames the live clients saw that the catch-up cannot give, with no live frame after it", async () => {
+    const { user, device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    await startTurn(link, a, "t-crash");
+    const written = [update("one"), update("two"), update("three")];
+    await deviceSends(link, a, written);
+    await writtenOnItsOwn(device.deviceId, written.length);
+    // Seen by the live client, then the object dies before it writes them.
+    const unwritten = [update("four"), update("five")];
+    await deviceSends(link, a, unwritten, written.length + 1);
+    await crash(device.deviceId);
+    await link.closed;
+
+    const late = await attachClient(user, device.deviceId);
+    const notice = await late.next();
+    expect(notice).toMatchObject({
+      method: "_instance/replay",
+      params: { sessionId: "ses_1", turnIds: ["t-crash"], frames: written.length, lastSeq: written.length },
+    });
+    // The numbers past the last frame it holds, up to what was reserved: every frame lost among them.
+    const { dropped } = notice.params as { dropped: number };
+    expect(dropped).toBeGreaterThanOrEqual(unwritten.length);
+    expect(dropped).toBeLessThanOrEqual(unwritten.length + REPLAY_RESERVE);
+    for (const [i, frame] of written.entries()) expect(await late.next()).toEqual(numbered(frame, i + 1));
+    await late.silent();
+
+    // A second client is told the same: the loss is counted once.
+    const again = await attachClient(user, device.deviceId);
+    expect((await again.next()).params).toMatchObject({ frames: written.length, dropped, lastSeq: written.length });
+  });
+
+  it(`reserve numbers ahead without holding a frame back: unconfirmed writes, at most one per ${REPLAY_RESERVE} frames`, async () => {
+    const { device, link, clients } = await linkedWithClients(1);
+    const [a] = clients as [Peer];
+    const puts: { key: string; unconfirmed: boolean }[] = [];
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      const storage = state.storage;
+      const put = storage.put.bind(storage) as (k: string, v: unknown, o?: DurableObjectPutOptions) => Promise<void>;
+      (storage as unknown as { put: typeof put }).put = (key, value, options) => {
+        if (key.startsWith("replay")) puts.push({ key, unconfirmed: options?.allowUnconfirmed === true });
+        return put(key, value, options);
+      };
+    });
+    await startTurn(link, a, "t-reserve");
+    const frames = Array.from({ length: 4 * REPLAY_RESERVE }, (_, i) => update(`chunk ${i}`));
+    await deviceSends(link, a, frames);
+    await writtenOnItsOwn(device.deviceId, frames.length);
+    expect(puts.length).toBeGreaterThan(0);
+    expect(puts.every((p) => p.unconfirmed)).toBe(true);
+    // The reservations ride with the batches; one of its own only where a burst outran them.
+    expect(puts.filter((p) => p.key === "replay-counts").length).toBeLessThanOrEqual(frames.length / REPLAY_RESERVE);
   }, 30_000);
 });

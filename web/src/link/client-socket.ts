@@ -219,7 +219,15 @@ export class ClientSocket {
   }
 
   private notification(method: string, params: unknown): void {
-    if (method === "_instance/replay") this.numbers.catchUp((params as InstanceReplay).sessionId);
+    if (method === "_instance/replay") {
+      const notice = params as InstanceReplay;
+      this.numbers.catchUp(notice.sessionId);
+      this.listener.notification(method, params);
+      // Frames the catch-up cannot give, also those lost at its end (an instance that crashed), which no gap in the
+      // numbers it holds would show.
+      if (notice.dropped > 0) this.listener.gap(notice.sessionId);
+      return;
+    }
     this.listener.notification(method, params);
     const seq = seqOf(params);
     const sessionId = (params as { sessionId?: unknown }).sessionId;

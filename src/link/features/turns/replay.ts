@@ -12,8 +12,18 @@
  *
  * Numbering. Each of those frames is stamped as it is fanned out with `params._meta.instance.seq` (1, 2, 3 … from
  * the turn's first frame), the same text in the catch-up, so a client sees a gap in what reached it — frames
- * dropped from the buffer, one not kept, or the last few an object lost when it died with its sockets (the numbering
- * then jumps by SEQ_JUMP: it cannot know how many went) — and imports the turn from history instead.
+ * dropped from the buffer, or one not kept — and imports the turn from history instead. `dropped` counts every
+ * number before the next live frame that the catch-up does not hold, so frames + dropped is the number the next
+ * live frame follows.
+ *
+ * Reserving. The last frames an object sent before it died with its sockets (a crash) may not have been written, and
+ * it cannot know how many went. So numbers are reserved ahead, in storage: each session's `reserved` says numbers up
+ * to it may have been used. A batch written carries the last number given plus REPLAY_RESERVE, which at a model's
+ * pace (fewer than REPLAY_WRITE_HELD frames between writes) covers every number given before the next write; a
+ * number past it reserves the next REPLAY_RESERVE in its own frame's event, unconfirmed, before the frame is sent (a
+ * burst). An object that starts with a running turn it did not number itself counts the numbers past what it kept, up
+ * to the reservation, as dropped, and goes on after them: the catch-up says what it lost (at most REPLAY_RESERVE
+ * more than were sent, as it cannot tell which of the reserved numbers a frame had), with no live frame needed.
  *
  * Writing. Every event that writes must commit before the frames sent after it leave the object, so a row per
  * streamed notification held each next notification back by a commit (about half the fan-out rate during a turn).
@@ -21,19 +31,20 @@
  * REPLAY_WRITE_HELD frames or bytes wait, or sooner, with the next frame that is not a streamed notification (a card,
  * an answer, a client's call: dispatch.ts) or a socket's catch-up. They were already sent to every attached client;
  * what waits in memory is only the late joiners' copy of the last second at most, which an object loses only if it
- * dies within it (its clients then see the numbering jump and import the turn from history). A second, not a few
- * milliseconds: rows are billed, and a model streaming 50 chunks a second made a row every other chunk.
+ * dies within it (the catch-up then counts them as dropped: see Reserving). A second, not a few milliseconds: rows
+ * are billed, and a model streaming 50 chunks a second made a row every other chunk.
  *
  * Storing. The buffers are key-value entries, not SQL rows: a batch written on its own (the timer's, or a full one's)
  * is put with `allowUnconfirmed`, which applies it at once but does not hold the object's output for its commit — a
  * SQL write would hold the frames that follow it, which a stream at a model's pace sends within the commit's
  * replication time. The failure accepted: a batch lost with its host within that time, as the frames in memory
- * are (the numbering jumps). The frames of one session written together are one entry (rows are billed, frames are
- * not), `replay/<n>` in write order: their texts joined by U+001E, a character no JSON text holds unescaped, with
- * their session, count, size and last number. An entry is kept under REPLAY_ROW_BYTES (a key and value together may
- * be about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch makes several. Dropping the oldest frames deletes
- * the oldest entries, or rewrites the one they end in. What a session dropped and where its numbering goes on are in
- * one entry for all sessions, `replay-counts`.
+ * are (counted as dropped, within the reservation). The frames of one session written together are one entry (rows
+ * are billed, frames are not), `replay/<n>` in write order: their texts joined by U+001E, a character no JSON text
+ * holds unescaped, with their session, count, size, last number and reservation. An entry is kept under
+ * REPLAY_ROW_BYTES (a key and value together may be about 2 MB), counting 3 bytes per UTF-16 unit; a longer batch
+ * makes several. Dropping the oldest frames deletes
+ * the oldest entries, or rewrites the one they end in. What a session dropped, where its numbering goes on and a
+ * reservation no batch carries are in one entry for all sessions, `replay-counts`.
  */
 import { DEFAULT_LINK_CAPS, limitsOf } from "../../../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../../../protocol/instance";
@@ -57,12 +68,16 @@ interface Batch {
   texts: string;
   /** The number of the batch's last frame (null: written before frames were numbered). */
   lastSeq: number | null;
+  /** Numbers up to this may have been used when the batch was written (absent: written before reserving). */
+  reserved?: number;
 }
 
 /** What a session dropped, and where its numbering goes on when its batches cannot say (a reset, an unkept tail). */
 interface Counts {
   dropped?: number;
   next?: number;
+  /** Numbers up to this may have been used (see Reserving). */
+  reserved?: number;
 }
 
 const BATCHES = "replay/";
@@ -128,8 +143,8 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
 
 /** The `_meta` member a numbered frame carries: `_meta.instance.seq`. */
 export const SEQ_META = "instance";
-/** How far a session's numbering jumps after the object lost its sockets, so a client sees frames may be missing. */
-export const SEQ_JUMP = 1000;
+/** How many numbers past the last one given a session reserves (see Reserving). */
+export const REPLAY_RESERVE = 64;
 
 /** How long a kept frame may wait in memory for others to be written with it. */
 export const REPLAY_WRITE_WITHIN_MS = 1000;
@@ -157,6 +172,7 @@ interface Stored {
   frames: number;
   bytes: number;
   lastSeq: number | null;
+  reserved?: number;
 }
 
 /** One object instance's buffers: what is stored (listed once), the sizes, and what is not written yet. */
@@ -172,6 +188,10 @@ class Buffers {
   readonly #next = new Map<string, number>();
   /** Sessions whose last numbered frame was not kept: their next number is written with the next write. */
   readonly #unkeptTail = new Set<string>();
+  /** Each numbered session's reservation as written (read from storage once). */
+  readonly #reserved = new Map<string, number>();
+  /** Sessions whose every number given this object instance knows (it gave them, or recovered them): none lost. */
+  readonly #known = new Set<string>();
   #held: Held[] = [];
   #heldBytes = 0;
   readonly #dropped = new Map<string, number>();
@@ -185,10 +205,22 @@ class Buffers {
 
   constructor(private readonly storage: DurableObjectStorage) {}
 
-  /** The next frame number of a session, taken. */
+  /**
+   * The next frame number of a session, taken: past the session's reservation, the next REPLAY_RESERVE are reserved
+   * first, in this event (unconfirmed: it holds no output), so that the number is in storage before its frame leaves.
+   */
   number(sessionId: string): number {
     const seq = this.#nextOf(sessionId);
+    const past = seq > this.#reservedOf(sessionId);
     this.#next.set(sessionId, seq + 1);
+    this.#known.add(sessionId);
+    if (past) {
+      const counts = this.#allCounts();
+      const reserved = seq - 1 + REPLAY_RESERVE;
+      this.#reserved.set(sessionId, reserved);
+      counts[sessionId] = { ...counts[sessionId], reserved };
+      this.#put(COUNTS, counts);
+    }
     return seq;
   }
 
@@ -197,21 +229,33 @@ class Buffers {
     return this.#nextOf(sessionId) - 1;
   }
 
-  /** After the object lost its sockets: the numbering of each session with a running turn jumps (written now). */
-  jump(): void {
+  /**
+   * The object started without the sockets it had (a crash, a reset): for each running turn it did not number
+   * itself, the numbers past what it kept, up to the reservation, may have reached clients, so they count as dropped
+   * and the numbering goes on after them, with a new reservation (written now, before any frame).
+   */
+  recover(): void {
     const running = new Set(
       turnsOf(this.storage.sql)
         .running()
         .map((t) => t.sessionId),
     );
-    if (running.size === 0) return;
     const counts = this.#allCounts();
+    let lost = false;
     for (const sessionId of running) {
-      const next = this.#nextOf(sessionId) + SEQ_JUMP;
+      if (this.#known.has(sessionId)) continue;
+      this.#known.add(sessionId);
+      const kept = this.lastNumber(sessionId);
+      const reserved = this.#reservedOf(sessionId);
+      if (reserved <= kept) continue;
+      const next = reserved + 1;
       this.#next.set(sessionId, next);
-      counts[sessionId] = { ...counts[sessionId], next };
+      this.#reserved.set(sessionId, reserved + REPLAY_RESERVE);
+      const dropped = (counts[sessionId]?.dropped ?? 0) + reserved - kept;
+      counts[sessionId] = { dropped, next, reserved: reserved + REPLAY_RESERVE };
+      lost = true;
     }
-    this.storage.kv.put(COUNTS, counts);
+    if (lost) this.storage.kv.put(COUNTS, counts);
   }
 
   /** Keeps one frame of a session, numbered `seq` (written soon; see the top of this file). */
@@ -261,9 +305,12 @@ class Buffers {
     this.#held = [];
     this.#heldBytes = 0;
     const stored = this.#allStored();
+    const unreserved = new Set<string>();
     for (const sessionId of new Set(held.map((h) => h.sessionId))) {
       const batches = stored.get(sessionId) ?? [];
       stored.set(sessionId, batches);
+      const reserved = Math.max(this.#reservedOf(sessionId), this.lastNumber(sessionId) + REPLAY_RESERVE);
+      this.#reserved.set(sessionId, reserved);
       for (const row of rows(held.filter((h) => h.sessionId === sessionId))) {
         this.#lastKey += 1;
         const key = batchKey(this.#lastKey);
@@ -273,6 +320,7 @@ class Buffers {
           bytes: row.reduce((sum, h) => sum + h.bytes, 0),
           texts: row.map((h) => h.frame).join(SEPARATOR),
           lastSeq: row.at(-1)?.seq ?? null,
+          reserved,
         };
         this.#put(key, batch);
         batches.push({
@@ -280,12 +328,20 @@ class Buffers {
           frames: batch.frames,
           bytes: batch.bytes,
           lastSeq: batch.lastSeq,
+          reserved,
         });
       }
       this.#trim(sessionId, (size) => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes);
     }
     if (held.length > 0) this.#trimLink();
-    if (this.#dropped.size === 0 && this.#unkeptTail.size === 0) return;
+    // A reservation whose batch a bound dropped at once is kept with the counts instead.
+    for (const [sessionId, reserved] of this.#reserved)
+      if (
+        (stored.get(sessionId)?.at(-1)?.reserved ?? 0) < reserved &&
+        this.#allCounts()[sessionId]?.reserved !== reserved
+      )
+        unreserved.add(sessionId);
+    if (this.#dropped.size === 0 && this.#unkeptTail.size === 0 && unreserved.size === 0) return;
     const counts = this.#allCounts();
     for (const [sessionId, dropped] of this.#dropped) {
       counts[sessionId] = { ...counts[sessionId], dropped: (counts[sessionId]?.dropped ?? 0) + dropped };
@@ -294,6 +350,8 @@ class Buffers {
     for (const sessionId of this.#unkeptTail)
       counts[sessionId] = { ...counts[sessionId], next: this.#nextOf(sessionId) };
     this.#unkeptTail.clear();
+    for (const sessionId of unreserved)
+      counts[sessionId] = { ...counts[sessionId], reserved: this.#reserved.get(sessionId) };
     this.#put(COUNTS, counts);
   }
 
@@ -305,6 +363,8 @@ class Buffers {
     this.#sizes.delete(sessionId);
     this.#next.delete(sessionId);
     this.#unkeptTail.delete(sessionId);
+    this.#reserved.delete(sessionId);
+    this.#known.delete(sessionId);
     const stored = this.#allStored();
     for (const { key } of stored.get(sessionId) ?? []) this.storage.kv.delete(key);
     stored.delete(sessionId);
@@ -342,7 +402,13 @@ class Buffers {
       const stored = new Map<string, Stored[]>();
       for (const [key, batch] of this.storage.kv.list<Batch>({ prefix: BATCHES })) {
         const batches = stored.get(batch.session) ?? [];
-        batches.push({ key, frames: batch.frames, bytes: batch.bytes, lastSeq: batch.lastSeq });
+        batches.push({
+          key,
+          frames: batch.frames,
+          bytes: batch.bytes,
+          lastSeq: batch.lastSeq,
+          reserved: batch.reserved,
+        });
         stored.set(batch.session, batches);
         this.#lastKey = Number(key.slice(BATCHES.length));
       }
@@ -364,6 +430,21 @@ class Buffers {
       this.#next.set(sessionId, next);
     }
     return next;
+  }
+
+  /** Numbers up to this may have been used, as storage says (none past the last kept when nothing was reserved). */
+  #reservedOf(sessionId: string): number {
+    let reserved = this.#reserved.get(sessionId);
+    if (reserved === undefined) {
+      const stored = this.#allStored().get(sessionId) ?? [];
+      reserved = Math.max(
+        this.lastNumber(sessionId),
+        ...stored.map((b) => b.reserved ?? 0),
+        this.#allCounts()[sessionId]?.reserved ?? 0,
+      );
+      this.#reserved.set(sessionId, reserved);
+    }
+    return reserved;
   }
 
   #size(sessionId: string): Size {
@@ -520,8 +601,8 @@ export const replay: LinkFeature = {
   deviceNotifications: { "session/update": buffered, "_lembas/event": buffered },
   onClientAttached: (rt, peer) => catchUp(rt, peer.sid),
   // A link that vanished with the object's sockets (a crash, a reset): frames sent just before may not have been
-  // kept, so each running turn's numbering jumps and a client sees that some may be missing.
+  // kept, and the catch-up counts them as dropped.
   onLinkDown: (rt, _link, reason) => {
-    if (reason === "lost") buffersOf(rt.ctx.storage).jump();
+    if (reason === "lost") buffersOf(rt.ctx.storage).recover();
   },
 };
