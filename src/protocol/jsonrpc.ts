@@ -9,8 +9,8 @@ import { describeIssues } from "./issues";
 export const JsonRpcId = z.union([z.string(), z.number()]);
 export type JsonRpcId = z.infer<typeof JsonRpcId>;
 
-/** ACP params are objects; JSON-RPC also allows arrays. */
-const Params = z.optional(z.union([z.record(z.string(), z.unknown()), z.array(z.unknown())]));
+/** ACP params are objects (any members, kept); JSON-RPC also allows arrays. */
+const Params = z.optional(z.union([z.looseObject({}), z.array(z.unknown())]));
 
 export const RequestMessage = z.object({
   jsonrpc: z.literal("2.0"),
@@ -110,7 +110,7 @@ export const isRecord = (value: unknown): value is Record<string, unknown> =>
   typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
- * A record as `z.record` gives it back: every own key but `__proto__` (JSON.parse makes that an own key; the schema
+ * An object as `Params` gives it back: every own key but `__proto__` (JSON.parse makes that an own key; the schema
  * drops it). Without one, the parsed object itself — nothing else holds it.
  */
 function recordOf(value: Record<string, unknown>): Record<string, unknown> {

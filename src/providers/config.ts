@@ -55,19 +55,23 @@ const ModelConfig = z
 
 const ProviderConfig = z.object({
   base_url: z.url({ protocol: /^https?$/ }),
-  models: z.record(z.string().check(z.minLength(1)), ModelConfig),
+  // Objects whose every member is checked (z.catchall): what z.record would check, without its schema in the bundle.
+  models: z.catchall(z.object({}), ModelConfig),
 });
 
-// The name is checked apart from the record, whose own key error would not say what a name may be.
-const ProvidersConfig = z.record(z.string(), ProviderConfig).check(
+// Names are checked here rather than as keys, whose own error would not say what a name may be.
+const ProvidersConfig = z.catchall(z.object({}), ProviderConfig).check(
   z.superRefine((providers, ctx) => {
-    for (const name of Object.keys(providers))
+    for (const [name, provider] of Object.entries(providers)) {
       if (!/^[a-z0-9][a-z0-9_-]{0,63}$/.test(name))
         ctx.addIssue({
           code: "custom",
           path: [name],
           message: "provider names are lower-case letters, digits, _ and -",
         });
+      if (Object.hasOwn(provider.models, ""))
+        ctx.addIssue({ code: "custom", path: [name, "models"], message: "a model's name is required" });
+    }
   }),
 );
 

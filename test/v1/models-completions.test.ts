@@ -223,5 +223,20 @@ describe("provider configuration", () => {
     expect(() => servedModels(broken)).toThrow(
       expect.objectContaining({ status: 500, detail: expect.stringMatching(/PROVIDERS.*base_url.*price_in/s) }),
     );
+    const cases: [unknown, RegExp][] = [
+      [
+        { fake: { base_url: "https://x.test", models: { "": { kind: "chat", price_in: 1 } } } },
+        /fake\.models: a model's name is required/,
+      ],
+      [{ fake: { base_url: "https://x.test", models: { chat: { kind: "talk" } } } }, /fake\.models\.chat\.kind/],
+      [{ fake: { base_url: "https://x.test", models: ["chat"] } }, /fake\.models/],
+      [{ Fake: { base_url: "https://x.test" } }, /Fake\.models/],
+      [{ fake: "https://x.test" }, /fake/],
+      [[], /PROVIDERS/],
+    ];
+    for (const [providers, detail] of cases)
+      expect(() => servedModels({ ...env, PROVIDERS: providers } as typeof env), JSON.stringify(providers)).toThrow(
+        expect.objectContaining({ status: 500, detail: expect.stringMatching(detail) }),
+      );
   });
 });
