@@ -265,7 +265,7 @@ describe("schema steps", () => {
     });
   });
 
-  it("starts a fresh object with no table; a client's attach makes them, the D1 queue's waits for a write owed", async () => {
+  it("starts a fresh object with no table; a client's attach makes them as a fresh object's, the D1 queue's waits for a write owed", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const own = () =>
@@ -275,8 +275,12 @@ describe("schema steps", () => {
           .toArray()
           .map(({ name }) => name),
       );
-    // The start wrote nothing: a device's first link gets its 101 before any table is made.
-    expect(await own()).toEqual([]);
+    await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
+      // The start wrote nothing: a device's first link gets its 101 before any table is made.
+      expect(state.storage.sql.exec(`SELECT name FROM sqlite_master WHERE type = 'table'`).toArray()).toEqual([]);
+      // What wrangler dev's object wrapper makes as the object starts, after the object's own start.
+      state.storage.sql.exec("CREATE TABLE __miniflare_do_name (id INTEGER PRIMARY KEY, name TEXT)");
+    });
     const client = await attachClient(user, device.deviceId);
     expect(await statusOf(client)).toMatchObject({ link: "down" });
     const attached = await own();

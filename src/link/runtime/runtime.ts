@@ -290,7 +290,9 @@ export class LinkRuntime implements Failing, LagOwner {
    */
   makeTables(): void {
     if (!this.#unmade) return;
-    knowTables(this.sql, applySteps(this.ctx.storage, this.registry.features).made);
+    // The start found no table of ours, and every entry point makes them first: any there now is the platform's
+    // (wrangler dev's object wrapper makes one as the object starts), so the object is made as a fresh one.
+    knowTables(this.sql, applySteps(this.ctx.storage, this.registry.features, []).made);
     this.#unmade = false;
   }
 

@@ -47,8 +47,11 @@ export interface Migrating {
   readonly onDemand?: boolean;
 }
 
-/** A `sqlite_master` condition: the entry is the object's own, not SQLite's (`sqlite_sequence`) nor the runtime's. */
-export const OWN_NAME = `name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\'`;
+/**
+ * A `sqlite_master` condition: the entry is the object's own, not SQLite's (`sqlite_sequence`) nor the runtime's
+ * (`_cf_…`, and the table wrangler dev's object wrapper makes as an object starts).
+ */
+export const OWN_NAME = `name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name != '__miniflare_do_name'`;
 /** The object's own tables. */
 export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table' AND ${OWN_NAME}`;
 const STEPS_TABLE = `CREATE TABLE schema_steps (
