@@ -18,7 +18,7 @@ import { launchChromium, signInWithDevice } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
-import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { idleStatus, LembasDevice, sessionParams } from "../e2e/helpers/lembas-device.js";
 import { watchCsp, type CspWatch } from "./csp-watch.js";
 
 const SHOTS = path.join(ROOT, "test-results");
@@ -151,7 +151,7 @@ beforeAll(async () => {
       },
     )
     .onRequest("_lembas/session/title", z.looseObject({ title: z.string() }), ({ params }) => ({ title: params.title }))
-    .onRequest("_lembas/session/delete", z.looseObject({ sessionId: z.string() }), () => {
+    .onRequest("_lembas/session/delete", sessionParams, () => {
       throw new acp.RequestError(-32602, "it is open in a terminal");
     })
     .onRequest(acp.methods.agent.session.prompt, async ({ params }) => {
@@ -191,7 +191,7 @@ beforeAll(async () => {
       await event(sessionId, { type: "task", state: "end", turnId });
       return { stopReason: "end_turn", _meta: { lembas: { turnId } } };
     })
-    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+    .onRequest("_lembas/session/history", sessionParams, ({ params }) => ({
       sessionId: params.sessionId,
       title: "Fix the flaky test",
       root,
@@ -208,15 +208,7 @@ beforeAll(async () => {
             ]
           : [],
     }))
-    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
-      sessionId: params.sessionId,
-      exists: true,
-      held: "here",
-      busy: false,
-      title: null,
-      queued: [],
-      lastTurnId: null,
-    }));
+    .onRequest("_lembas/session/status", sessionParams, idleStatus);
   await device.link();
   browser = await launchChromium();
   page = await (await browser.newContext({ viewport: SIZES.laptop })).newPage();

@@ -10,12 +10,11 @@ import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Browser, Download, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as z from "zod";
 import { launchChromium } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
-import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
+import { idleStatus, LembasDevice, sessionParams, turnIdOf } from "../e2e/helpers/lembas-device.js";
 import { permissionParams } from "../shared/cards.js";
 
 /** A download saved into a folder of the test's (the run's one browser is remote: it has no local path to give). */
@@ -128,21 +127,13 @@ beforeAll(async () => {
       );
       return { stopReason: "end_turn", _meta: { lembas: { turnId } } };
     })
-    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+    .onRequest("_lembas/session/history", sessionParams, ({ params }) => ({
       sessionId: params.sessionId,
       title: "Move to SQLite",
       root,
       turns: history,
     }))
-    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
-      sessionId: params.sessionId,
-      exists: true,
-      held: "here",
-      busy: false,
-      title: null,
-      queued: [],
-      lastTurnId: null,
-    }));
+    .onRequest("_lembas/session/status", sessionParams, idleStatus);
   await device.link();
   browser = await launchChromium();
 });

@@ -14,12 +14,11 @@ import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as z from "zod";
 import { launchChromium } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { loginDevice, type Person } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
-import { LembasDevice } from "../e2e/helpers/lembas-device.js";
+import { LembasDevice, sessionParams } from "../e2e/helpers/lembas-device.js";
 import { startUpstream, type Upstream } from "../e2e/helpers/openai-upstream.js";
 import { permissionParams } from "../shared/cards.js";
 import { vapidKeys } from "./push-service.js";
@@ -161,7 +160,7 @@ async function linkDevice(): Promise<void> {
       },
       _meta: { lembas: { model: "e2e/sonnet", effort: "high" } },
     }))
-    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+    .onRequest("_lembas/session/history", sessionParams, ({ params }) => ({
       sessionId: params.sessionId,
       title: null,
       root,

@@ -14,12 +14,11 @@ import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import * as z from "zod";
 import { launchChromium, signInWithDevice } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
 import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
-import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
+import { idleStatus, LembasDevice, sessionParams, turnIdOf } from "../e2e/helpers/lembas-device.js";
 import { ALLOW_ONCE, DENY } from "../shared/cards.js";
 
 const SHOTS = path.join(ROOT, "test-results");
@@ -177,16 +176,8 @@ beforeAll(async () => {
       await event(s, { type: "task", state: "end", turnId });
       return { stopReason: "end_turn", _meta: { lembas: { turnId } } };
     })
-    .onRequest("_lembas/session/status", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
-      sessionId: params.sessionId,
-      exists: true,
-      held: "here",
-      busy: false,
-      title: null,
-      queued: [],
-      lastTurnId: null,
-    }))
-    .onRequest("_lembas/session/history", z.looseObject({ sessionId: z.string() }), ({ params }) => ({
+    .onRequest("_lembas/session/status", sessionParams, idleStatus)
+    .onRequest("_lembas/session/history", sessionParams, ({ params }) => ({
       sessionId: params.sessionId,
       title: null,
       root,

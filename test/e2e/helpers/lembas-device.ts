@@ -31,6 +31,20 @@ export function turnIdOf(params: acp.PromptRequest): string | null {
   return meta.success ? meta.data.lembas.turnId : null;
 }
 
+/** The params a device's session methods are asked with (their other fields pass). */
+export const sessionParams = z.looseObject({ sessionId: z.string() });
+
+/** `_lembas/session/status` as a device answers it for a session with nothing running or queued. */
+export const idleStatus = ({ params }: { params: { sessionId: string } }) => ({
+  sessionId: params.sessionId,
+  exists: true,
+  held: "here" as const,
+  busy: false,
+  title: null,
+  queued: [],
+  lastTurnId: null,
+});
+
 export class LembasDevice {
   readonly app: acp.AgentApp;
   /** The params of every initialize the instance sent, one a link. */
