@@ -23,7 +23,8 @@ export default defineConfig({
     // expect.poll waits for what a person would wait for (a list, a message) however slow a loaded machine is; its
     // default of 1 s is a timing assertion. A state that never comes still fails, at this bound.
     expect: { poll: { timeout: 30_000 } },
-    // The machine is shared and the e2e suite runs a whole Worker: one file at a time keeps timings honest.
-    fileParallelism: false,
+    // Two files at a time (Vitest's default on 2 cores is one): a file waits on its instance, its browser and its
+    // peers more than it computes, and each has an instance, accounts and temporary folders of its own.
+    maxWorkers: 2,
   },
 });
