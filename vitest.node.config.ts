@@ -26,5 +26,8 @@ export default defineConfig({
     // Two files at a time (Vitest's default on 2 cores is one): a file waits on its instance, its browser and its
     // peers more than it computes, and each has an instance, accounts and temporary folders of its own.
     maxWorkers: 2,
+    // A worker runs file after file (about 1.6 s each to spawn one on a loaded machine); each file makes its own
+    // instance, peers and folders, and the shared helpers hold no state between tests.
+    isolate: false,
   },
 });
