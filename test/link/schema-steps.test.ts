@@ -8,7 +8,6 @@ import { applySteps, type Migrating, OWN_NAME, OWN_TABLES } from "../../src/link
 import { forgetTables, knowTables, OnDemandTables } from "../../src/link/runtime/tables-on-demand";
 import { createDevice, createUser } from "../helpers/fixtures";
 import { attachClient, hello, initializeResult, linkDevice, linkStub, type Peer, waitUntilUp } from "../helpers/link";
-import { owedWrites, retryOwedWrites } from "../helpers/d1-outage";
 import { drain, fireDeadlines, statusOf } from "../helpers/linked";
 import { dropAllTables, SCHEMA_BEFORE_STEPS } from "../helpers/schema-before-steps";
 
@@ -265,7 +264,7 @@ describe("schema steps", () => {
     });
   });
 
-  it("starts a fresh object with no table; a client's attach makes them as a fresh object's, the D1 queue's waits for a write owed", async () => {
+  it("starts a fresh object with no table; a client's attach makes them as a fresh object's, all but those made on demand", async () => {
     const user = await createUser();
     const device = await createDevice(user.userId);
     const own = () =>
@@ -284,46 +283,16 @@ describe("schema steps", () => {
     const client = await attachClient(user, device.deviceId);
     expect(await statusOf(client)).toMatchObject({ link: "down" });
     const attached = await own();
-    expect(attached).toEqual(expect.arrayContaining(["schema_steps", "link", "meta", "outbound", "deadlines"]));
-    expect(attached).not.toContain("d1_queue");
+    expect(attached).toEqual(
+      expect.arrayContaining(["schema_steps", "link", "meta", "outbound", "deadlines", "d1_queue"]),
+    );
     await linkDevice(device);
     await waitUntilUp(client);
     const linked = await own();
-    expect(linked).toContain("d1_queue");
     for (const name of ["cards", "card_refusals", "turns", "terminals", "push_outbox"])
       expect(linked).not.toContain(name);
     const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first();
     expect(row).toEqual({ online: 1 });
-  });
-
-  it("works a D1 write owed by an object whose start made the queue's table, as starts did before it was made on demand", async () => {
-    const user = await createUser();
-    const device = await createDevice(user.userId);
-    const stub = linkStub(device.deviceId);
-    const linked = { protocol: 2, host: "old-host", platform: "linux", capabilities: [], agentInfo: null };
-    await runInDurableObject(stub, async (_instance, state) => {
-      const { sql } = state.storage;
-      dropAllTables(sql);
-      applySteps(
-        state.storage,
-        registry.features.map(({ onDemand, ...feature }) =>
-          feature.name === "d1-queue" ? feature : { ...feature, onDemand },
-        ),
-      );
-      sql.exec("INSERT INTO meta VALUES ('device_id', ?), ('owner_id', ?)", device.deviceId, user.userId);
-      sql.exec(
-        "INSERT INTO d1_queue (kind, key, args, created_at) VALUES ('presence/linked', 'presence', ?, ?)",
-        JSON.stringify({ deviceId: device.deviceId, device: linked, at: Date.now() }),
-        Date.now(),
-      );
-      sql.exec("INSERT INTO deadlines VALUES ('d1-queue', 'queue', ?)", Date.now() + 30_000);
-      await state.storage.setAlarm(Date.now() + 30_000);
-    });
-    await evictDurableObject(stub);
-    await retryOwedWrites(device.deviceId);
-    expect(await owedWrites(device.deviceId)).toEqual([]);
-    const row = await env.DB.prepare("SELECT online, host FROM devices WHERE id = ?").bind(device.deviceId).first();
-    expect(row).toEqual({ online: 1, host: "old-host" });
   });
 
   it("opens an object written by the schema before numbered steps and finds its rows: the last link, a kept prompt, its turn's frames, an ended card", async () => {

@@ -15,7 +15,6 @@ import { logFailure } from "./failures";
 import type { LinkFeature, LinkRuntime } from "./runtime";
 import type { D1Write } from "./d1-write";
 import type { SchemaStep } from "./schema-steps";
-import { OnDemandTables } from "./tables-on-demand";
 
 const STEPS: readonly SchemaStep[] = [
   {
@@ -43,9 +42,6 @@ interface QueueRow extends Record<string, SqlStorageValue> {
   not_before: number;
 }
 
-/** The queue's table, made by the first write owed. */
-const queue = (rt: LinkRuntime) => new OnDemandTables(rt.sql, d1Queue);
-
 /** The queue being worked by this instance of the object, if it is. */
 const working = new WeakMap<LinkRuntime, Promise<void>>();
 
@@ -54,15 +50,12 @@ const working = new WeakMap<LinkRuntime, Promise<void>>();
  * The arguments are serialised now, so a value that cannot be written fails the event, not the queue.
  */
 export function oweD1<A>(rt: LinkRuntime, write: D1Write<A>, key: string, args: A): void {
-  const text = JSON.stringify(args);
-  queue(rt).making((sql) =>
-    sql.exec(
-      "INSERT INTO d1_queue (kind, key, args, created_at) VALUES (?, ?, ?, ?)",
-      write.kind,
-      key,
-      text,
-      Date.now(),
-    ),
+  rt.sql.exec(
+    "INSERT INTO d1_queue (kind, key, args, created_at) VALUES (?, ?, ?, ?)",
+    write.kind,
+    key,
+    JSON.stringify(args),
+    Date.now(),
   );
   // The safety net if this instance dies before the write lands; one row for the whole queue.
   rt.deadlines.ensure(QUEUE_DEADLINE, "queue", Date.now() + BACKOFF_MS[1]);
@@ -87,12 +80,9 @@ export function workQueue(rt: LinkRuntime): Promise<void> {
 /** Rows owed and not yet landed (all, or those of one key). */
 export function owedCount(rt: LinkRuntime, key?: string): number {
   const where = key === undefined ? "" : " WHERE key = ?";
-  return queue(rt).ifMade(
-    0,
-    (sql) =>
-      sql.exec<{ n: number }>(`SELECT COUNT(*) AS n FROM d1_queue${where}`, ...(key === undefined ? [] : [key])).one()
-        .n,
-  );
+  return rt.sql
+    .exec<{ n: number }>(`SELECT COUNT(*) AS n FROM d1_queue${where}`, ...(key === undefined ? [] : [key]))
+    .one().n;
 }
 
 /** Tries every row whose back-off is over, in order; a row that fails (or still waits) holds back its key's later rows. */
@@ -104,16 +94,12 @@ async function drain(rt: LinkRuntime): Promise<void> {
     retryAt = Math.min(retryAt ?? at, at);
   };
   for (;;) {
-    const row = queue(rt).ifMade(
-      undefined,
-      (sql) =>
-        sql
-          .exec<QueueRow>(
-            "SELECT id, kind, key, args, attempts, not_before FROM d1_queue WHERE id > ? ORDER BY id LIMIT 1",
-            after,
-          )
-          .toArray()[0],
-    );
+    const row = rt.sql
+      .exec<QueueRow>(
+        "SELECT id, kind, key, args, attempts, not_before FROM d1_queue WHERE id > ? ORDER BY id LIMIT 1",
+        after,
+      )
+      .toArray()[0];
     if (!row) break;
     after = row.id;
     if (held.has(row.key)) continue;
@@ -151,7 +137,5 @@ export const d1Queue: LinkFeature = {
   name: "d1-queue",
   after: ["core"],
   migrations: STEPS,
-  // Made by the first write owed (a link's presence, once the link is up and its clients told), not by the start.
-  onDemand: true,
   deadlines: { [QUEUE_DEADLINE]: (rt) => workQueue(rt) },
 };

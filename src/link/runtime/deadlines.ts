@@ -31,11 +31,14 @@ export class Deadlines {
 
   readonly #earliestSql: string;
 
+  /** `empty`: a fresh object, whose alarm was never set, so there is nothing to read. */
   constructor(
     private readonly sql: SqlStorage,
     private readonly storage: DurableObjectStorage,
     private readonly columns: readonly DueColumn[] = [],
+    empty = false,
   ) {
+    if (empty) this.#armed = null;
     const mins = [
       "SELECT MIN(due) AS due FROM deadlines",
       ...columns.map((c) => `SELECT MIN(due) AS due FROM ${c.table}`),

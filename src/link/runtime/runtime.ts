@@ -281,7 +281,7 @@ export class LinkRuntime implements Failing, LagOwner {
     this.#unmade = start === null;
     this.links = new LinkStore(this.sql, fresh);
     this.outbound = new Outbound(this.sql, fresh);
-    this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }]);
+    this.deadlines = new Deadlines(this.sql, ctx.storage, [{ kind: REQUEST_DEADLINE, ...OUTBOUND_DEADLINES }], fresh);
   }
 
   /**
