@@ -14,7 +14,7 @@
  * deleted it; all of them when the device or its account is deleted (forgetAllKept). `kept_turns` 0 keeps none.
  */
 import { limitsOf } from "../../../limits/config";
-import { ErrorCode, RpcError } from "../../../protocol/jsonrpc";
+import { ErrorCode, isRecord, RpcError } from "../../../protocol/jsonrpc";
 import type { PromptParams } from "../../../protocol/acp";
 import { KeptTurnsParams, type KeptTurn } from "../../../protocol/instance";
 import { check } from "../../../protocol/issues";
@@ -27,7 +27,6 @@ import { promptOf, TurnRecord } from "./turn-record";
 const PAGE_TURNS = 20;
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** One object instance's turns being recorded. */
 class Recording {
@@ -83,9 +82,9 @@ function currentOf(rt: LinkRuntime, sessionId: string): TurnRecord | null {
 
 /** One device frame into a turn. */
 function fold(record: TurnRecord, message: Json): void {
-  const params = isObject(message.params) ? message.params : null;
-  if (message.method === "session/update" && isObject(params?.update)) record.update(params.update);
-  if (message.method === "_lembas/event" && isObject(params?.event)) record.event(params.event);
+  const params = isRecord(message.params) ? message.params : null;
+  if (message.method === "session/update" && isRecord(params?.update)) record.update(params.update);
+  if (message.method === "_lembas/event" && isRecord(params?.event)) record.event(params.event);
 }
 
 /** A turn is over: written soon, in an event of its own. */
@@ -184,7 +183,7 @@ export const kept: LinkFeature = {
       handle: (rt, message) => {
         const params = message.params as { sessionId?: unknown; event?: unknown } | undefined;
         const sessionId = params?.sessionId;
-        if (typeof sessionId !== "string" || !isObject(params?.event) || !on(rt)) return;
+        if (typeof sessionId !== "string" || !isRecord(params?.event) || !on(rt)) return;
         const event = params.event;
         const r = recordingOf(rt);
         const turnId = typeof event.turnId === "string" ? event.turnId : null;

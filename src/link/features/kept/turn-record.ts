@@ -8,6 +8,7 @@
  */
 import { base64Bytes, utf8Bytes, type PromptParams } from "../../../protocol/acp";
 import type { CardDecision, KeptAttachment, KeptItem, KeptTool, KeptTurn } from "../../../protocol/instance";
+import { isRecord } from "../../../protocol/jsonrpc";
 
 /** The most one kept turn may take (a storage value holds about 2 MB). */
 export const RECORD_BYTES = 1024 * 1024;
@@ -17,7 +18,6 @@ const MAX_ITEMS = 2000;
 const NOT_KEPT_EVENTS = new Set(["text", "reasoning", "tool_call_delta", "progress", "task", "prompt", "step"]);
 
 type Json = Record<string, unknown>;
-const isObject = (v: unknown): v is Json => typeof v === "object" && v !== null && !Array.isArray(v);
 
 /** An image block within the limit as it is; over it, its data dropped and its decoded size said. */
 function keptBlock(block: Json, imageBytes: number): Json {
@@ -105,7 +105,7 @@ export class TurnRecord {
       case "agent_message_chunk":
       case "agent_thought_chunk": {
         const content = update.content;
-        if (!isObject(content)) return;
+        if (!isRecord(content)) return;
         const type = update.sessionUpdate === "agent_message_chunk" ? "text" : "thought";
         if (content.type === "text" && typeof content.text === "string") this.#chunk(type, content.text);
         else if (type === "text") this.#push({ type: "block", block: keptBlock(content, this.imageBytes) });
@@ -126,7 +126,7 @@ export class TurnRecord {
           if (value !== undefined && value !== null) (tool as unknown as Json)[key] = value;
         if (Array.isArray(tool.content))
           tool.content = tool.content.map((c) =>
-            isObject(c) && c.type === "content" && isObject(c.content)
+            isRecord(c) && c.type === "content" && isRecord(c.content)
               ? { ...c, content: keptBlock(c.content, this.imageBytes) }
               : c,
           );
@@ -179,9 +179,9 @@ export class TurnRecord {
   /** The turn ended: with the prompt's answer when there is one (stopReason, `_meta.lembas`). */
   finish(result: unknown): KeptTurn {
     this.turn.endedAt = Date.now();
-    if (isObject(result)) {
+    if (isRecord(result)) {
       if (typeof result.stopReason === "string") this.turn.stopReason = result.stopReason;
-      const meta = isObject(result._meta) && isObject(result._meta.lembas) ? result._meta.lembas : null;
+      const meta = isRecord(result._meta) && isRecord(result._meta.lembas) ? result._meta.lembas : null;
       if (meta) {
         const { turnId: _id, ...fields } = meta;
         this.turn.result = Object.keys(fields).length > 0 ? fields : null;
@@ -202,7 +202,7 @@ export function withinBytes(turn: KeptTurn, max: number): KeptTurn {
   record.cut = true;
   const strip = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(strip);
-    if (!isObject(v)) return v;
+    if (!isRecord(v)) return v;
     const out: Json = {};
     for (const [k, x] of Object.entries(v)) {
       if (k === "data" && typeof x === "string") {
@@ -223,7 +223,7 @@ export function withinBytes(turn: KeptTurn, max: number): KeptTurn {
         const k = Array.isArray(holder) ? Number(key) : key;
         if (typeof x === "string") {
           if (!longest || x.length > longest.length) longest = { holder, key: k, length: x.length };
-        } else if (isObject(x) || Array.isArray(x)) visit(x);
+        } else if (isRecord(x) || Array.isArray(x)) visit(x);
       }
     };
     visit(record as unknown as Json);
