@@ -8,6 +8,8 @@ import { inBatches, progress } from "./progress.js";
 export interface Person {
   /** `Authorization: Bearer lba_…`, for the client interface and the approvals. */
   auth: string;
+  /** `lembas_session=…`, the browser's sign-in. */
+  cookie: string;
 }
 
 export interface Device {
@@ -42,7 +44,7 @@ export async function createPerson(origin: string): Promise<Person> {
   if (!cookie) throw new Error("login set no session cookie");
   const token = await call<{ token: string }>(origin, "/api/tokens", { name: "bench" }, { cookie });
   expectStatus("API token", token, 201);
-  return { auth: `Bearer ${token.body.token}` };
+  return { auth: `Bearer ${token.body.token}`, cookie };
 }
 
 /** One device through the whole device login. */

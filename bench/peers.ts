@@ -83,13 +83,17 @@ const hello = (host: string) =>
       limits: LIMITS,
     },
   });
-const INITIALIZE_RESULT = JSON.stringify({
-  protocolVersion: 1,
-  agentCapabilities: { loadSession: false, promptCapabilities: { image: false, audio: false, embeddedContext: false } },
-  authMethods: [],
-  agentInfo: { name: "lembas-edge bench device", version: "0.0.0" },
-  _meta: { lembas: { protocol: 2, harness_spec: "1.0.0", limits: LIMITS, connection: null, capabilities: ["status"] } },
-});
+const initializeResult = (capabilities: readonly string[]) =>
+  JSON.stringify({
+    protocolVersion: 1,
+    agentCapabilities: {
+      loadSession: false,
+      promptCapabilities: { image: false, audio: false, embeddedContext: false },
+    },
+    authMethods: [],
+    agentInfo: { name: "lembas-edge bench device", version: "0.0.0" },
+    _meta: { lembas: { protocol: 2, harness_spec: "1.0.0", limits: LIMITS, connection: null, capabilities } },
+  });
 /** The answer to any other request (shaped as _lembas/session/status's; session/set_mode's `{}` would do as well). */
 const STATUS_RESULT = JSON.stringify({
   sessionId: SESSION_ID,
@@ -108,6 +112,13 @@ export interface LinkTimes {
   initialize: number;
 }
 
+/** What a device lists and answers beyond the defaults: capability "status", every request answered as status. */
+export interface DeviceScript {
+  capabilities?: readonly string[];
+  /** The answer (JSON text) to a request whose answer a client reads; undefined: the status answer. */
+  answer?(method: string, params: unknown): string | undefined;
+}
+
 /**
  * A device: on the real Worker it says `_lembas/hello` (protocol 2, capability "status") and answers initialize;
  * on the baseline it just connects, or (bareLink) says and answers the same. Either way it answers every request at
@@ -121,7 +132,8 @@ export class ScriptedDevice {
   private readonly heldPrompts: string[] = [];
   private promptArrived: () => void = () => {};
 
-  private constructor(socket: WebSocket, start: number, handshake: boolean, host: string) {
+  private constructor(socket: WebSocket, start: number, handshake: boolean, host: string, script: DeviceScript) {
+    const initialize = initializeResult(script.capabilities ?? ["status"]);
     this.socket = socket;
     this.times = { start, open: performance.now(), initialize: Number.NaN };
     let initialized = () => {};
@@ -129,12 +141,12 @@ export class ScriptedDevice {
     socket.on("message", (data) => {
       const text = data.toString();
       if (text === "pong") return;
-      const message = JSON.parse(text) as { id?: string | number; method?: string };
+      const message = JSON.parse(text) as { id?: string | number; method?: string; params?: unknown };
       if (message.id === undefined || message.method === undefined) return;
       const id = JSON.stringify(message.id);
       if (message.method === "initialize") {
         this.times.initialize = performance.now();
-        socket.send(`{"jsonrpc":"2.0","id":${id},"result":${INITIALIZE_RESULT}}`);
+        socket.send(`{"jsonrpc":"2.0","id":${id},"result":${initialize}}`);
         initialized();
         return;
       }
@@ -143,7 +155,9 @@ export class ScriptedDevice {
         this.promptArrived();
         return;
       }
-      socket.send(`{"jsonrpc":"2.0","id":${id},"result":${STATUS_RESULT}}`);
+      socket.send(
+        `{"jsonrpc":"2.0","id":${id},"result":${script.answer?.(message.method, message.params) ?? STATUS_RESULT}}`,
+      );
     });
     const keepAlive = setInterval(() => socket.send("ping"), PING_EVERY_MS);
     socket.once("close", () => clearInterval(keepAlive));
@@ -155,9 +169,9 @@ export class ScriptedDevice {
   }
 
   /** The real link: /api/devices/link with the device token; hello is sent as soon as the socket opens. */
-  static link(origin: string, token: string, host: string): Promise<ScriptedDevice> {
+  static link(origin: string, token: string, host: string, script: DeviceScript = {}): Promise<ScriptedDevice> {
     const headers = { authorization: `Bearer ${token}` };
-    return ScriptedDevice.#open(`${wsOrigin(origin)}/api/devices/link`, true, host, headers);
+    return ScriptedDevice.#open(`${wsOrigin(origin)}/api/devices/link`, true, host, headers, script);
   }
 
   /** The baseline's device side of a room. */
@@ -171,10 +185,16 @@ export class ScriptedDevice {
   }
 
   /** Opens the socket, timed from before the upgrade request. */
-  static async #open(url: string, handshake: boolean, host: string, headers?: Record<string, string>) {
+  static async #open(
+    url: string,
+    handshake: boolean,
+    host: string,
+    headers?: Record<string, string>,
+    script: DeviceScript = {},
+  ) {
     const start = performance.now();
     const socket = await openSocket(url, headers);
-    return new ScriptedDevice(socket, start, handshake, host);
+    return new ScriptedDevice(socket, start, handshake, host, script);
   }
 
   /** Resolves when the next session/prompt reaches the device (it is then held: a running turn). */
@@ -186,6 +206,11 @@ export class ScriptedDevice {
   endTurns(): void {
     for (const id of this.heldPrompts.splice(0))
       this.socket.send(`{"jsonrpc":"2.0","id":${id},"result":{"stopReason":"end_turn"}}`);
+  }
+
+  /** Sends one notification (its params as JSON text). */
+  notify(method: string, params: string): void {
+    this.socket.send(`{"jsonrpc":"2.0","method":"${method}","params":${params}}`);
   }
 
   /** Sends `count` session/update notifications as fast as the socket takes them. */
@@ -303,4 +328,28 @@ export function arrivals(
       socket.on("message", listener);
     }
   });
+}
+
+/**
+ * Streams `count` agent_message_chunk notifications of a session at `perSecond`, as a model's answer comes: every
+ * chunk due by now is sent, so the pace holds however late a timer fires. Every 40th chunk ends a paragraph.
+ */
+export async function streamChunks(
+  device: ScriptedDevice,
+  sessionId: string,
+  perSecond: number,
+  count: number,
+): Promise<void> {
+  const start = performance.now();
+  for (let i = 0; i < count; ) {
+    const due = Math.min(count, Math.floor(((performance.now() - start) * perSecond) / 1000) + 1);
+    for (; i < due; i++) {
+      const text = i % 40 === 39 ? `word ${i}.\\n\\n` : `word ${i} `;
+      device.notify(
+        "session/update",
+        `{"sessionId":"${sessionId}","update":{"sessionUpdate":"agent_message_chunk","content":{"type":"text","text":"${text}"}}}`,
+      );
+    }
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
 }

@@ -9,17 +9,20 @@
  * BENCH_QUICK=1 measures only the round trip, the fan-out and the relay's commits, with one device made.
  * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 13 minutes more on a quiet
  * machine.
+ * BENCH_ONLY=phone, BENCH_ONLY=fairness (or both, comma-separated) runs only those stages and prints their goals.
  */
 import { createDevices, createPerson } from "./accounts.js";
 import { measureBundle } from "./bundle.js";
 import { lastSuiteTime } from "./suite-time.js";
 import { measureWeb } from "./web-size.js";
 import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
+import { measureFairness } from "./fairness.js";
 import { measureFanOut } from "./fan-out.js";
+import { measurePhone, type PhoneResult } from "./phone.js";
 import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
 import { Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log } from "./progress.js";
-import { type BenchResult, previousRatios, report, writeResults } from "./report.js";
+import { type BenchResult, previousRatios, report, stageReport, writeResults } from "./report.js";
 import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
@@ -40,6 +43,8 @@ const SCALE = !QUICK && process.env.BENCH_SCALE === "1";
 const STAGE_LIST: readonly number[] = SCALE ? [...STAGES, ...SCALE_STAGES] : STAGES;
 /** The whole run, started servers included; past it the run stops with an error. */
 const RUN_WITHIN_MS = (SCALE ? 45 : 20) * 60_000;
+/** Stages to run alone (BENCH_ONLY), or null for the whole run. */
+const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",").map((s) => s.trim())) : null;
 
 async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   log("an account and a device, through the HTTP API; the Worker bundle and the web UI, from their builds");
@@ -97,6 +102,8 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   };
   const fanOutDuringTurn = await measureFanOut({ ...relaySide, startTurn }, bareSide, FAN_OUT);
   const relayCommits = await countRelayCommits(relay.origin, device, client, startTurn);
+  log("fairness: round trips beside a turn streamed to 200 client sockets; the runtime's memory after");
+  const fairness = await measureFairness(relay.origin, main!.id, person.auth, device, client, relay.workerdPid());
   await Promise.all([client.close(), bareClient.close(), device.close(), bareDevice.close()]);
 
   const base = {
@@ -108,6 +115,9 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
     roundTrip: { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip },
     fanOut,
     fanOutDuringTurn,
+    fairness,
+    // Measured last, on a Worker of its own (main below).
+    phone: null,
   };
   if (QUICK) {
     return {
@@ -145,7 +155,50 @@ const lastLines = (text: string) =>
     .map((line) => (line.length > 240 ? `${line.slice(0, 240)}…` : line))
     .join("\n");
 
+/** The web UI on a throttled phone, on a Worker of its own that serves the built web UI (measureWeb built it). */
+async function phoneStage(): Promise<PhoneResult> {
+  log("the web UI on a throttled phone: Chromium against the real Worker with its assets");
+  const dev = await startDev({ ...RELAY, label: "phone", assets: true });
+  try {
+    return await measurePhone(dev.origin);
+  } finally {
+    await dev.stop();
+  }
+}
+
+/** BENCH_ONLY: the stages named, each on the Worker it needs, and their goals. */
+async function only(stages: Set<string>): Promise<void> {
+  const unknown = [...stages].filter((s) => s !== "phone" && s !== "fairness");
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: no stage ${unknown.join(", ")} (phone, fairness)`);
+  let fairness = null;
+  if (stages.has("fairness")) {
+    const relay = await startDev(RELAY);
+    try {
+      const person = await createPerson(relay.origin);
+      const [main] = await createDevices(relay.origin, person, 1, 1);
+      const device = await ScriptedDevice.link(relay.origin, main!.token, "bench-main");
+      await device.initialized;
+      const client = await Client.attach(relay.origin, main!.id, person.auth);
+      log("fairness: round trips beside a turn streamed to 200 client sockets; the runtime's memory after");
+      fairness = await measureFairness(relay.origin, main!.id, person.auth, device, client, relay.workerdPid());
+      await Promise.all([client.close(), device.close()]);
+    } finally {
+      await relay.stop();
+    }
+  }
+  let phone = null;
+  if (stages.has("phone")) {
+    await measureWeb();
+    phone = await phoneStage();
+  }
+  process.stdout.write(`${stageReport({ phone, fairness })}\n`);
+}
+
 async function main(): Promise<void> {
+  if (ONLY) {
+    await only(ONLY);
+    process.exit(0);
+  }
   let deadline: NodeJS.Timeout | undefined;
   const overtime = new Promise<never>((_resolve, reject) => {
     deadline = setTimeout(
@@ -174,8 +227,10 @@ async function main(): Promise<void> {
       }
       throw error;
     });
-    process.stdout.write(`${report(result, await previousRatios(ROOT))}\n`);
-    log(`written: ${await writeResults(ROOT, result)}`);
+    await Promise.all([relay.stop(), bare.stop()]);
+    const full = { ...result, phone: await Promise.race([phoneStage(), overtime]) };
+    process.stdout.write(`${report(full, await previousRatios(ROOT))}\n`);
+    log(`written: ${await writeResults(ROOT, full)}`);
   } finally {
     await Promise.all([relay.stop(), bare.stop()]);
     clearTimeout(deadline);

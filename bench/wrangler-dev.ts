@@ -64,6 +64,8 @@ export interface DevOptions {
    */
   snapshotOf?: string;
   migrateD1?: boolean;
+  /** With `snapshotOf`: serve the web UI's built assets (web/public) too, as a deployed Worker does. */
+  assets?: boolean;
   /**
    * A state folder whose D1 is migrated already (`migratedD1`): a fresh instance starts on a copy of it instead of
    * running the migrations (a wrangler process of its own, seconds on a busy machine).
@@ -136,7 +138,9 @@ export const BASELINE: DevOptions = {
 export async function startDev(options: DevOptions): Promise<Dev> {
   const work = await mkdtemp(path.join(STATE_ROOT, `lembas-edge-bench-${options.label}-`));
   const persistTo = options.persistTo ?? path.join(work, "state");
-  const config = options.snapshotOf ? await snapshot(options.snapshotOf, work) : options.config;
+  const config = options.snapshotOf
+    ? await snapshot(options.snapshotOf, work, options.assets === true)
+    : options.config;
   const configArgs = config ? ["--config", config] : [];
   if (options.migrateD1) {
     const fresh = !existsSync(persistTo) || readdirSync(persistTo).length === 0;
@@ -263,10 +267,10 @@ export async function configWithoutBuild(
 /**
  * Bundles `script` for workerd (as wrangler does: esbuild, ES module, the workerd/worker/browser export conditions,
  * cloudflare:* left to the runtime) into `work`, and writes a config beside it that runs that bundle with the
- * repository's bindings: no build step, no static assets (the benchmark asks only the Worker's routes), the D1
- * migrations where they are.
+ * repository's bindings: no build step, static assets only when asked (the web UI's stage; the others ask only the
+ * Worker's routes), the D1 migrations where they are.
  */
-async function snapshot(script: string, work: string): Promise<string> {
+async function snapshot(script: string, work: string, assets: boolean): Promise<string> {
   const bundle = path.join(work, "bundle", "worker.js");
   await promisify(execFile)(
     path.join(ROOT, "node_modules/.bin/esbuild"),
@@ -283,7 +287,7 @@ async function snapshot(script: string, work: string): Promise<string> {
     ],
     { cwd: ROOT, timeout: READY_WITHIN_MS },
   );
-  return configWithoutBuild(work, { main: bundle, assets: false });
+  return configWithoutBuild(work, { main: bundle, ...(assets ? {} : { assets: false as const }) });
 }
 
 /**

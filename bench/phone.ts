@@ -1,0 +1,262 @@
+/**
+ * The web UI on a throttled phone: Debian's Chromium (as the browser tests drive it) against the real Worker serving
+ * its built assets, throttled over the DevTools protocol as a mid-range phone on a slow network (1.6 Mbps down,
+ * 750 kbps up, 150 ms round trip, CPU ×4) at 390×844 with touch. Each navigation is a fresh browser context (no
+ * cache, no service worker), signed in by its cookie. Timed in the page, from navigation (its time origin) to the
+ * frame that first shows: the device list's first device; a chat of 50 turns (the device's history) with its last
+ * turn. Then, in a chat of 500 turns, a turn the page sends streams 200 chunks a second: the page's frames (rAF)
+ * and long tasks (`PerformanceObserver`) are counted from the prompt until the turn's end shows.
+ */
+import { mkdir, writeFile } from "node:fs/promises";
+import path from "node:path";
+import type { BrowserContext, Page } from "playwright-core";
+import { launchChromium } from "../test/browser/browser.js";
+import { createDevices, createPerson } from "./accounts.js";
+import { ScriptedDevice, streamChunks } from "./peers.js";
+import { log, sleep } from "./progress.js";
+import { summary, type Summary } from "./stats.js";
+import { ROOT } from "./wrangler-dev.js";
+
+/** The phone profile of docs/performance.md. */
+export const PHONE = {
+  viewport: { width: 390, height: 844 },
+  downKbps: 1_600,
+  upKbps: 750,
+  rttMs: 150,
+  cpuSlowdown: 4,
+} as const;
+const LOADS = 3;
+const SMALL_CHAT = { sessionId: "ses_phone_50", turns: 50 };
+const LONG_CHAT = { sessionId: "ses_phone_500", turns: 500 };
+const STREAM = { perSecond: 200, seconds: 5 };
+const SHOWN_WITHIN_MS = 60_000;
+
+export interface StreamFigures {
+  chunks: number;
+  /** From the prompt sent until the turn's end showed, in the page (ms). */
+  windowMs: number;
+  framesPerSecond: number;
+  /** The longest gap between two frames (ms). */
+  longestFrameMs: number;
+  longTasks: number;
+  longestTaskMs: number;
+}
+
+export interface PhoneResult {
+  /** Navigation → the first device shown (ms), each load. */
+  deviceList: Summary;
+  /** Navigation → a chat of 50 turns shown, its last included (ms), each load. */
+  chat: Summary;
+  stream: StreamFigures;
+  /** The machine's load average (1 minute) before and after the stage. */
+  load: { before: number; after: number };
+}
+
+/** A history of `turns` exchanges: a question, and an answer in Markdown (a list; every fifth a code block). */
+function history(sessionId: string, turns: number): string {
+  const entries = [];
+  for (let n = 1; n <= turns; n++) {
+    entries.push({
+      role: "user",
+      text: `Question ${n}: what does step ${n} of the migration change?`,
+      turnId: `t${n}`,
+    });
+    const code =
+      n % 5 === 0 ? `\n\n\`\`\`ts\nexport const step${n} = (db: Db) => db.run("ALTER TABLE t${n}");\n\`\`\`` : "";
+    entries.push({
+      role: "assistant",
+      text: `Step ${n} moves the **pool** settings into one file.\n\n- it reads \`config.ts\`\n- it keeps the old names\n- it logs what it changed${code}\n\nAnswer ${n} of ${turns}.`,
+      tools: [],
+    });
+  }
+  return JSON.stringify({ sessionId, title: `${turns} turns`, root: "/tmp", turns: entries });
+}
+
+/**
+ * Records in the page the time (performance.now(), from navigation) of the first frame in which `shown` holds,
+ * checked on every DOM change: the frame after it is the first that paints it.
+ */
+async function recordShown(context: BrowserContext, shown: string): Promise<void> {
+  await context.addInitScript((source: string) => {
+    const test = new Function(`return (${source})`) as () => boolean;
+    const w = window as unknown as { __shownAt?: number };
+    const observer = new MutationObserver(() => {
+      if (w.__shownAt !== undefined || !test()) return;
+      observer.disconnect();
+      requestAnimationFrame(() => (w.__shownAt = performance.now()));
+    });
+    observer.observe(document, { childList: true, subtree: true, characterData: true });
+  }, shown);
+}
+
+async function throttled(context: BrowserContext): Promise<Page> {
+  const page = await context.newPage();
+  const cdp = await context.newCDPSession(page);
+  await cdp.send("Network.enable");
+  await cdp.send("Network.emulateNetworkConditions", {
+    offline: false,
+    latency: PHONE.rttMs,
+    downloadThroughput: (PHONE.downKbps * 1000) / 8,
+    uploadThroughput: (PHONE.upKbps * 1000) / 8,
+  });
+  await cdp.send("Emulation.setCPUThrottlingRate", { rate: PHONE.cpuSlowdown });
+  return page;
+}
+
+/** The transcript shows at least `turns` turns and the last one's answer. */
+const chatShown = (turns: number) =>
+  `document.querySelectorAll(".transcript .turn").length >= ${turns} && (document.querySelector(".transcript")?.textContent ?? "").includes("Answer ${turns} of ${turns}.")`;
+
+export async function measurePhone(origin: string): Promise<PhoneResult> {
+  const loadBefore = (await import("node:os")).loadavg()[0]!;
+  const person = await createPerson(origin);
+  const [main] = await createDevices(origin, person, 1, 1);
+  const device = await ScriptedDevice.link(origin, main!.token, "bench-phone", {
+    capabilities: ["status", "sessions"],
+    answer: (method, params) => {
+      const sessionId = (params as { sessionId?: string } | undefined)?.sessionId;
+      if (method !== "_lembas/session/history") return undefined;
+      return sessionId === LONG_CHAT.sessionId
+        ? history(sessionId, LONG_CHAT.turns)
+        : history(SMALL_CHAT.sessionId, SMALL_CHAT.turns);
+    },
+  });
+  await device.initialized;
+  for (const chat of [SMALL_CHAT, LONG_CHAT])
+    device.notify(
+      "_lembas/session/announce",
+      JSON.stringify({ sessionId: chat.sessionId, cwd: "/tmp", title: `${chat.turns} turns` }),
+    );
+  await chatsListed(origin, person.auth, main!.id, 2);
+
+  const browser = await launchChromium();
+  const [name, value] = person.cookie.split("=") as [string, string];
+  const fresh = async (shown: string) => {
+    const context = await browser.newContext({ viewport: PHONE.viewport, hasTouch: true, isMobile: true });
+    await context.addCookies([{ name, value, url: origin }]);
+    await recordShown(context, shown);
+    return { context, page: await throttled(context) };
+  };
+  const timeTo = async (url: string, shown: string): Promise<number> => {
+    const { context, page } = await fresh(shown);
+    try {
+      await page.goto(url, { waitUntil: "commit" });
+      return await shownAt(page);
+    } finally {
+      await context.close();
+    }
+  };
+  const chatUrl = (sessionId: string) => `${origin}/devices/${encodeURIComponent(main!.id)}/chats/${sessionId}`;
+  try {
+    const deviceList: number[] = [];
+    const chat: number[] = [];
+    for (let i = 0; i < LOADS; i++) {
+      deviceList.push(await timeTo(origin, `document.querySelector(".devices .device-card") !== null`));
+      chat.push(await timeTo(chatUrl(SMALL_CHAT.sessionId), chatShown(SMALL_CHAT.turns)));
+      log(`  phone: device list ${deviceList.at(-1)!.toFixed(0)} ms, a 50-turn chat ${chat.at(-1)!.toFixed(0)} ms`);
+    }
+    const { context, page } = await fresh(chatShown(LONG_CHAT.turns));
+    try {
+      await page.goto(chatUrl(LONG_CHAT.sessionId), { waitUntil: "commit" });
+      await shownAt(page);
+      const stream = await profiled(page, "stream", () => streamInto(page, device));
+      log(`  phone: ${JSON.stringify(stream)}`);
+      return {
+        deviceList: summary(deviceList),
+        chat: summary(chat),
+        stream,
+        load: { before: loadBefore, after: (await import("node:os")).loadavg()[0]! },
+      };
+    } finally {
+      await context.close();
+    }
+  } finally {
+    await browser.close();
+    await device.close();
+  }
+}
+
+/**
+ * With BENCH_PHONE_PROFILE=1, the page's CPU profile over `work`, written to bench/profiles/phone-<name>.cpuprofile
+ * (open it in Chromium's DevTools, Performance).
+ */
+async function profiled<T>(page: Page, name: string, work: () => Promise<T>): Promise<T> {
+  if (process.env.BENCH_PHONE_PROFILE !== "1") return work();
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Profiler.enable");
+  await cdp.send("Profiler.start");
+  const result = await work();
+  const { profile } = await cdp.send("Profiler.stop");
+  const file = path.join(ROOT, "bench/profiles", `phone-${name}.cpuprofile`);
+  await mkdir(path.dirname(file), { recursive: true });
+  await writeFile(file, JSON.stringify(profile));
+  log(`  phone: CPU profile written to ${file}`);
+  return result;
+}
+
+async function shownAt(page: Page): Promise<number> {
+  const handle = await page.waitForFunction(() => (window as unknown as { __shownAt?: number }).__shownAt, null, {
+    timeout: SHOWN_WITHIN_MS,
+    polling: 100,
+  });
+  return (await handle.jsonValue()) as number;
+}
+
+/** A turn the page sends, streamed by the device at STREAM's pace: the page's frames and long tasks meanwhile. */
+async function streamInto(page: Page, device: ScriptedDevice): Promise<StreamFigures> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __frames: number[]; __longTasks: { start: number; duration: number }[] };
+    w.__frames = [];
+    w.__longTasks = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__longTasks.push({ start: e.startTime, duration: e.duration });
+    }).observe({ type: "longtask" });
+    const frame = (t: number) => {
+      w.__frames.push(t);
+      requestAnimationFrame(frame);
+    };
+    requestAnimationFrame(frame);
+  });
+  const arrived = device.nextPrompt();
+  const sentAt = await page.evaluate(() => performance.now());
+  await page.getByLabel("Message").fill("Stream a long answer.");
+  await page.getByLabel("Message").press("Enter");
+  await arrived;
+  const chunks = STREAM.perSecond * STREAM.seconds;
+  await streamChunks(device, LONG_CHAT.sessionId, STREAM.perSecond, chunks);
+  device.endTurns();
+  await page.locator(".transcript-live .msg.turn-end").waitFor({ timeout: SHOWN_WITHIN_MS });
+  return page.evaluate(
+    ({ from, chunks }) => {
+      const w = window as unknown as { __frames: number[]; __longTasks: { start: number; duration: number }[] };
+      const until = performance.now();
+      const frames = w.__frames.filter((t) => t >= from && t <= until);
+      let longestFrameMs = 0;
+      for (let i = 1; i < frames.length; i++) longestFrameMs = Math.max(longestFrameMs, frames[i]! - frames[i - 1]!);
+      const tasks = w.__longTasks.filter((t) => t.start + t.duration >= from && t.start <= until);
+      return {
+        chunks,
+        windowMs: until - from,
+        framesPerSecond: (frames.length * 1000) / (until - from),
+        longestFrameMs,
+        longTasks: tasks.length,
+        longestTaskMs: Math.max(0, ...tasks.map((t) => t.duration)),
+      };
+    },
+    { from: sentAt, chunks },
+  );
+}
+
+/** Waits until GET /api/chats lists the device's `count` chats (the chat list is written just after the link's). */
+async function chatsListed(origin: string, auth: string, deviceId: string, count: number): Promise<void> {
+  const deadline = Date.now() + SHOWN_WITHIN_MS;
+  while (Date.now() < deadline) {
+    const response = await fetch(`${origin}/api/chats?device=${encodeURIComponent(deviceId)}`, {
+      headers: { authorization: auth },
+    });
+    const chats = (await response.json()) as unknown[];
+    if (response.ok && chats.length >= count) return;
+    await sleep(100);
+  }
+  throw new Error(`the device's ${count} chats were not listed within ${SHOWN_WITHIN_MS / 1000} s`);
+}
