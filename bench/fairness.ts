@@ -112,7 +112,7 @@ export async function measureFairness(
     const answered = client.request(
       "session/prompt",
       { sessionId: SESSION_ID, prompt: [{ type: "text", text: "bench" }] },
-      (FAIRNESS.seconds + 60) * 1000,
+      10 * 60_000,
     );
     answered.catch(() => {});
     await arrived;
