@@ -57,8 +57,15 @@ export function ChatView({
       pinned = box.scrollHeight - box.scrollTop - box.clientHeight < PINNED_PX;
     };
     box.addEventListener("scroll", onScroll);
+    // Once a frame however many changes came: each scroll reads the layout, which a streamed chunk makes anew.
+    let scrolling = false;
     transcript.onChange = () => {
-      if (pinned) requestAnimationFrame(() => (box.scrollTop = box.scrollHeight));
+      if (!pinned || scrolling) return;
+      scrolling = true;
+      requestAnimationFrame(() => {
+        scrolling = false;
+        box.scrollTop = box.scrollHeight;
+      });
     };
     box.scrollTop = box.scrollHeight;
     return () => {

@@ -26,28 +26,73 @@ const STOP_TEXT: Record<string, string> = {
 
 const PLAN_MARK: Record<string, string> = { completed: "✓", in_progress: "▸", pending: "○" };
 
-/** A block of streamed text: its Markdown re-rendered at most once a frame however fast chunks come. */
+/**
+ * A block of streamed text, rendered as Markdown at most once a frame however fast chunks come. Only its open end
+ * is rendered again: the text up to its last blank line outside a code fence is rendered once, into blocks of its
+ * own, so a long answer costs a frame no more than its last paragraph does. The block is rendered whole, once, when
+ * the turn ends (a list or a link reference spanning a blank line then comes out as Markdown means it).
+ */
 class TextBlock {
   text = "";
   private scheduled = false;
+  /** Rendered whole: a frame still scheduled renders nothing. */
+  private settled = false;
+  /** How much of the text is rendered into `done`, and where its open end is rendered. */
+  private doneUpTo = 0;
+  private readonly done = element("div", { class: "md-done" });
+  private readonly open = element("div", { class: "md-open" });
   constructor(
     readonly el: HTMLElement,
     private readonly body: HTMLElement = el,
   ) {}
   append(chunk: string): void {
     this.text += chunk;
+    this.settled = false;
     if (this.scheduled) return;
     this.scheduled = true;
     requestAnimationFrame(() => {
       this.scheduled = false;
-      setMarkdown(this.body, this.text);
+      if (!this.settled) this.renderOpenEnd();
     });
   }
   /** Renders now (history, tests of the final text). */
   set(text: string): void {
     this.text = text;
-    setMarkdown(this.body, text);
+    this.settle();
   }
+  /** Renders the whole text as one (the turn ended). */
+  settle(): void {
+    this.settled = true;
+    this.doneUpTo = 0;
+    this.done.replaceChildren();
+    this.open.replaceChildren();
+    setMarkdown(this.body, this.text);
+  }
+  private renderOpenEnd(): void {
+    if (this.open.parentNode !== this.body) this.body.replaceChildren(this.done, this.open);
+    const boundary = closedUpTo(this.text);
+    if (boundary > this.doneUpTo) {
+      const block = element("div", {});
+      setMarkdown(block, this.text.slice(this.doneUpTo, boundary));
+      this.done.append(block);
+      this.doneUpTo = boundary;
+    }
+    setMarkdown(this.open, this.text.slice(this.doneUpTo));
+  }
+}
+
+/** The end of the text's last blank line outside a code fence: what comes before it is closed Markdown blocks. */
+function closedUpTo(text: string): number {
+  let closed = 0;
+  let inFence = false;
+  let at = 0;
+  for (const line of text.split("\n")) {
+    const end = at + line.length + 1;
+    if (/^ {0,3}(```|~~~)/.test(line)) inFence = !inFence;
+    else if (!inFence && line.trim() === "" && end <= text.length) closed = end;
+    at = end;
+  }
+  return closed;
 }
 
 class ToolView {
@@ -355,6 +400,8 @@ class TurnView {
     } else this.items.append(end);
     this.end = end;
     this.lost = false;
+    this.text?.settle();
+    this.thought?.settle();
     this.text = null;
     this.thought = null;
   }
