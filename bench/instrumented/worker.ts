@@ -36,7 +36,7 @@ export class DeviceLink extends RealDeviceLink {
     return response;
   }
 
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> | undefined {
     adopt(ws, this.#ledger);
     return super.webSocketMessage(ws, message);
   }

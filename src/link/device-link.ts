@@ -39,7 +39,7 @@ import { push } from "./features/push/push";
 import { replay } from "./features/turns/replay";
 import { sessionLoad } from "./features/chats/session-load";
 import { reconcile } from "./runtime/reconcile";
-import { LinkRuntime, type LinkFeature } from "./runtime/runtime";
+import { LinkRuntime, type Handling, type LinkFeature } from "./runtime/runtime";
 import {
   acceptSocket,
   attachmentOf,
@@ -122,11 +122,12 @@ export class DeviceLink extends DurableObject<Env> {
 
   /**
    * Before an entry point: a fresh object's tables are made (the object's start leaves them to its first entry
-   * point, so a device's first 101 waits for no schema), and the links accepted before it are written.
+   * point, so a device's first 101 waits for no schema), and the links accepted before it are written — what is
+   * still to wait for, or null: nothing.
    */
-  async #ready(): Promise<void> {
+  #ready(): Promise<void> | null {
     this.#rt.makeTables();
-    if (this.#unwritten !== null) await this.#unwritten;
+    return this.#unwritten;
   }
 
   /**
@@ -201,14 +202,26 @@ export class DeviceLink extends DurableObject<Env> {
     return new Response(null, { status: 101, webSocket: peer });
   }
 
-  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> {
-    return this.#guard("webSocketMessage", async () => {
-      const attachment = attachmentOf(ws);
-      if (!attachment) return;
-      markSeen(ws, attachment);
-      if (attachment.role === "device") return onDeviceMessage(this.#rt, ws, attachment, message);
-      await onClientSocketMessage(this.#rt, ws, attachment, message);
-    });
+  /**
+   * A frame from a socket. Handled synchronously when it can be — a relayed request or answer that no feature hooks:
+   * no promise for the runtime to wait on, no await between the frame and what it sends — and guarded as every entry
+   * point is either way.
+   */
+  override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): Promise<void> | undefined {
+    try {
+      if (this.#ready() !== null) return this.#guard("webSocketMessage", async () => this.#onMessage(ws, message));
+      return this.#onMessage(ws, message)?.catch((err: unknown) => logFailure(this.#rt, "webSocketMessage", err));
+    } catch (err) {
+      logFailure(this.#rt, "webSocketMessage", err);
+    }
+  }
+
+  #onMessage(ws: WebSocket, message: string | ArrayBuffer): Handling {
+    const attachment = attachmentOf(ws);
+    if (!attachment) return;
+    markSeen(ws, attachment);
+    if (attachment.role === "device") return onDeviceMessage(this.#rt, ws, attachment, message);
+    return onClientSocketMessage(this.#rt, ws, attachment, message);
   }
 
   override webSocketClose(ws: WebSocket, code: number, reason: string): Promise<void> {

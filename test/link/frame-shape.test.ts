@@ -2,11 +2,12 @@
  * A frame's top-level `method` and `id` are read from its text before it is parsed (frame-shape.ts): a refusal still
  * goes under the request's id, and a client frame's size limit depends on its method. Each member's value must read
  * as JSON itself would read it on its own — a string or a number, null for anything else, the last of repeated
- * members winning — whatever the frame around it, valid JSON or not.
+ * members winning — whatever the frame around it, valid JSON or not. A relayed frame gets a new id where that last
+ * id lies.
  */
 import { describe, expect, it } from "vitest";
-import { frameShape, paramsStart } from "../../src/link/runtime/frame-shape";
-import { JUDGED_UNPARSED_FROM, readFrame } from "../../src/link/runtime/frames";
+import { frameShape, idSpan, paramsStart } from "../../src/link/runtime/frame-shape";
+import { JUDGED_UNPARSED_FROM, readFrame, withId } from "../../src/link/runtime/frames";
 
 // Values as JSON text: plain and escaped strings, strings JSON forbids (raw control characters, an escape left
 // open), numbers in every spelling JSON takes and some it refuses, and values that are neither.
@@ -67,10 +68,14 @@ describe("a frame's method and id, read before it is parsed", () => {
             [member("id", '"first"'), member("method", '"first"'), member("id", id), member("method", method)],
           ];
           for (const members of layouts) {
-            const shape = frameShape(`${gap}{${members.join(",")}}`, 64);
+            const text = `${gap}{${members.join(",")}}`;
+            const shape = frameShape(text, 64);
             const wanted = expected(method);
             expect(shape.method, `method ${method}`).toBe(typeof wanted === "string" ? wanted : null);
             expect(shape.id, `id ${id}`).toBe(expected(id));
+            // Where the id lies: its own text, the last repeated one's.
+            const span = shape.idSpan;
+            expect(span && text.slice(span.start, span.end), `id ${id}`).toBe(shape.id === null ? null : id);
             expect(shape.tooDeep).toBe(false);
             frames += 1;
           }
@@ -114,6 +119,10 @@ const FRAMES = [
   "7",
   "",
   '{"jsonrpc":"2.0","method":"x","params":{"__proto__":{"a":1}}}',
+  '{"jsonrpc":"2.0","id":1,"result":{"id":2},"id":3}',
+  '{"jsonrpc":"2.0","id":1,"result":{"id":2},"\\u0069d":"three"}',
+  '{"result":{"text":"\\"id\\":4"},"jsonrpc":"2.0","id":"a\\"b"}',
+  '{"jsonrpc":"2.0","id":[1],"result":null}',
 ];
 
 describe("a short frame, parsed before it is judged", () => {
@@ -128,6 +137,21 @@ describe("a short frame, parsed before it is judged", () => {
         expect(short, `${from}: ${frame.slice(0, 80)}`).toEqual(long);
       }
     }
+  });
+
+  it("puts a new id where the last top-level id lies, leaving the rest of the text as it came", () => {
+    for (const frame of FRAMES) {
+      const read = readFrame(frame, "device");
+      if (read.kind === "refused" || read.verbatim === null || !("id" in read.message) || read.message.id === null)
+        continue;
+      const spliced = withId(frame, 'new "id"');
+      expect(spliced, frame.slice(0, 80)).not.toBeNull();
+      expect(JSON.parse(spliced!), frame.slice(0, 80)).toEqual({ ...JSON.parse(frame), id: 'new "id"' });
+      expect(idSpan(frame), frame.slice(0, 80)).toEqual(frameShape(frame, Number.POSITIVE_INFINITY).idSpan);
+    }
+    // No string or number id: nothing to replace.
+    expect(withId('{"jsonrpc":"2.0","id":[1],"result":null}', 2)).toBeNull();
+    expect(withId('{"jsonrpc":"2.0","method":"x"}', 2)).toBeNull();
   });
 
   it("finds where the params open as a whole scan finds it, the last repeated params winning", () => {

@@ -30,6 +30,36 @@ describe("relay: forwarding and answers", () => {
     expect(await b.next()).toEqual({ jsonrpc: "2.0", id: 1, result: { sessionId: "ses_b" } });
   });
 
+  it("passes a request and its answer on as they came, each under the other side's id, wherever the ids lie", async () => {
+    const { link, client } = await linkedDevice();
+    const params = '{"sessionId":"ses_1","_meta":{"id":"inner","note":"\\"id\\": 1"}}';
+    // The client's text: its id last, repeated (the last one counts, as in JSON.parse), escaped, or spelled escaped.
+    const requests: [id: string | number, text: string][] = [
+      [7, `{"params":${params},"method":"_lembas/session/status","jsonrpc":"2.0","id":7}`],
+      ["b", `{"jsonrpc":"2.0","id":"a","method":"_lembas/session/status","params":${params},"id":"b"}`],
+      ['q"1', `{ "jsonrpc" : "2.0" , "id" : "q\\"1" , "method" : "_lembas/session/status" , "params" : ${params} }`],
+      [-2.5, `{"jsonrpc":"2.0","\\u0069d":-2.5,"method":"_lembas/session/status","params":${params}}`],
+    ];
+    // The device's answer: the same variety, with an "id" inside its result.
+    const answers = [
+      (id: number) => `{"result":{"id":"inner","queued":[]},"id":${id},"jsonrpc":"2.0"}`,
+      (id: number) => `{"jsonrpc":"2.0","id":0,"result":{"id":"inner","queued":[]},"id":${id}}`,
+      (id: number) => `{ "jsonrpc" : "2.0", "id" : ${id} , "result" : {"id":"inner","queued":[]} }`,
+      (id: number) => `{"jsonrpc":"2.0","\\u0069d":${id},"result":{"id":"inner","queued":[]}}`,
+    ];
+    const deviceIds = new Set<unknown>();
+    for (const [index, [id, text]] of requests.entries()) {
+      client.send(text);
+      const forwarded = await link.next();
+      expect(forwarded).toEqual({ ...JSON.parse(text), id: forwarded.id });
+      expect(typeof forwarded.id).toBe("number");
+      deviceIds.add(forwarded.id);
+      link.send(answers[index]!(forwarded.id as number));
+      expect(await client.next()).toEqual({ jsonrpc: "2.0", id, result: { id: "inner", queued: [] } });
+    }
+    expect(deviceIds.size).toBe(requests.length);
+  });
+
   it("routes an answer that arrives after the object was evicted to the client that asked", async () => {
     const { device, link, client } = await linkedDevice();
     client.send({

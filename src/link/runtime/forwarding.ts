@@ -24,19 +24,25 @@ import {
   ErrorCode,
   rpcError,
   rpcNotification,
+  rpcResult,
+  type JsonRpcId,
   type NotificationMessage,
   type RequestMessage,
   type ResponseMessage,
 } from "../../protocol/jsonrpc";
 import { failureAnswer, logFailure } from "./failures";
+import { withId } from "./frames";
 import { INSTANCE_ORIGIN, OUTBOUND_HOLD_MS, type OutboundRequest } from "./outbound";
 import {
   OFFLINE,
   REQUEST_DEADLINE,
-  type LinkRuntime,
+  type BeforeForward,
   type ClientPeer,
+  type Handling,
   type LinkFeature,
+  type LinkRuntime,
   type OutgoingCall,
+  type RelayedAnswerObserver,
 } from "./runtime";
 
 /** How long the device has to answer a relayed request; null: as long as it takes (a turn, a compaction). */
@@ -59,28 +65,65 @@ export function clientMethod(method: string): ClientMethod | undefined {
 }
 
 /**
- * Delivers the end of an outstanding request to whoever is waiting for it. A feature's handler that throws is
- * logged; the feature answers whoever waits on its request (its memo says who) itself.
+ * Delivers the end of an outstanding request to whoever is waiting for it: a client under its own id (`text`: the
+ * device's answer as it came, when it can be passed on so), or the feature that sent it. A feature's handler that
+ * throws is logged; the feature answers whoever waits on its request (its memo says who) itself. Synchronous when no
+ * feature waits for it or observes its method.
  */
-export async function settle(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
-  if (request.origin === INSTANCE_ORIGIN) {
-    const purpose = request.purpose ?? "(none)";
-    const handler = rt.registry.deviceAnswers.get(purpose);
-    if (!handler) return logFailure(rt, "an answer's delivery", new Error(`no handler for purpose ${purpose}`));
-    try {
-      await handler(rt, request, answer);
-    } catch (err) {
-      logFailure(rt, rt.registry.hookName(handler, "deviceAnswers", purpose), err);
-    }
-    return;
-  }
-  if (request.originId !== null) rt.sendToClient(request.origin, { ...answer, id: request.originId });
-  await observeEnd(rt, request, answer);
+export function settle(
+  rt: LinkRuntime,
+  request: OutboundRequest,
+  answer: ResponseMessage,
+  text: string | null = null,
+): Handling {
+  if (request.origin === INSTANCE_ORIGIN) return settleOwn(rt, request, answer);
+  if (request.originId !== null) answerClient(rt, request.origin, request.originId, answer, text);
+  return observeEnd(rt, request, answer);
 }
 
-/** Tells the features observing a relayed request's method how it ended (null: dropped). */
-async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage | null): Promise<void> {
-  for (const observe of rt.registry.relayedAnswers.get(request.method) ?? []) {
+/**
+ * A device's answer to the client that asked, under the client's own id. A result that came verbatim goes on as the
+ * device's text with that id spliced in, so it is not serialised again; an error is rebuilt (its object may carry
+ * members the envelope drops).
+ */
+function answerClient(
+  rt: LinkRuntime,
+  sid: string,
+  originId: JsonRpcId,
+  answer: ResponseMessage,
+  text: string | null,
+): void {
+  if ("result" in answer) {
+    const spliced = text === null ? null : withId(text, originId);
+    rt.sendToClient(sid, rpcResult(originId, answer.result), spliced);
+  } else rt.sendToClient(sid, rpcError(originId, answer.error.code, answer.error.message, answer.error.data));
+}
+
+/** The answer to one of the instance's own requests, to the feature that registered its purpose. */
+async function settleOwn(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
+  const purpose = request.purpose ?? "(none)";
+  const handler = rt.registry.deviceAnswers.get(purpose);
+  if (!handler) return logFailure(rt, "an answer's delivery", new Error(`no handler for purpose ${purpose}`));
+  try {
+    await handler(rt, request, answer);
+  } catch (err) {
+    logFailure(rt, rt.registry.hookName(handler, "deviceAnswers", purpose), err);
+  }
+}
+
+/** Tells the features observing a relayed request's method how it ended (null: dropped); none: nothing to wait for. */
+function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage | null): Handling {
+  const observers = rt.registry.relayedAnswers.get(request.method);
+  return observers === undefined ? undefined : tellObservers(rt, observers, request, answer);
+}
+
+async function tellObservers(
+  rt: LinkRuntime,
+  observers: readonly RelayedAnswerObserver[],
+  request: OutboundRequest,
+  answer: ResponseMessage | null,
+): Promise<void> {
+  for (const observe of observers) {
     try {
       await observe(rt, request, answer);
     } catch (err) {
@@ -98,54 +141,143 @@ async function observeEnd(rt: LinkRuntime, request: OutboundRequest, answer: Res
  * A request kept across links (a prompt with capability turns) is removed first, its answer held until that commit:
  * a row that outlived a crash would be sent again on the next link, and the agent would run the prompt twice.
  */
-async function end(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage): Promise<void> {
+function end(rt: LinkRuntime, request: OutboundRequest, answer: ResponseMessage, text: string | null = null): Handling {
   if (request.keep) {
     rt.outbound.remove(request.id);
-    return settle(rt, request, answer);
+    return settle(rt, request, answer, text);
   }
-  const settling = settle(rt, request, answer);
-  rt.outbound.remove(request.id);
-  await settling;
+  try {
+    return settle(rt, request, answer, text);
+  } finally {
+    rt.outbound.remove(request.id);
+  }
 }
 
-/** An answer from the device: to the request's origin, or quietly dropped when nobody waits for it any more. */
-export async function routeDeviceAnswer(rt: LinkRuntime, answer: ResponseMessage): Promise<void> {
+/**
+ * An answer from the device: to the request's origin, or quietly dropped when nobody waits for it any more. `text`:
+ * the answer's own text, when the envelope dropped nothing from it.
+ */
+export function routeDeviceAnswer(rt: LinkRuntime, answer: ResponseMessage, text: string | null = null): Handling {
   if (typeof answer.id !== "number") return;
   const request = rt.outbound.find(answer.id);
-  if (request) await end(rt, request, answer);
+  return request ? end(rt, request, answer, text) : undefined;
 }
 
-/** A client's call of a relayed method: checked, gated, and sent to the device. */
-export async function forward(
+/**
+ * A client's call of a relayed method: checked, gated, and sent to the device — all synchronously. `text`: the
+ * call's own text, when the envelope dropped nothing from it.
+ */
+export function forward(
   rt: LinkRuntime,
   peer: ClientPeer,
   message: RequestMessage | NotificationMessage,
   spec: ClientMethod,
-): Promise<void> {
+  text: string | null = null,
+): void {
   const id = "id" in message ? message.id : null;
-  const fail = (code: number, text: string, data?: unknown) => {
-    if (id !== null) rt.failClient(peer, id, code, text, data);
-  };
-  if (spec.notification && id !== null) {
-    return fail(ErrorCode.InvalidRequest, `${message.method} is a notification: send it without an id`);
+  const refusal = refusalOf(rt, peer, message, spec, id);
+  if (refusal === NOBODY_TO_TELL) return;
+  if (refusal) {
+    if (id !== null) rt.failClient(peer, id, refusal.code, refusal.message, refusal.data);
+    return;
   }
-  // A request sent without an id cannot be answered; there is no one to tell.
-  if (!spec.notification && id === null) return;
+  const hooks = rt.registry.beforeForward.get(message.method) ?? [];
+  const sent =
+    hooks.length > 0 ? relayHooked(rt, peer, message, id, hooks) : relayUnhooked(rt, peer, message, id, text);
+  if (sent === false && id !== null) rt.failClient(peer, id, OFFLINE.code, OFFLINE.message, OFFLINE.data);
+}
+
+/** A call with no id to a method that is a request: it cannot be answered, and there is no one to tell. */
+const NOBODY_TO_TELL = Symbol("nobody to tell");
+
+/** Why a client's call may not go to the device (the client is told under its id), or null: it may. */
+function refusalOf(
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  message: RequestMessage | NotificationMessage,
+  spec: ClientMethod,
+  id: JsonRpcId | null,
+): { code: number; message: string; data?: unknown } | typeof NOBODY_TO_TELL | null {
+  if (spec.notification && id !== null) {
+    return { code: ErrorCode.InvalidRequest, message: `${message.method} is a notification: send it without an id` };
+  }
+  if (!spec.notification && id === null) return NOBODY_TO_TELL;
   const params = checkClientParams(spec, message.params);
-  if (!params.ok) return fail(ErrorCode.InvalidParams, `invalid params for ${message.method}: ${params.error}`);
-  if (!rt.upLink()) return fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
-  const missing = missingCapability(message.method, message.params, offerOf(rt.upLink()?.initialize));
+  if (!params.ok) {
+    return { code: ErrorCode.InvalidParams, message: `invalid params for ${message.method}: ${params.error}` };
+  }
+  const link = rt.upLink();
+  if (!link) return OFFLINE;
+  const missing = missingCapability(message.method, message.params, offerOf(link.initialize));
   if (missing) {
-    return fail(missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams, missing.sentence, {
-      capability: missing.capability,
-    });
+    return {
+      code: missing.kind === "method" ? ErrorCode.MethodNotFound : ErrorCode.InvalidParams,
+      message: missing.sentence,
+      data: { capability: missing.capability },
+    };
   }
   if (id !== null && rt.outbound.has(peer.sid, id)) {
-    return fail(
-      ErrorCode.InvalidRequest,
-      `id ${JSON.stringify(id)} is already used by a request of yours still in flight`,
-    );
+    return {
+      code: ErrorCode.InvalidRequest,
+      message: `id ${JSON.stringify(id)} is already used by a request of yours still in flight`,
+    };
   }
+  return null;
+}
+
+/** The session a relayed call's params name, if any (kept with its request). */
+const sessionOf = (params: unknown): string | null => {
+  const sessionId = (params as { sessionId?: unknown } | undefined)?.sessionId;
+  return typeof sessionId === "string" ? sessionId : null;
+};
+
+/**
+ * A method no feature hooks: sent outside any transaction — a transaction is itself a write that holds every output
+ * after it until its commit — as the client's own text under a fresh id when it came verbatim. sendRequest sends
+ * first and keeps the row in memory (held), written only if the request is still outstanding OUTBOUND_HOLD_MS on;
+ * if the row cannot be kept it tells the device to cancel. Whether it reached the device.
+ */
+function relayUnhooked(
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  message: RequestMessage | NotificationMessage,
+  id: JsonRpcId | null,
+  text: string | null,
+): boolean {
+  try {
+    if (id === null) return rt.sendToDevice(rpcNotification(message.method, message.params));
+    const deviceId = rt.sendRequest({
+      method: message.method,
+      params: message.params,
+      text,
+      origin: peer.sid,
+      originId: id,
+      sessionId: sessionOf(message.params),
+      answerWithinMs: answerWithin(message.method),
+      hold: true,
+    });
+    if (deviceId !== null) writeHeldLater(rt);
+    return deviceId !== null;
+  } catch (err) {
+    rt.rolledBack();
+    // A notification's refusal goes under id null, so the client still learns why.
+    rt.sendToClient(peer.sid, failureAnswer(rt, id, "the relay", err));
+    return true;
+  }
+}
+
+/**
+ * A method features hook (a prompt's turn, a terminal's owner): the hooks, the rows they and the relay write, and the
+ * send are one transaction, so a refusal or a failure leaves no row behind and the device has seen nothing. Whether
+ * it reached the device (a refusal was answered: true).
+ */
+function relayHooked(
+  rt: LinkRuntime,
+  peer: ClientPeer,
+  message: RequestMessage | NotificationMessage,
+  id: JsonRpcId | null,
+  hooks: readonly BeforeForward[],
+): boolean {
   const call: OutgoingCall = {
     from: peer,
     id,
@@ -154,10 +286,6 @@ export async function forward(
     keepAcrossLinks: false,
     memo: {},
   };
-  const sessionId = (params.value as { sessionId?: unknown }).sessionId;
-  const hooks = rt.registry.beforeForward.get(message.method) ?? [];
-  // Outside a transaction (no hooks) its row can wait: most requests are answered before it would be written.
-  const hold = hooks.length === 0;
   let step = "the relay";
   const relay = () => {
     for (const hook of hooks) {
@@ -171,29 +299,21 @@ export async function forward(
       params: call.params,
       origin: peer.sid,
       originId: id,
-      sessionId: typeof sessionId === "string" ? sessionId : null,
-      keep: call.keepAcrossLinks,
+      sessionId: sessionOf(message.params),
       answerWithinMs: answerWithin(message.method),
+      keep: call.keepAcrossLinks,
       memo: Object.keys(call.memo).length > 0 ? call.memo : null,
-      hold,
     });
-    if (deviceId !== null && hold) writeHeldLater(rt);
     return deviceId !== null;
   };
-  // A method features hook (a prompt's turn, a terminal's owner): the hooks, the rows they and the relay write, and
-  // the send are one transaction, so a refusal or a failure leaves no row behind and the device has seen nothing.
-  // transactionSync is itself a write that holds every output after it until its commit, so a method nobody hooks
-  // goes without: sendRequest sends first and writes its row after (and tells the device to cancel if it cannot).
-  let sent: boolean;
   try {
-    sent = hold ? relay() : rt.ctx.storage.transactionSync(relay);
+    return rt.ctx.storage.transactionSync(relay);
   } catch (err) {
     rt.rolledBack();
     // A notification's refusal goes under id null, so the client still learns why.
     rt.sendToClient(peer.sid, failureAnswer(rt, id, step, err));
-    return;
+    return true;
   }
-  if (!sent) fail(OFFLINE.code, OFFLINE.message, OFFLINE.data);
 }
 
 /** Each object's timer that writes its held request rows (outbound.ts), by its runtime. */

@@ -3,7 +3,8 @@
  * the text that allocates nothing but those two values — strings are skipped with indexOf — so a frame can be judged
  * (too deep; too large for its kind) before JSON.parse builds it, and a refusal still goes under the request's id.
  * Like JSON.parse, the last of repeated top-level members wins. The text need not be valid JSON: whatever it is, it
- * is parsed (and refused if it is not JSON) only after passing these checks.
+ * is parsed (and refused if it is not JSON) only after passing these checks. For a frame already parsed, the same
+ * scan says where its params and its id lie in its text, so they can be spliced into without serialising it again.
  */
 
 export interface FrameShape {
@@ -13,6 +14,8 @@ export interface FrameShape {
   method: string | null;
   /** The top-level `id` when it is a string or a number. */
   id: string | number | null;
+  /** Where that id's value lies in the text: its first index and the one just past it. */
+  idSpan: { start: number; end: number } | null;
   /** Where the top-level `params` object opens (its `{`), when params is an object. */
   paramsAt: number | null;
 }
@@ -56,16 +59,21 @@ function plain(text: string, from: number, to: number): boolean {
   return true;
 }
 
-/** The JSON string or number at `at`, read on its own (small: a method name, an id); null for anything else. */
-function scalarAt(text: string, at: number): string | number | null {
-  const c = text.charCodeAt(at);
+/** The index just past the JSON string or number at `at` (`at` itself when neither starts there). */
+function scalarEnd(text: string, at: number): number {
+  if (text.charCodeAt(at) === QUOTE) return stringEnd(text, at);
   let end = at;
-  if (c === QUOTE) {
-    end = stringEnd(text, at);
+  while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;
+  return end;
+}
+
+/** The JSON string or number from `at` to `end`, read on its own (a method name, an id); null for anything else. */
+function scalarAt(text: string, at: number, end = scalarEnd(text, at)): string | number | null {
+  if (text.charCodeAt(at) === QUOTE) {
     // Most methods and ids: no escape to decode and nothing JSON forbids, so no parse is needed.
     const closed = end - 1 > at && text.charCodeAt(end - 1) === QUOTE;
     if (closed && plain(text, at + 1, end - 1)) return text.slice(at + 1, end - 1);
-  } else while (end < text.length && isNumberChar(text.charCodeAt(end))) end++;
+  }
   if (end === at) return null;
   try {
     const value: unknown = JSON.parse(text.slice(at, end));
@@ -83,13 +91,17 @@ function memberName(text: string, at: number, end: number): string | null {
 }
 
 /**
- * No top-level member after `from` can be named params: its name would be spelled `"params"` or with a `\u` escape.
- * A frame's params usually comes last, so a scan for where it opens may stop there.
+ * No top-level member after `from` can have this name (quoted): it would be spelled so or with a `\u` escape. A scan
+ * for where one member lies may stop there — a frame's params usually comes last, its id first.
  */
-const noParamsAfter = (text: string, from: number) => !text.includes('"params"', from) && !text.includes("\\u", from);
+const noneAfter = (text: string, from: number, quoted: string) =>
+  !text.includes(quoted, from) && !text.includes("\\u", from);
 
-function scan(text: string, maxDepth: number, untilParams: boolean): FrameShape {
-  const shape: FrameShape = { tooDeep: false, method: null, id: null, paramsAt: null };
+/** A scan for one member of a parsed frame, which may stop once no later member can repeat it. */
+type Until = '"params"' | '"id"' | null;
+
+function scan(text: string, maxDepth: number, until: Until): FrameShape {
+  const shape: FrameShape = { tooDeep: false, method: null, id: null, idSpan: null, paramsAt: null };
   const topObject = text.charCodeAt(skipSpace(text, 0)) === OPEN_OBJECT;
   let depth = 0;
   for (let at = 0; at < text.length; ) {
@@ -102,13 +114,17 @@ function scan(text: string, maxDepth: number, untilParams: boolean): FrameShape 
         if (text.charCodeAt(colon) === COLON) {
           const name = memberName(text, at, end);
           const valueAt = skipSpace(text, colon + 1);
-          if (name === "method" || name === "id") {
+          if (name === "method") {
             const value = scalarAt(text, valueAt);
-            if (name === "method") shape.method = typeof value === "string" ? value : null;
-            else shape.id = value;
+            shape.method = typeof value === "string" ? value : null;
+          } else if (name === "id") {
+            const valueEnd = scalarEnd(text, valueAt);
+            shape.id = scalarAt(text, valueAt, valueEnd);
+            shape.idSpan = shape.id === null ? null : { start: valueAt, end: valueEnd };
+            if (until === '"id"' && noneAfter(text, valueEnd, until)) return shape;
           } else if (name === "params") {
             shape.paramsAt = text.charCodeAt(valueAt) === OPEN_OBJECT ? valueAt : null;
-            if (untilParams && noParamsAfter(text, valueAt)) return shape;
+            if (until === '"params"' && noneAfter(text, valueAt, until)) return shape;
           }
         }
       }
@@ -129,10 +145,13 @@ function scan(text: string, maxDepth: number, untilParams: boolean): FrameShape 
   return shape;
 }
 
-export const frameShape = (text: string, maxDepth: number): FrameShape => scan(text, maxDepth, false);
+export const frameShape = (text: string, maxDepth: number): FrameShape => scan(text, maxDepth, null);
 
 /**
  * Where the top-level params object opens in a frame already parsed (so judged for depth): what frameShape says,
  * found without reading past the params when no later member can be params.
  */
-export const paramsStart = (text: string): number | null => scan(text, Number.POSITIVE_INFINITY, true).paramsAt;
+export const paramsStart = (text: string): number | null => scan(text, Number.POSITIVE_INFINITY, '"params"').paramsAt;
+
+/** Where the top-level id's value lies in a frame already parsed, found as paramsStart finds the params. */
+export const idSpan = (text: string): FrameShape["idSpan"] => scan(text, Number.POSITIVE_INFINITY, '"id"').idSpan;

@@ -17,10 +17,11 @@ import {
   rpcError,
   type Classified,
   type ErrorMessage,
+  type JsonRpcId,
   type NotificationMessage,
 } from "../../protocol/jsonrpc";
 import { MAX_FRAME_BYTES } from "../../protocol/prompt-limits";
-import { frameShape, paramsStart } from "./frame-shape";
+import { frameShape, idSpan, paramsStart } from "./frame-shape";
 import type { Role } from "./sockets";
 
 const MiB = 1024 * 1024;
@@ -147,11 +148,29 @@ export function readFrame(data: string | ArrayBuffer, from: Role): Frame {
   if (frame.kind === "invalid") return { kind: "refused", error: frame.error };
   const method = "method" in frame.message ? frame.message.method : null;
   if (tooLarge(method)) return sizeRefusal("id" in frame.message ? frame.message.id : null, method);
-  const kept = Object.keys(frame.message).length === Object.keys(value as object).length;
-  if (!kept) return { ...frame, verbatim: null, paramsAt: null };
-  if (frame.kind !== "notification" || !isRecord(frame.message.params))
-    return { ...frame, verbatim: text, paramsAt: null };
-  return { ...frame, verbatim: text, paramsAt: shape ? shape.paramsAt : paramsStart(text) };
+  const verbatim = keptWhole(frame, value as Record<string, unknown>) ? text : null;
+  // withMeta splices into a notification's params where they open (from the long frame's scan, or found now).
+  let paramsAt: number | null = null;
+  if (verbatim !== null && frame.kind === "notification" && isRecord(frame.message.params))
+    paramsAt = shape ? shape.paramsAt : paramsStart(text);
+  // Built member by member: spreading the classified frame is a slow copy, and every frame is read here.
+  return { kind: frame.kind, message: frame.message, verbatim, paramsAt } as Frame;
+}
+
+/** The envelope dropped nothing from the parsed value: no member beyond its own, and its params as they came. */
+function keptWhole(frame: Classified, value: Record<string, unknown>): boolean {
+  if (Object.keys(frame.message).length !== Object.keys(value).length) return false;
+  return !("params" in frame.message) || frame.message.params === value.params;
+}
+
+/**
+ * A message's text with its top-level id replaced: the rest of the text as it came, not serialised again. Null when
+ * the text has no string or number id to replace. The text must be one already parsed (and judged).
+ */
+export function withId(text: string, id: JsonRpcId): string | null {
+  const span = idSpan(text);
+  if (span === null) return null;
+  return `${text.slice(0, span.start)}${JSON.stringify(id)}${text.slice(span.end)}`;
 }
 
 /**

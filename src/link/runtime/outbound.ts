@@ -107,15 +107,16 @@ export class Outbound {
 
   /** Takes rows removed from the table (or held ones) out of memory too. */
   #removed(rows: Row[]): OutboundRequest[] {
-    const memory = this.#memory();
-    for (const row of rows) {
-      memory.delete(row.id);
-      this.#held.delete(row.id);
-      if (row.origin_id === null) continue;
-      const key = originKey(row.origin, row.origin_id);
-      if (this.#byOrigin.get(key) === row.id) this.#byOrigin.delete(key);
-    }
+    for (const row of rows) this.#forgetRow(row);
     return rows.map(toRequest);
+  }
+
+  #forgetRow(row: Row): void {
+    this.#memory().delete(row.id);
+    this.#held.delete(row.id);
+    if (row.origin_id === null) return;
+    const key = originKey(row.origin, row.origin_id);
+    if (this.#byOrigin.get(key) === row.id) this.#byOrigin.delete(key);
   }
 
   /** Drops what is in memory; the next look-up reads the table (a transaction that wrote here rolled back). */
@@ -201,7 +202,7 @@ export class Outbound {
   remove(id: number): void {
     const row = this.#memory().get(id);
     if (!this.#held.has(id)) this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
-    if (row) this.#removed([row]);
+    if (row) this.#forgetRow(row);
   }
 
   /** Removes and returns the request with this device-side id. */
@@ -275,6 +276,7 @@ export class Outbound {
 
   /** Whether a client already has a request with this id in flight (a reused id would make its answers ambiguous). */
   has(origin: string, originId: JsonRpcId): boolean {
-    return this.findByOrigin(origin, originId) !== null;
+    this.#memory();
+    return this.#byOrigin.has(originKey(origin, JSON.stringify(originId)));
   }
 }

@@ -33,6 +33,7 @@ import { Deadlines } from "./deadlines";
 import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
+import { withId } from "./frames";
 import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps, startSchema, type Migrating } from "./schema-steps";
 import { forgetTables, knowTables } from "./tables-on-demand";
@@ -45,6 +46,13 @@ export interface ClientPeer {
   readonly sid: string;
   readonly userId: string;
 }
+
+/**
+ * What handling a frame (or a request's end) leaves to do: undefined when it was all done in its synchronous run — a
+ * relayed request, or its answer, that no feature hooks — else the promise of the rest. A frame done synchronously
+ * costs its event no promise: no await between the frame's arrival and what it sends.
+ */
+export type Handling = Promise<void> | undefined;
 
 /**
  * A method a client calls on the instance itself (_instance/status, initialize, $/cancel_request, …). For a request,
@@ -252,6 +260,11 @@ export interface SendRequest {
    * own way (the handshake's initialize, handshake.ts).
    */
   unrecorded?: boolean;
+  /**
+   * The client's own text of this request, when its method and params are as it sent them: the device is sent that
+   * text under the request's fresh id rather than the request serialised again (the relay of a method nobody hooks).
+   */
+  text?: string | null;
 }
 
 export class LinkRuntime implements Failing, LagOwner {
@@ -363,8 +376,8 @@ export class LinkRuntime implements Failing, LagOwner {
     const ws = this.deviceSocket();
     if (!link || !ws) return null;
     const id = this.links.nextRequestId();
-    const text = JSON.stringify(rpcRequest(id, request.method, request.params));
-    sendText(ws, text);
+    const spliced = request.text == null ? null : withId(request.text, id);
+    sendText(ws, spliced ?? JSON.stringify(rpcRequest(id, request.method, request.params)));
     try {
       if (!request.unrecorded) this.links.saveRequestIds();
       this.track(
@@ -429,15 +442,18 @@ export class LinkRuntime implements Failing, LagOwner {
     return this.ctx.getWebSockets("client");
   }
 
-  /** Sends to one client: its socket, or the HTTP /rpc call waiting under that id. */
-  sendToClient(sid: string, message: Message): boolean {
+  /**
+   * Sends to one client: its socket, or the HTTP /rpc call waiting under that id. `text`, when given, is the
+   * message's own serialisation (a device's answer as it came, under the client's id), sent as it is.
+   */
+  sendToClient(sid: string, message: Message, text: string | null = null): boolean {
     const waiter = this.httpWaiters.get(sid);
     if (waiter) {
       waiter(message);
       return true;
     }
     const ws = socketById(this.ctx, sid);
-    return ws !== null && this.deliver(ws, JSON.stringify(message));
+    return ws !== null && this.deliver(ws, text ?? JSON.stringify(message));
   }
 
   /** Sends one frame's text to a client socket, counted against how far behind it may fall (drain.ts). */
