@@ -7,7 +7,7 @@ import * as z from "zod/mini";
 import { catchTo } from "./catch-to";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion } from "./open-union";
-import { byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
+import { blockBytes, byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
 /** Session ids and paths are bounded so none can fill what stores them (docs/security.md). */
 export const SESSION_ID_MAX = 256;
@@ -67,48 +67,6 @@ export const ContentBlock = z.discriminatedUnion("type", [
   ResourceBlock,
 ]);
 export type ContentBlock = z.infer<typeof ContentBlock>;
-
-/** Bytes of a base64 string once decoded. */
-export function base64Bytes(data: string): number {
-  let padding = 0;
-  if (data.endsWith("==")) padding = 2;
-  else if (data.endsWith("=")) padding = 1;
-  return Math.floor((data.length * 3) / 4) - padding;
-}
-
-/** Bytes of a string in UTF-8, without encoding it (a prompt may be megabytes). */
-export function utf8Bytes(text: string): number {
-  let bytes = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x80) bytes += 1;
-    else if (c < 0x800) bytes += 2;
-    else if (c >= 0xd800 && c < 0xdc00) {
-      // A surrogate pair: one 4-byte character for two UTF-16 units.
-      bytes += 4;
-      i++;
-    } else bytes += 3;
-  }
-  return bytes;
-}
-
-/** What a block weighs decoded: its text, its image or its resource's text or blob. */
-export function blockBytes(block: ContentBlock): number {
-  switch (block.type) {
-    case "text":
-      return utf8Bytes(block.text);
-    case "resource_link":
-      return utf8Bytes(block.uri);
-    case "image":
-    case "audio":
-      return base64Bytes(block.data);
-    case "resource": {
-      const { blob, text } = block.resource;
-      if (typeof blob === "string") return base64Bytes(blob);
-      return typeof text === "string" ? utf8Bytes(text) : 0;
-    }
-  }
-}
 
 export const PromptParams = z
   .looseObject({

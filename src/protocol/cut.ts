@@ -3,7 +3,7 @@
  * length — the longest shrink together, the short ones stay whole — and the structure is kept. What a client is shown
  * of a large card, and what is kept of a large hello.
  */
-import { utf8Bytes } from "./acp";
+import { utf8Bytes } from "./prompt-limits";
 import { isRecord } from "./jsonrpc";
 
 export interface Cut<T> {

@@ -10,6 +10,10 @@
  *   device refuses because no turn runs (-32602) sent as a prompt;
  * - an image pasted into the composer, a file from the picker and one dropped on it reach the device, and a file over
  *   the limit is refused with a sentence;
+ * - three images just under a prompt's 25,000,000 bytes reach the device whole, and a message that text takes over
+ *   the limit stays in the composer, saying so;
+ * - a prompt with an attachment that the device never got is sent again after a reload whole; where the page could
+ *   not keep the attachment (no IndexedDB) it is given back to the composer with a sentence, never sent lessened;
  * - approval (a corrected command), question and plan cards answered, counted in the page title;
  * - a page that joins a turn whose first frames the instance could not keep sees the gap in their numbers and shows
  *   the turn from history once it ends, with no hole;
@@ -30,6 +34,13 @@ import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { permissionParams } from "../shared/cards.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { LembasDevice, turnIdOf } from "../e2e/helpers/lembas-device.js";
+
+/** Three images of 8,300,000 bytes, each of one byte value: 24,900,000 together, under a prompt's 25,000,000. */
+const PICTURES = [1, 2, 3].map((n) => ({
+  name: `picture-${n}.png`,
+  mimeType: "image/png",
+  buffer: Buffer.alloc(8_300_000, n),
+}));
 
 const PNG = Buffer.from(
   "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==",
@@ -113,6 +124,12 @@ async function queuedTurn(params: acp.PromptRequest, name: string, text: string)
   return runTurn(params, (s) => chunk(s, text));
 }
 
+/** The first time, the device loses the prompt (it never ran); the same turn id sent again runs. */
+function lostFirst(params: acp.PromptRequest, answer: string) {
+  if ((prompts.get(params.sessionId)?.length ?? 0) === 1) return new Promise<never>(() => {});
+  return runTurn(params, (s) => chunk(s, answer));
+}
+
 /** More of a turn's frames than the instance keeps for a late joiner (1,000: README "Catching up"). */
 const GAP_WORDS = Array.from({ length: 1010 }, (_, i) => `w${i} `);
 
@@ -138,11 +155,7 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
       await chunk(s, "answer three");
       stateOf(s).history.push({ role: "assistant", text: "started. answer three", tools: [] });
     }),
-  unknown: async (params) => {
-    // The first time, the device loses it (it never ran); the same turn id sent again runs.
-    if ((prompts.get(params.sessionId)?.length ?? 0) === 1) return new Promise<never>(() => {});
-    return runTurn(params, (s) => chunk(s, "answer four"));
-  },
+  unknown: (params) => lostFirst(params, "answer four"),
   // The first prompt ends before taking in the second steer (unsent); the page sends it next, as a prompt.
   steer: async (params) => {
     if ((prompts.get(params.sessionId)?.length ?? 0) > 1)
@@ -154,6 +167,10 @@ const CASES: Record<string, (params: acp.PromptRequest) => Promise<acp.PromptRes
     return { ...result, _meta: { lembas: { ...result._meta.lembas, unsent: steers.slice(1).map((m) => m.text) } } };
   },
   image: (params) => runTurn(params, (s) => chunk(s, "a fine pixel.")),
+  big: (params) => runTurn(params, (s) => chunk(s, "three pictures, whole.")),
+  bigagain: (params) => lostFirst(params, "the picture again."),
+  // Lost by the device; the page that could not keep its attachment must not send it again without it.
+  givenback: (params) => lostFirst(params, "sent again, lessened."),
   // The first prompt runs until a steer comes; the follow-up prompt is a turn of its own.
   late: (params) =>
     runTurn(params, async (s) => {
@@ -302,16 +319,44 @@ afterAll(async () => {
   await instance?.stop();
 });
 
-/** Starts a chat in the case's folder and sends a message in it. */
-async function startChat(on: Page, name: string, message: string): Promise<void> {
+/** Starts a chat in the case's folder. */
+async function newChat(on: Page, name: string): Promise<void> {
   await on.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
   await on.locator("#link-state.online").waitFor();
   await on.getByLabel("Folder on the device").fill(path.join(root, name));
   await on.getByRole("button", { name: "Start" }).click();
   await on.waitForURL(`**/chats/ses_${name}`);
+}
+
+/** Starts a chat in the case's folder and sends a message in it. */
+async function startChat(on: Page, name: string, message: string): Promise<void> {
+  await newChat(on, name);
   await on.getByLabel("Message").fill(message);
   await on.getByLabel("Message").press("Enter");
   await expect.poll(() => prompts.get(`ses_${name}`)?.length ?? 0).toBeGreaterThan(0);
+}
+
+/**
+ * Images of PICTURES made in the page (carrying tens of MB through the driver would take longer than the test) and
+ * dropped on the composer, listed once read.
+ */
+async function dropPictures(on: Page, pictures: readonly (typeof PICTURES)[number][]) {
+  const made = pictures.map((p) => ({ name: p.name, type: p.mimeType, size: p.buffer.length, fill: p.buffer[0]! }));
+  await on.locator(".composer").evaluate((el, files) => {
+    const data = new DataTransfer();
+    for (const f of files) data.items.add(new File([new Uint8Array(f.size).fill(f.fill)], f.name, { type: f.type }));
+    el.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+  }, made);
+  for (const p of pictures) await on.getByRole("list", { name: "Attachments" }).getByText(p.name).waitFor();
+}
+
+/** The images of the prompt the device got are these pictures, in order, byte for byte. */
+function expectPictures(prompt: acp.PromptRequest, pictures: readonly (typeof PICTURES)[number][]) {
+  const images = prompt.prompt.flatMap((b) =>
+    b.type === "image" ? [{ mimeType: b.mimeType, data: Buffer.from(b.data, "base64") }] : [],
+  );
+  expect(images.map((i) => [i.mimeType, i.data.length])).toEqual(pictures.map((p) => [p.mimeType, p.buffer.length]));
+  expect(images.every((image, i) => image.data.equals(pictures[i]!.buffer))).toBe(true);
 }
 
 /**
@@ -487,6 +532,72 @@ describe("turns", () => {
       type: "resource",
       resource: { mimeType: "application/octet-stream", blob: "AAEC" },
     });
+  });
+
+  it("three images just under 25 MB reach the device whole; text that takes them over stays in the composer, saying so", async () => {
+    await newChat(page, "big");
+    await dropPictures(page, PICTURES);
+    const box = page.getByLabel("Message");
+    // 150,000 bytes of text more: 25,050,000 in all, which the instance would refuse. Nothing is sent.
+    await box.fill("x".repeat(150_000));
+    await box.press("Enter");
+    await page.getByText("Together this is 25.1 MB; a message may carry at most 25 MB.").waitFor();
+    expect(await box.inputValue()).toHaveLength(150_000);
+    expect(await page.getByRole("list", { name: "Attachments" }).getByRole("listitem").count()).toBe(3);
+    expect(prompts.get("ses_big")).toBeUndefined();
+
+    await box.fill("three large pictures");
+    await box.press("Enter");
+    await page.getByRole("log", { name: "Conversation" }).getByText("three pictures, whole.").waitFor();
+    const [sent] = prompts.get("ses_big")!;
+    expect(sent!.prompt[0]).toEqual({ type: "text", text: "three large pictures" });
+    expectPictures(sent!, PICTURES);
+    expect(await page.locator(".composer-error").textContent()).toBe("");
+  });
+
+  it("a prompt the device never got is sent again after a reload with its attachment whole", async () => {
+    await newChat(page, "bigagain");
+    await dropPictures(page, [PICTURES[0]!]);
+    await page.getByLabel("Message").fill("this one again, please");
+    await page.getByLabel("Message").press("Enter");
+    await expect.poll(() => prompts.get("ses_bigagain")?.length ?? 0).toBe(1);
+    // The device lost it; the page reloads before any answer came.
+    await page.reload();
+    await page.getByRole("log", { name: "Conversation" }).getByText("the picture again.").waitFor();
+    await page.getByText("The device had not got it: sent again.").waitFor();
+    const [first, again] = prompts.get("ses_bigagain")!;
+    expect(turnIdOf(again!)).toBe(turnIdOf(first!));
+    expect(again!.prompt[0]).toEqual({ type: "text", text: "this one again, please" });
+    expectPictures(again!, [PICTURES[0]!]);
+  });
+
+  it("a page that could not keep a lost prompt's attachment gives it back to the composer, never sends it lessened", async () => {
+    // A window without IndexedDB (as some private windows are): the attachment lives only as long as the page.
+    const bare = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+    await bare.addInitScript(() => {
+      IDBFactory.prototype.open = () => {
+        throw new DOMException("IndexedDB is off in this window", "InvalidStateError");
+      };
+    });
+    const on = await bare.newPage();
+    await signInWithDevice(on, instance.origin);
+    await newChat(on, "givenback");
+    await dropPictures(on, [PICTURES[0]!]);
+    await on.getByLabel("Message").fill("look at this one");
+    await on.getByLabel("Message").press("Enter");
+    await expect.poll(() => prompts.get("ses_givenback")?.length ?? 0).toBe(1);
+    await on.reload();
+    await on
+      .getByText(
+        "A message the device never got was not sent again: this page could not keep its attachments (picture-1.png). Its text is back here; attach them again and send it.",
+      )
+      .waitFor();
+    expect(await on.getByLabel("Message").inputValue()).toBe("look at this one");
+    await on.getByText("its attachments were not kept: not sent again without them.").waitFor();
+    expect(prompts.get("ses_givenback")).toHaveLength(1);
+    await mkdir("test-results", { recursive: true });
+    await on.screenshot({ path: "test-results/turns-given-back.png" });
+    await bare.close();
   });
 
   it("answers an approval with a corrected command, a question, and plans — counted in the title meanwhile", async () => {

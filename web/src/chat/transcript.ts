@@ -504,12 +504,13 @@ export class Transcript {
     this.onChange();
   }
 
-  /** What this page found out about a turn whose answer it lost, and now follows. */
-  followed(turnId: string, how: "running" | "queued" | "sent again"): void {
+  /** What this page found out about a turn whose answer it lost, and what it does about it. */
+  followed(turnId: string, how: "running" | "queued" | "sent again" | "given back"): void {
     const sentence = {
       running: "Still running: following it.",
       queued: "Waiting for the turn before it; it follows when it starts.",
       "sent again": "The device had not got it: sent again.",
+      "given back": "The device had not got it, and its attachments were not kept: not sent again without them.",
     }[how];
     this.turn(turnId).note(sentence, "note reattach");
     this.onChange();

@@ -5,7 +5,7 @@
  */
 import type * as acp from "@agentclientprotocol/sdk";
 import type { AttachmentInfo } from "../../../src/protocol/lembas";
-import { IMAGE_MIME_TYPES, PROMPT_LIMITS } from "../../../src/protocol/prompt-limits";
+import { blockBytes, byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS, utf8Bytes } from "../../../src/protocol/prompt-limits";
 import { megabytes } from "../app/format";
 
 /** What a prompt event and history will name it by, and the block that carries it. */
@@ -33,6 +33,19 @@ function readAs(file: File, how: "text" | "base64"): Promise<string> {
 const nameOf = (file: File) =>
   file.name && file.name !== "image.png" ? file.name : `pasted-${Date.now()}.${file.type.split("/")[1] ?? "bin"}`;
 
+/** A size over its limit, and the limit, as a sentence says them: in MB, or in bytes where MB reads the same. */
+const over = (size: number, limit: number) =>
+  megabytes(size) === megabytes(limit) ? [byteCount(size), byteCount(limit)] : [megabytes(size), megabytes(limit)];
+
+const fileTooLarge = (name: string, size: number) => {
+  const [is, most] = over(size, PROMPT_LIMITS.blockBytes);
+  return `${name} is ${is}; one attachment may be at most ${most}.`;
+};
+const messageTooLarge = (total: number) => {
+  const [is, most] = over(total, PROMPT_LIMITS.promptBytes);
+  return `Together this is ${is}; a message may carry at most ${most}.`;
+};
+
 /**
  * The files as attachments, or a sentence saying which one is over which limit (nothing is taken then).
  * `already` is what the prompt carries so far, in bytes.
@@ -40,12 +53,10 @@ const nameOf = (file: File) =>
 export async function attach(files: readonly File[], already: number): Promise<Attachment[] | string> {
   let total = already;
   for (const file of files) {
-    if (file.size > PROMPT_LIMITS.blockBytes)
-      return `${file.name || "That file"} is ${megabytes(file.size)}; one attachment may be at most ${megabytes(PROMPT_LIMITS.blockBytes)}.`;
+    if (file.size > PROMPT_LIMITS.blockBytes) return fileTooLarge(file.name || "That file", file.size);
     total += file.size;
   }
-  if (total > PROMPT_LIMITS.promptBytes)
-    return `Together these are ${megabytes(total)}; a message may carry at most ${megabytes(PROMPT_LIMITS.promptBytes)}.`;
+  if (total > PROMPT_LIMITS.promptBytes) return messageTooLarge(total);
   const out: Attachment[] = [];
   for (const file of files) {
     const name = nameOf(file);
@@ -59,4 +70,22 @@ export async function attach(files: readonly File[], already: number): Promise<A
     out.push({ name, mimeType, size: file.size, block });
   }
   return out;
+}
+
+/**
+ * The prompt a composer is about to send, checked whole as the instance will check it (decoded, the text counted
+ * with the attachments): a sentence saying what is over which limit, or null when it may go.
+ */
+export function tooLarge(text: string, attachments: readonly Attachment[]): string | null {
+  let total = utf8Bytes(text);
+  if (total > PROMPT_LIMITS.blockBytes) {
+    const [is, most] = over(total, PROMPT_LIMITS.blockBytes);
+    return `The text is ${is}; the text of a message may be at most ${most}.`;
+  }
+  for (const a of attachments) {
+    const size = blockBytes(a.block);
+    if (size > PROMPT_LIMITS.blockBytes) return fileTooLarge(a.name, size);
+    total += size;
+  }
+  return total > PROMPT_LIMITS.promptBytes ? messageTooLarge(total) : null;
 }

@@ -13,7 +13,7 @@ import { messageOf } from "../app/http";
 import { Icon } from "../app/icons";
 import { chatModels, loadChatModels, sttModels } from "../app/models";
 import type { DeviceStore } from "../link/device-store";
-import { type Attachment, attach } from "./attachments";
+import { type Attachment, attach, tooLarge } from "./attachments";
 import { Pickers } from "./pickers";
 import { microphoneProblem, type Recording, startRecording } from "./voice";
 
@@ -44,6 +44,9 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     const box = text.current!;
     const value = box.value.trim();
     if ((!value && attachments.length === 0) || sending) return;
+    // Over a limit, the message stays here, and the sentence says what to take out.
+    const problem = tooLarge(value, attachments);
+    if (problem) return setError(problem);
     setError("");
     setSending(true);
     const taken = attachments;
@@ -66,6 +69,19 @@ export function Composer({ store, sessionId }: { store: DeviceStore; sessionId: 
     }
   };
   latest.current.send = () => background(send());
+
+  // A message the page could not send again whole comes back here, with the reason.
+  useEffect(
+    () =>
+      effect(() => {
+        if (!store.turns.givenBack.value.has(sessionId)) return;
+        const given = store.turns.takeBack(sessionId)!;
+        const box = text.current!;
+        box.value = [given.text, box.value].filter(Boolean).join("\n\n");
+        setError(given.reason);
+      }),
+    [store, sessionId],
+  );
 
   useEffect(() => {
     loadChatModels();

@@ -23,9 +23,17 @@ import { type KeptPrompt, TurnLedger } from "./turn-ledger";
 
 const newId = (prefix: string) => `${prefix}_${crypto.randomUUID()}`;
 
+/** A prompt the page could not send again whole, back for the composer: its text, and why. */
+export interface GivenBack {
+  text: string;
+  reason: string;
+}
+
 export class Turns {
   /** Running turns by session (from status, task events, replay and this page's prompts). */
   readonly running = signal<ReadonlyMap<string, ReadonlySet<string>>>(new Map());
+  /** Prompts for each session's composer to take back (`takeBack`). */
+  readonly givenBack = signal<ReadonlyMap<string, GivenBack>>(new Map());
   /** Told when one of the session's turns ended (its task end, or this page's prompt answered). */
   onTurnEnded: (sessionId: string) => void = () => {};
 
@@ -51,6 +59,17 @@ export class Turns {
       this.transcripts.set(sessionId, t);
     }
     return t;
+  }
+
+  /** The prompt given back to the session's composer, once. */
+  takeBack(sessionId: string): GivenBack | undefined {
+    const given = this.givenBack.value.get(sessionId);
+    if (given) {
+      const rest = new Map(this.givenBack.value);
+      rest.delete(sessionId);
+      this.givenBack.value = rest;
+    }
+    return given;
   }
 
   /** The chat was deleted. */
@@ -166,7 +185,7 @@ export class Turns {
   ): Promise<void> {
     const transcript = this.transcript(sessionId);
     transcript.prompt(turnId, shown.text, shown.attachments);
-    this.ledger.add({ sessionId, turnId, blocks, text: shown.text, attachments: shown.attachments });
+    await this.ledger.add({ sessionId, turnId, blocks, text: shown.text, attachments: shown.attachments });
     if (!this.link.up.value) {
       // Kept in the ledger: when the device links again, reattach finds it unknown there and sends it.
       transcript.note("The device is offline: this message is sent when it links again.", "note reattach");
@@ -250,7 +269,7 @@ export class Turns {
    * dropped, the prompts still open are asked after too (followOpen).
    */
   async reattach(): Promise<void> {
-    for (const kept of this.ledger.all()) {
+    for (const kept of this.ledger.pending()) {
       const open = this.inFlight.has(kept.turnId);
       const transcript = this.transcript(kept.sessionId);
       if (!open && !transcript.knows(kept.turnId)) transcript.prompt(kept.turnId, kept.text, kept.attachments);
@@ -307,7 +326,32 @@ export class Turns {
       transcript.finish(turnId, null);
       return;
     }
+    const blocks = await this.ledger.blocks(kept);
+    if (!blocks) {
+      this.giveBack(kept, transcript);
+      return;
+    }
     transcript.followed(turnId, "sent again");
-    await this.runPrompt(sessionId, turnId, kept.blocks);
+    await this.runPrompt(sessionId, turnId, blocks);
+  }
+
+  /**
+   * A prompt the device never got whose blocks this page could not keep: rather than send it again without its
+   * attachments, its text goes back to the composer with a sentence saying what to attach again.
+   */
+  private giveBack(kept: KeptPrompt, transcript: Transcript): void {
+    this.ledger.remove(kept.turnId);
+    transcript.followed(kept.turnId, "given back");
+    const names = kept.attachments.map((a) => a.name).join(", ");
+    const reason = names
+      ? `A message the device never got was not sent again: this page could not keep its attachments (${names}). Its text is back here; attach them again and send it.`
+      : "A message the device never got was not sent again: this page could not keep it whole. Its text is back here to send again.";
+    const next = new Map(this.givenBack.value);
+    const earlier = next.get(kept.sessionId);
+    next.set(
+      kept.sessionId,
+      earlier ? { text: `${earlier.text}\n\n${kept.text}`, reason } : { text: kept.text, reason },
+    );
+    this.givenBack.value = next;
   }
 }

@@ -18,7 +18,8 @@
  */
 import { secondsVar, type Env } from "../../../env";
 import { capReached, limitsOf } from "../../../limits/config";
-import { CancelRequestParams, CANCEL_REQUEST, utf8Bytes } from "../../../protocol/acp";
+import { CancelRequestParams, CANCEL_REQUEST } from "../../../protocol/acp";
+import { utf8Bytes } from "../../../protocol/prompt-limits";
 import {
   CARD_SHOWN_MAX_BYTES,
   CARDS,

@@ -10,7 +10,7 @@
  * Bounds (limits/config.ts): a chat keeps its last `kept_turns` turns within `kept_chat_bytes`, the device all its
  * chats' within `kept_device_bytes`; past any, the oldest go first.
  */
-import { utf8Bytes } from "../../../protocol/acp";
+import { utf8Bytes } from "../../../protocol/prompt-limits";
 import type { KeptChatsResult, KeptTurn, KeptTurnsResult } from "../../../protocol/instance";
 
 const TURN = "kept/t/";

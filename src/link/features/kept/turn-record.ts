@@ -6,7 +6,8 @@
  * Bounded as it grows: an image over `imageBytes` of base64 is kept as a placeholder, a text stops growing at
  * RECORD_BYTES, at most MAX_ITEMS items; `withinBytes` then cuts the finished record to RECORD_BYTES.
  */
-import { base64Bytes, utf8Bytes, type PromptParams } from "../../../protocol/acp";
+import type { PromptParams } from "../../../protocol/acp";
+import { base64Bytes, utf8Bytes } from "../../../protocol/prompt-limits";
 import type { CardDecision, KeptAttachment, KeptItem, KeptTool, KeptTurn } from "../../../protocol/instance";
 import { isRecord } from "../../../protocol/jsonrpc";
 
