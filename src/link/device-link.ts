@@ -173,9 +173,9 @@ export class DeviceLink extends DurableObject<Env> {
       closeSocket(server, INTERNAL_ERROR_CLOSE, "the instance failed to set up this socket; try again");
     if (role === "device") {
       // The link's rows (and a fresh object's tables) are written on the next turn of the event loop, once the 101
-      // has gone, so neither they nor their commit hold it back (blockConcurrencyWhile would: the response waits for its callback). Every event
-      // waits for them first (#unwritten). A failure closes the socket 1011 just after it opened (the device dials
-      // again, as after a 503).
+      // has gone, so neither they nor their commit hold it back (blockConcurrencyWhile would: the response waits for
+      // its callback). Every event waits for them first (#unwritten). A failure closes the socket 1011 just after it
+      // opened (the device dials again, as after a 503).
       const written: Promise<void> = (this.#unwritten ?? Promise.resolve()).then(async () => {
         await afterThisTurn();
         try {
