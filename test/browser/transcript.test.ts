@@ -54,27 +54,18 @@ async function ask(name: string, method: string, params: unknown): Promise<void>
 const CASES: Record<string, (sessionId: string) => Promise<void>> = {
   edit: async (s) => {
     const target = `${root}/edit/config.ts`;
-    const diff = { type: "diff" as const, path: target, oldText: OLD_TEXT, newText: NEW_TEXT };
-    await update(s, {
-      sessionUpdate: "tool_call",
+    const call = {
       toolCallId: "call_edit",
       title: "Edit config.ts",
-      kind: "edit",
-      status: "pending",
-      content: [diff],
+      kind: "edit" as const,
+      status: "pending" as const,
+      content: [{ type: "diff" as const, path: target, oldText: OLD_TEXT, newText: NEW_TEXT }],
       locations: [{ path: target }],
-    });
+    };
+    await update(s, { sessionUpdate: "tool_call", ...call });
     await ask("edit", acp.methods.client.session.requestPermission, {
       sessionId: s,
-      toolCall: {
-        toolCallId: "call_edit",
-        title: "Edit config.ts",
-        kind: "edit",
-        status: "pending",
-        content: [diff],
-        locations: [{ path: target }],
-        rawInput: { path: target, content: NEW_TEXT },
-      },
+      toolCall: { ...call, rawInput: { path: target, content: NEW_TEXT } },
       options: [ALLOW_ONCE, DENY],
       ...patient,
     });
