@@ -328,12 +328,17 @@ async function newChat(on: Page, name: string): Promise<void> {
   await on.waitForURL(`**/chats/ses_${name}`);
 }
 
+/** Sends a message from the open chat's composer; resolves once the device has had `count` prompts of the chat. */
+async function send(on: Page, name: string, message: string, count = 1): Promise<void> {
+  await on.getByLabel("Message").fill(message);
+  await on.getByLabel("Message").press("Enter");
+  await expect.poll(() => prompts.get(`ses_${name}`)?.length ?? 0).toBe(count);
+}
+
 /** Starts a chat in the case's folder and sends a message in it. */
 async function startChat(on: Page, name: string, message: string): Promise<void> {
   await newChat(on, name);
-  await on.getByLabel("Message").fill(message);
-  await on.getByLabel("Message").press("Enter");
-  await expect.poll(() => prompts.get(`ses_${name}`)?.length ?? 0).toBeGreaterThan(0);
+  await send(on, name, message);
 }
 
 /**
@@ -558,9 +563,7 @@ describe("turns", () => {
   it("a prompt the device never got is sent again after a reload with its attachment whole", async () => {
     await newChat(page, "bigagain");
     await dropPictures(page, [PICTURES[0]!]);
-    await page.getByLabel("Message").fill("this one again, please");
-    await page.getByLabel("Message").press("Enter");
-    await expect.poll(() => prompts.get("ses_bigagain")?.length ?? 0).toBe(1);
+    await send(page, "bigagain", "this one again, please");
     // The device lost it; the page reloads before any answer came.
     await page.reload();
     await page.getByRole("log", { name: "Conversation" }).getByText("the picture again.").waitFor();
@@ -583,9 +586,7 @@ describe("turns", () => {
     await signInWithDevice(on, instance.origin);
     await newChat(on, "givenback");
     await dropPictures(on, [PICTURES[0]!]);
-    await on.getByLabel("Message").fill("look at this one");
-    await on.getByLabel("Message").press("Enter");
-    await expect.poll(() => prompts.get("ses_givenback")?.length ?? 0).toBe(1);
+    await send(on, "givenback", "look at this one");
     await on.reload();
     await on
       .getByText(
