@@ -10,6 +10,7 @@ import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { configWithoutBuild, migrateD1, ROOT } from "../../../bench/wrangler-dev.js";
+import { WEB_BUILT_ENV } from "../../../scripts/test.ts";
 import { TEMP_ROOT_ENV } from "../../bridge/temp-root.js";
 
 export const INSTANCE_CONFIG_ENV = "LEMBAS_EDGE_TEST_CONFIG";
@@ -17,7 +18,9 @@ export const MIGRATED_D1_ENV = "LEMBAS_EDGE_TEST_D1";
 
 export default async function setup(): Promise<void> {
   const dir = await mkdtemp(path.join(process.env[TEMP_ROOT_ENV] ?? tmpdir(), "lembas-edge-instances-"));
-  await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/build-web.ts")], { cwd: ROOT });
+  if (!process.env[WEB_BUILT_ENV]) {
+    await promisify(execFile)(process.execPath, [path.join(ROOT, "scripts/build-web.ts")], { cwd: ROOT });
+  }
   const config = await configWithoutBuild(dir);
   const d1 = path.join(dir, "migrated");
   await migrateD1(d1, config);
