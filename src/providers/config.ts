@@ -54,7 +54,13 @@ const ModelConfig = z
   );
 
 const ProviderConfig = z.object({
-  base_url: z.url({ protocol: /^https?$/ }),
+  // What z.url({ protocol: /^https?$/ }) accepts and outputs (trimmed, tabs and line breaks gone, as the URL parser
+  // drops them), with its message; its schema kind is needed nowhere else.
+  base_url: z.string().check(
+    z.trim(),
+    z.refine((url) => /^https?:\/\//i.test(url) && URL.canParse(url), "Invalid URL"),
+    z.overwrite((url) => url.replace(/[\t\n\r]/g, "")),
+  ),
   // Objects whose every member is checked (z.catchall): what z.record would check, without its schema in the bundle.
   models: z.catchall(z.object({}), ModelConfig),
 });
