@@ -18,20 +18,13 @@ import { describeIssues } from "../protocol/issues";
 
 const Seconds = z.number().check(z.positive(), z.lte(30 * 86_400));
 
-const Backoff = z.object({
-  kind: z.literal("backoff"),
-  free: z.int().check(z.gte(1), z.lte(1_000_000)),
-  backoff_seconds: Seconds,
-  max_backoff_seconds: Seconds,
-  forget_seconds: Seconds,
-});
-const Bucket = z.object({
-  kind: z.literal("bucket"),
-  burst: z.int().check(z.gte(1), z.lte(1_000_000)),
-  refill_seconds: Seconds,
-});
-export type BackoffRule = z.infer<typeof Backoff>;
-export type BucketRule = z.infer<typeof Bucket>;
+const Count = z.int().check(z.gte(1), z.lte(1_000_000));
+
+/** Each kind's numbers: what the operator may change. */
+const BACKOFF = { free: Count, backoff_seconds: Seconds, max_backoff_seconds: Seconds, forget_seconds: Seconds };
+const BUCKET = { burst: Count, refill_seconds: Seconds };
+export type BackoffRule = { kind: "backoff" } & Record<keyof typeof BACKOFF, number>;
+export type BucketRule = { kind: "bucket" } & Record<keyof typeof BUCKET, number>;
 export type RateRule = BackoffRule | BucketRule;
 
 const backoff = (free: number): BackoffRule => ({
@@ -104,8 +97,13 @@ export const DEFAULT_LINK_CAPS = {
 
 export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;
 
-const BackoffChange = z.optional(z.catchall(z.partial(z.omit(Backoff, { kind: true })), z.never()));
-const BucketChange = z.optional(z.catchall(z.partial(z.omit(Bucket, { kind: true })), z.never()));
+/** A change to a rule: any of its kind's numbers, nothing else (written out: z.partial and z.omit are code of their own). */
+const changeOf = (numbers: Record<string, z.ZodMiniType>) =>
+  z.optional(
+    z.strictObject(Object.fromEntries(Object.entries(numbers).map(([name, schema]) => [name, z.optional(schema)]))),
+  );
+const BackoffChange = changeOf(BACKOFF);
+const BucketChange = changeOf(BUCKET);
 const RateLimitsConfig = z.strictObject(
   Object.fromEntries(
     Object.entries(DEFAULT_RATE_LIMITS).map(([name, rule]) => [
