@@ -4,13 +4,12 @@
  */
 import * as z from "zod/mini";
 import { catchTo } from "./catch-to";
-import { DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
+import { Base64, DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
 import { cutToFit } from "./cut";
 import { isRecord } from "./jsonrpc";
 import { openUnion } from "./open-union";
 
 const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
-const Base64 = z.base64("must be base64");
 const Cols = z.int().check(z.gte(20, "at least 20 columns"), z.lte(500, "at most 500 columns"));
 const Rows = z.int().check(z.gte(5, "at least 5 rows"), z.lte(300, "at most 300 rows"));
 
