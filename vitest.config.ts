@@ -1,9 +1,11 @@
+import { existsSync } from "node:fs";
 import path from "node:path";
 import { cloudflareTest, readD1Migrations } from "@cloudflare/vitest-plugin";
 import { defineConfig } from "vitest/config";
 import { fakePushService, PUSH_SERVICE } from "./test/shared/push-service.js";
 import { fakeUpstream, TEST_PROVIDERS } from "./test/shared/upstream.js";
 import { writeHeadersFile } from "./scripts/write-headers.ts";
+import { writePageFile } from "./scripts/write-page.ts";
 
 /** A VAPID key pair for the tests' instance, in the web-push tools' form (the tests verify with the public key). */
 async function vapidKeys() {
@@ -24,6 +26,7 @@ const OWN_RUNTIME = ["test/link/push.test.ts"];
 export default defineConfig(async () => {
   // The assets layer's _headers (the web UI's security headers), as a build writes it.
   writeHeadersFile(import.meta.dirname);
+  if (!existsSync(path.join(import.meta.dirname, "web/public/index.html"))) writePageFile(import.meta.dirname, []);
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [

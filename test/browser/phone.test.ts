@@ -1,6 +1,7 @@
 /**
  * The web UI on a phone (390×844, touch), in Debian's Chromium against the real Worker with a scripted protocol 2
- * device: a fresh instance opens on creating the first account; with a chat open the transcript has most of the
+ * device: a fresh instance opens on creating the first account; the device list shows from the answers the page
+ * preloads beside its scripts, and a signed-out page's preloads never show after signing in; with a chat open the transcript has most of the
  * screen — one bar, a one-row composer whose mode, model and effort open as a sheet — also with a card waiting and
  * with the on-screen keyboard up; nothing is wider than the screen; notifications are offered when a card first
  * waits; voice input writes out speech through a speech-to-text model of the test's own provider (Chromium's fake
@@ -343,6 +344,60 @@ describe("the web UI on a phone", () => {
     await page.goto(`${instance.origin}/device`);
     await page.getByRole("heading", { level: 1 }).waitFor();
     await shoot("device-approval");
+  });
+
+  it("shows the device list with the page's first answers, and never a preloaded answer once the account changed", async () => {
+    const fresh = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
+    try {
+      // When the first device showed, in the page's time.
+      await fresh.addInitScript(() => {
+        const w = window as unknown as { listedAt?: number };
+        const observer = new MutationObserver(() => {
+          if (!document.querySelector(".devices .device-card")) return;
+          observer.disconnect();
+          w.listedAt = performance.now();
+        });
+        observer.observe(document, { childList: true, subtree: true });
+      });
+      const [name, value] = (await signedInPerson()).cookie.split("=") as [string, string];
+      await fresh.addCookies([{ name, value, url: instance.origin }]);
+      const signedIn = await fresh.newPage();
+      await signedIn.goto(instance.origin);
+      await signedIn.locator(".devices .device-card").waitFor();
+      await signedIn.screenshot({ path: path.join(SHOTS, "phone-devices-first-load-phone.png") });
+      // Asked by the page itself beside the scripts, once each, and by no script before the list showed.
+      const asked = await signedIn.evaluate(() => {
+        const listedAt = (window as unknown as { listedAt: number }).listedAt;
+        const entries = performance.getEntriesByType("resource") as PerformanceResourceTiming[];
+        const script = entries.find((e) => e.name.endsWith("/js/main.js"))!;
+        return ["/api/auth/me", "/api/devices"].map((api) => {
+          const before = entries.filter((e) => new URL(e.name).pathname === api && e.startTime < listedAt);
+          return {
+            api,
+            by: before.map((e) => e.initiatorType),
+            beforeScript: before.every((e) => e.startTime < script.responseEnd),
+          };
+        });
+      });
+      expect(asked).toEqual([
+        { api: "/api/auth/me", by: ["link"], beforeScript: true },
+        { api: "/api/devices", by: ["link"], beforeScript: true },
+      ]);
+
+      // Signed out, the page's preloads are refused; after signing in, the list is the instance's answer now.
+      await fresh.clearCookies();
+      const signedOut = await fresh.newPage();
+      await signedOut.goto(instance.origin);
+      await signedOut.getByRole("heading", { level: 1, name: "Sign in" }).waitFor();
+      await signedOut.getByLabel("Email").fill(EMAIL);
+      await signedOut.getByLabel("Password").fill(PASSWORD);
+      await signedOut.getByRole("button", { name: "Sign in" }).click();
+      await signedOut.locator(".devices .device-card").waitFor();
+      expect(await signedOut.locator(".devices .device-name").allTextContents()).toEqual(["phone-laptop"]);
+      expect(await signedOut.locator(".page > .error").textContent()).toBe("");
+    } finally {
+      await fresh.close();
+    }
   });
 
   it("opens with the network off from what the service worker kept, says so, and connects again by itself", async () => {

@@ -8,9 +8,10 @@ import "./styles/library.css";
 import { render } from "preact";
 import { refreshAccount } from "./app/account";
 import { background } from "./app/background";
+import { readPreloaded } from "./app/preloaded";
 import { registerServiceWorker } from "./app/push";
 import { Shell } from "./app/shell";
 
+background(refreshAccount(readPreloaded()));
 render(<Shell />, document.getElementById("root")!);
-background(refreshAccount());
 registerServiceWorker();

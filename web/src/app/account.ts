@@ -19,9 +19,10 @@ function tryAgainLater(): void {
   retry = setTimeout(() => background(refreshAccount()), RETRY_MS);
 }
 
-export async function refreshAccount(): Promise<void> {
+/** `asked`: an answer to GET /api/auth/me already on its way (the page's preloaded one). */
+export async function refreshAccount(asked: Promise<Me> = me()): Promise<void> {
   try {
-    account.value = await me();
+    account.value = await asked;
   } catch (err) {
     if (err instanceof ApiError && err.status === 401) account.value = null;
     else if (err instanceof ApiError) throw err;

@@ -103,11 +103,13 @@ export class DeviceStore {
       this.problem.value = messageOf(err);
       return;
     }
-    await this.refreshChats();
+    // Asked at once, not one after another: the chat shown waits for its own requests alone.
+    const listed = this.refreshChats();
     // An instance without kept turns answers -32601: the chat list then shows no last messages.
-    await this.kept.refresh().catch(() => {});
+    const summaries = this.kept.refresh().catch(() => {});
     const shown = this.chats.shown.value;
-    if (shown) await this.loadChat(shown);
+    if (shown) await this.loadChat(shown, listed);
+    await Promise.all([listed, summaries]);
     await this.turns.reattach();
   }
 
@@ -265,7 +267,8 @@ export class DeviceStore {
     if (sessionId && this.socket.isOpen && this.link.status.value) await this.loadChat(sessionId);
   }
 
-  private async loadChat(sessionId: string): Promise<void> {
+  /** `listed`: the chat list being read, which a plain agent's replay needs (the chat's folder). */
+  private async loadChat(sessionId: string, listed: Promise<void> = Promise.resolve()): Promise<void> {
     const transcript = this.turns.transcript(sessionId);
     this.chats.loadSettings(sessionId);
     // A plain ACP agent replays the whole session on session/load, with no turn ids to join kept turns by: while it
@@ -294,6 +297,7 @@ export class DeviceStore {
         // The replay comes to this socket as session/update notifications; kept turns shown meanwhile make way.
         transcript.dropKept();
         this.kept.hide(sessionId);
+        await listed;
         const chat = this.chats.get(sessionId);
         if (chat) await this.socket.request("session/load", { sessionId, cwd: chat.cwd, mcpServers: [] });
       }

@@ -6,14 +6,17 @@
  * message box.
  */
 import type { ComponentChildren } from "preact";
-import { useEffect, useMemo, useState } from "preact/hooks";
+import { useEffect, useLayoutEffect, useMemo, useState } from "preact/hooks";
+import { account } from "../app/account";
 import { background } from "../app/background";
 import { APP_NAME } from "../app/app-name";
 import { devices } from "../app/http";
 import { chatPath, devicePath } from "../app/paths";
+import { preloadedDevices } from "../app/preloaded";
 import { CardList } from "../cards/cards";
 import { ChatList, chatTitle } from "../chat/chat-list";
 import { ChatView } from "../chat/chat-view";
+import { prepareMarkdown } from "../chat/markdown";
 import { DeviceStore } from "../link/device-store";
 import { type BarProps, DeviceBar } from "./device-bar";
 import { NewSession } from "./new-session";
@@ -26,10 +29,11 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   const [drawer, setDrawer] = useState(false);
   const [terminal, setTerminal] = useState(false);
 
-  useEffect(() => {
+  // Before the first paint, not after it: on a slow phone the socket's dial is the open chat's first wait.
+  useLayoutEffect(() => {
     store.start();
     background(
-      devices().then(
+      (preloadedDevices(account.peek()) ?? devices()).then(
         (list) => setName(list.find((d) => d.id === deviceId)?.name ?? deviceId),
         () => {},
       ),
@@ -38,6 +42,7 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   }, [store]);
 
   useEffect(() => {
+    if (sessionId) prepareMarkdown();
     background(store.openChat(sessionId ?? null));
     setDrawer(false);
   }, [store, sessionId]);

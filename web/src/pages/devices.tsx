@@ -4,10 +4,12 @@
  * and revoke.
  */
 import { useEffect, useState } from "preact/hooks";
+import { account } from "../app/account";
 import { background } from "../app/background";
 import { ago } from "../app/format";
 import { Confirm, RenameForm } from "../app/inline-forms";
 import { type DeviceInfo, devices, messageOf, renameDevice, revokeDevice } from "../app/http";
+import { preloadedDevices } from "../app/preloaded";
 import { NotificationsPanel } from "./notifications";
 
 const REFRESH_MS = 3_000;
@@ -28,7 +30,7 @@ export function DevicesPage() {
   const [error, setError] = useState("");
   const load = async () => {
     try {
-      const all = await devices();
+      const all = await (preloadedDevices(account.peek()) ?? devices());
       all.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
       setList(all);
       setError("");
