@@ -1,15 +1,14 @@
 /**
  * zod/mini ships no messages: without a locale every refusal would read "Invalid input". These are zod's English
  * messages (zod/v4/locales/en.js), word for word, for the issues the instance's schemas can raise: its tables of
- * string formats, sizes and types the schemas never use are left out, and with them any other locale. The Worker's
- * entry imports this first; issues.ts imports it too, so every module that turns issues into sentences has it.
+ * string formats (the schemas check only patterns), sizes and types the schemas never use are left out, and with
+ * them any other locale. The Worker's entry imports this first; issues.ts imports it too, so every module that
+ * turns issues into sentences has it.
  */
 import * as z from "zod/mini";
 
 /** How zod's English names a size: the unit of what has one. */
 const UNITS: Record<string, string> = { string: "characters", array: "items" };
-/** The string formats the schemas check besides patterns (z.email). */
-const FORMATS: Record<string, string> = { email: "email address" };
 
 const quoted = (value: unknown) => (typeof value === "string" ? `"${value}"` : `${value}`);
 
@@ -41,7 +40,7 @@ function message(issue: z.core.$ZodRawIssue): string {
     }
     case "invalid_format":
       if (issue.format === "regex") return `Invalid string: must match pattern ${issue.pattern}`;
-      return `Invalid ${FORMATS[issue.format] ?? issue.format}`;
+      return `Invalid ${issue.format}`;
     case "unrecognized_keys":
       return `Unrecognized key${issue.keys.length > 1 ? "s" : ""}: ${issue.keys.map(quoted).join(", ")}`;
     case "invalid_union":
