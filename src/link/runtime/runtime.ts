@@ -34,7 +34,7 @@ import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";
 import { FloodGate } from "./flood";
 import { withId } from "./frames";
-import { INSTANCE_ORIGIN, Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
+import { Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps, startSchema, type Migrating } from "./schema-steps";
 import { forgetTables, knowTables } from "./tables-on-demand";
 import { closeSocket, fanOutSockets, sendJson, sendText, socketById } from "./sockets";
@@ -105,7 +105,7 @@ export interface DeviceNotificationHandler {
   handle: (rt: LinkRuntime, message: NotificationMessage, text: string) => void | Promise<void>;
 }
 
-/** The device's answer to a request the instance sent for a feature (rt.requestDevice with this purpose). Link
+/** The device's answer to a request the instance sent for a feature (rt.sendRequest with this purpose). Link
  * loss and time-outs arrive here too, as error answers (-32001 link_down, -32002). */
 export type DeviceAnswerHandler = (
   rt: LinkRuntime,
@@ -178,7 +178,7 @@ export interface LinkFeature extends Migrating {
   deviceRequests?: Readonly<Record<string, DeviceRequestHandler>>;
   /** Agent→client notifications, observed (chats: titles) or routed by the feature itself (terminals' output). */
   deviceNotifications?: Readonly<Record<string, DeviceNotificationHandler>>;
-  /** Answers to the feature's own requests (rt.requestDevice), by purpose (pending deletes). */
+  /** Answers to the feature's own requests (rt.sendRequest), by purpose (pending deletes). */
   deviceAnswers?: Readonly<Record<string, DeviceAnswerHandler>>;
   /** Per relayed method, the end of a client's request (turns: a prompt answered). */
   relayedAnswers?: Readonly<Record<string, RelayedAnswerObserver>>;
@@ -240,7 +240,7 @@ export const REQUEST_DEADLINE = "request";
 export interface SendRequest {
   method: string;
   params: unknown;
-  /** A client socket id, `http:…`, or INSTANCE_ORIGIN. */
+  /** A client socket id, `http:…`, or INSTANCE_ORIGIN (outbound.ts). */
   origin: string;
   originId: JsonRpcId | null;
   purpose?: string | null;
@@ -431,11 +431,6 @@ export class LinkRuntime implements Failing, LagOwner {
   writeHeldRequest(request: OutboundRequest): void {
     if (request.due !== null) this.deadlines.expect(request.due);
     this.outbound.write(request.id);
-  }
-
-  /** A request of the instance's own, answered to the feature that registered `purpose` in deviceAnswers. */
-  requestDevice(method: string, params: unknown, purpose: string, answerWithinMs: number | null = null): number | null {
-    return this.sendRequest({ method, params, origin: INSTANCE_ORIGIN, originId: null, purpose, answerWithinMs });
   }
 
   clientSockets(): WebSocket[] {
