@@ -6,7 +6,7 @@
 import * as z from "zod/mini";
 import { catchTo } from "./catch-to";
 import { JsonRpcId } from "./jsonrpc";
-import { openUnion } from "./open-union";
+import { openUnion, taggedUnion } from "./open-union";
 import { blockBytes, byteCount, IMAGE_MIME_TYPES, PROMPT_LIMITS } from "./prompt-limits";
 
 /** Session ids and paths are bounded so none can fill what stores them (docs/security.md). */
@@ -73,13 +73,7 @@ export const AudioBlock = z.looseObject({
   data: Base64,
   mimeType: z.string().check(z.minLength(1)),
 });
-export const ContentBlock = z.discriminatedUnion("type", [
-  TextBlock,
-  ResourceLinkBlock,
-  ImageBlock,
-  AudioBlock,
-  ResourceBlock,
-]);
+export const ContentBlock = taggedUnion("type", [TextBlock, ResourceLinkBlock, ImageBlock, AudioBlock, ResourceBlock]);
 export type ContentBlock = z.infer<typeof ContentBlock>;
 
 export const PromptParams = z

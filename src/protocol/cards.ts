@@ -6,6 +6,7 @@
  * at most 6 options, a permission's reason) is not held against it — refusing the card would fail the model's ask.
  */
 import * as z from "zod/mini";
+import { taggedUnion } from "./open-union";
 import { SessionId } from "./acp";
 import { cutToFit } from "./cut";
 import { check, type Checked } from "./issues";
@@ -64,7 +65,7 @@ export const PermissionRequest = z.looseObject({
 export type PermissionRequest = z.infer<typeof PermissionRequest>;
 
 export const PermissionAnswer = z.looseObject({
-  outcome: z.discriminatedUnion("outcome", [
+  outcome: taggedUnion("outcome", [
     z.looseObject({ outcome: z.literal("selected"), optionId: z.string().check(z.minLength(1)) }),
     z.looseObject({ outcome: z.literal("cancelled") }),
   ]),
@@ -154,7 +155,7 @@ export const QuestionRequest = z.looseObject({
 });
 export type QuestionRequest = z.infer<typeof QuestionRequest>;
 
-export const QuestionAnswerItem = z.discriminatedUnion("kind", [
+export const QuestionAnswerItem = taggedUnion("kind", [
   z.looseObject({
     kind: z.literal("options"),
     labels: z.array(z.string()).check(z.minLength(1, "choose at least one option, or skip the question")),
@@ -165,7 +166,7 @@ export const QuestionAnswerItem = z.discriminatedUnion("kind", [
 ]);
 export type QuestionAnswerItem = z.infer<typeof QuestionAnswerItem>;
 
-export const QuestionAnswer = z.discriminatedUnion("outcome", [
+export const QuestionAnswer = taggedUnion("outcome", [
   z.looseObject({ outcome: z.literal("answered"), answers: z.array(QuestionAnswerItem) }),
   z.looseObject({ outcome: z.literal("dismissed") }),
 ]);
@@ -220,7 +221,7 @@ export const PlanRequest = z.looseObject({
 });
 export type PlanRequest = z.infer<typeof PlanRequest>;
 
-export const PlanAnswer = z.discriminatedUnion("outcome", [
+export const PlanAnswer = taggedUnion("outcome", [
   z.looseObject({ outcome: z.literal("approve"), mode: z.enum(["edit", "manual"]) }),
   z.looseObject({ outcome: z.literal("revise"), feedback: z.string().check(z.minLength(1, "say what to revise")) }),
   z.looseObject({ outcome: z.literal("dismissed") }),

@@ -7,7 +7,7 @@ import { catchTo } from "./catch-to";
 import { Base64, DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
 import { cutToFit } from "./cut";
 import { isRecord } from "./jsonrpc";
-import { openUnion } from "./open-union";
+import { openUnion, taggedUnion } from "./open-union";
 
 const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
 const Cols = z.int().check(z.gte(20, "at least 20 columns"), z.lte(500, "at most 500 columns"));
@@ -141,7 +141,7 @@ export const KNOWN_EVENTS = [
   z.looseObject({ type: z.literal("compacted"), summary: z.string() }),
   z.looseObject({ type: z.literal("title"), id: z.string(), title: z.string() }),
 ] as const;
-export const KnownEvent = z.discriminatedUnion("type", KNOWN_EVENTS);
+export const KnownEvent = taggedUnion("type", KNOWN_EVENTS);
 export type KnownEvent = z.infer<typeof KnownEvent>;
 
 export const EventParams = z.looseObject({ sessionId: SessionId, event: openUnion("type", KNOWN_EVENTS) });

@@ -22,3 +22,36 @@ export function openUnion<K extends string>(key: K, known: readonly Tagged<K>[])
     }),
   );
 }
+
+/**
+ * z.discriminatedUnion as the schemas use it, from the kinds the bundle already has: a non-object is refused as an
+ * object would be, an unknown tag with the tags it may have (at the tag's path), and a known one is its kind's
+ * schema, its output and issues as they are.
+ */
+export function taggedUnion<K extends string, const O extends readonly Tagged<K>[]>(key: K, kinds: O) {
+  const byTag = new Map<unknown, O[number]>(
+    kinds.flatMap((schema) => schema.shape[key].def.values.map((tag) => [tag, schema] as const)),
+  );
+  const union = z.pipe(
+    z.looseObject({}),
+    z.transform((value: Record<string, unknown>, payload) => {
+      const schema = byTag.get(value[key]);
+      if (!schema) {
+        payload.issues.push({
+          code: "invalid_union",
+          errors: [],
+          note: "No matching discriminator",
+          discriminator: key,
+          options: [...byTag.keys()],
+          input: value,
+          path: [key],
+        } as z.core.$ZodRawIssue);
+        return value;
+      }
+      const result = schema._zod.run({ value, issues: [] }, {}) as z.core.ParsePayload;
+      payload.issues.push(...result.issues);
+      return result.value;
+    }),
+  );
+  return union as unknown as z.ZodMiniType<z.output<O[number]>, z.input<O[number]>>;
+}
