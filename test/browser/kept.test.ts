@@ -182,7 +182,8 @@ describe("the kept conversation", () => {
     const first = offline.locator(".turn", { hasText: "Move us to SQLite" });
     await first.locator(".plan li").first().waitFor();
     expect(await first.locator('.plan li[data-status="completed"]').textContent()).toContain("Switch the driver");
-    expect(await first.locator(".diff-line.add").allTextContents()).toEqual(["+const db = 'sqlite';"]);
+    // The diff fills in once jsdiff's chunk has come.
+    await expect.poll(() => first.locator(".diff-line.add").allTextContents()).toEqual(["+const db = 'sqlite';"]);
     expect(await first.locator("img.attachment-image").getAttribute("src")).toBe(`data:image/png;base64,${PIXEL}`);
     expect(await first.locator(".decision").textContent()).toMatch(/^rm -rf build — Allow once \(.+\)$/);
     expect(

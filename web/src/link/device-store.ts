@@ -97,6 +97,9 @@ export class DeviceStore {
   private async opened(): Promise<void> {
     this.link.opened();
     this.watch();
+    // The chat shown opens from its kept turns, which need nothing the status says: asked beside it.
+    const shown = this.chats.shown.value;
+    const kept = shown && !this.kept.next.value.has(shown) ? this.loadKept(shown) : undefined;
     try {
       this.applyStatus(await this.socket.request<InstanceStatus>("_instance/status"));
     } catch (err) {
@@ -107,8 +110,7 @@ export class DeviceStore {
     const listed = this.refreshChats();
     // An instance without kept turns answers -32601: the chat list then shows no last messages.
     const summaries = this.kept.refresh().catch(() => {});
-    const shown = this.chats.shown.value;
-    if (shown) await this.loadChat(shown, listed);
+    if (shown) await this.loadChat(shown, listed, kept);
     await Promise.all([listed, summaries]);
     await this.turns.reattach();
   }
@@ -267,10 +269,19 @@ export class DeviceStore {
     if (sessionId && this.socket.isOpen && this.link.status.value) await this.loadChat(sessionId);
   }
 
-  /** `listed`: the chat list being read, which a plain agent's replay needs (the chat's folder). */
-  private async loadChat(sessionId: string, listed: Promise<void> = Promise.resolve()): Promise<void> {
+  /**
+   * `listed`: the chat list being read, which a plain agent's replay needs (the chat's folder); `kept`: the chat's
+   * kept turns being read already.
+   */
+  private async loadChat(
+    sessionId: string,
+    listed: Promise<void> = Promise.resolve(),
+    kept?: Promise<void>,
+  ): Promise<void> {
     const transcript = this.turns.transcript(sessionId);
     this.chats.loadSettings(sessionId);
+    // Before the replay's turns, if there is one, which then take their place.
+    await kept;
     // A plain ACP agent replays the whole session on session/load, with no turn ids to join kept turns by: while it
     // is linked its replay is the transcript, and the kept turns are for when it is not.
     const replays =
@@ -278,12 +289,8 @@ export class DeviceStore {
       this.link.up.value &&
       !transcript.historyLoaded &&
       (await this.link.canLoadSessions());
-    if (!replays && !this.kept.next.value.has(sessionId)) {
-      // What the instance kept opens the chat at once, whether the device is linked or not.
-      await this.kept.loadPage(sessionId, transcript).catch((err: unknown) => {
-        transcript.note(`Could not load the kept messages: ${messageOf(err)}`, "error");
-      });
-    }
+    // What the instance kept opens the chat at once, whether the device is linked or not.
+    if (!replays && !this.kept.next.value.has(sessionId)) await this.loadKept(sessionId);
     // The device's own history fills in older turns once it is linked.
     if (!this.link.up.value) return;
     if (this.link.has("commands")) this.chats.loadCommands(sessionId);
@@ -305,6 +312,14 @@ export class DeviceStore {
       transcript.historyLoaded = false;
       transcript.note(`Could not load the earlier messages: ${messageOf(err)}`, "error");
     }
+  }
+
+  /** The chat's newest kept turns into its transcript. */
+  private loadKept(sessionId: string): Promise<void> {
+    const transcript = this.turns.transcript(sessionId);
+    return this.kept.loadPage(sessionId, transcript).catch((err: unknown) => {
+      transcript.note(`Could not load the kept messages: ${messageOf(err)}`, "error");
+    });
   }
 
   async newSession(options: NewSessionOptions): Promise<string> {
