@@ -1,10 +1,15 @@
 /**
- * A DevTools protocol session with a Worker's isolate through wrangler dev's inspector, and the V8 CPU profile it
- * takes (the Profiler domain): shared by the profiling scripts (bench/profile.ts, bench/profile-setup.ts).
+ * A DevTools protocol session with a Worker's isolate through wrangler dev's inspector: the V8 CPU profile it takes
+ * (the Profiler domain), shared by the profiling scripts (bench/profile.ts, bench/profile-setup.ts), and a full
+ * garbage collection with the heap left in use (bench/link-stages.ts, before each memory reading).
  */
 import WebSocket from "ws";
+import { sleep } from "./progress.js";
 
 const SAMPLE_EVERY_US = 100;
+/** A collection is asked for, then the isolate entered this often until it ran, for at most COLLECT_WITHIN_MS. */
+const ENTER_EVERY_MS = 200;
+const COLLECT_WITHIN_MS = 30_000;
 
 export interface CallFrame {
   functionName: string;
@@ -39,8 +44,8 @@ export function selfTimes(profile: Profile): Map<number, number> {
   return self;
 }
 
-/** One DevTools session on a wrangler dev's inspector (its first target: the Worker, objects included). */
-export async function devtools(port: number) {
+/** A DevTools protocol session on a wrangler dev's inspector (its first target: the Worker, objects included). */
+export async function inspector(port: number) {
   const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl: string }[];
   const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl);
   await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
@@ -56,6 +61,12 @@ export async function devtools(port: number) {
       waiting.set(id, resolve as (result: unknown) => void);
       socket.send(JSON.stringify({ id, method, params }));
     });
+  return { send, close: () => socket.close() };
+}
+
+/** An inspector session that takes CPU profiles (the Profiler domain, sampling every SAMPLE_EVERY_US). */
+export async function devtools(port: number) {
+  const { send, close } = await inspector(port);
   await send("Profiler.enable");
   await send("Profiler.setSamplingInterval", { interval: SAMPLE_EVERY_US });
   return {
@@ -66,6 +77,35 @@ export async function devtools(port: number) {
     },
     /** Any other method of the protocol (e.g. Debugger.getScriptSource). */
     send,
-    close: () => socket.close(),
+    close,
   };
+}
+
+/** The isolate's heap (Runtime.getHeapUsage, bytes): V8's, the embedder's objects (cppgc), ArrayBuffers' stores. */
+export interface HeapUsage {
+  usedSize: number;
+  totalSize: number;
+  embedderHeapUsedSize: number;
+  backingStorageSize: number;
+}
+
+/**
+ * A full garbage collection in the Worker's isolate (HeapProfiler.collectGarbage), then its heap in use. V8 runs the
+ * collection as a task of the isolate, which workerd runs only when something next enters the isolate: `enter` (a
+ * request to the Worker) is made until the collection has run.
+ */
+export async function collectedHeap(port: number, enter: () => Promise<unknown>): Promise<HeapUsage> {
+  const { send, close } = await inspector(port);
+  try {
+    const collected = send("HeapProfiler.collectGarbage").then(() => true);
+    const deadline = performance.now() + COLLECT_WITHIN_MS;
+    for (;;) {
+      await enter();
+      if (await Promise.race([collected, sleep(ENTER_EVERY_MS).then(() => false)])) break;
+      if (performance.now() > deadline) throw new Error(`no garbage collection within ${COLLECT_WITHIN_MS / 1000} s`);
+    }
+    return await send<HeapUsage>("Runtime.getHeapUsage");
+  } finally {
+    close();
+  }
 }

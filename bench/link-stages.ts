@@ -2,16 +2,18 @@
  * Link set-up, D1 queries per link, and memory with idle links. Devices link one stage at a time (1, 100, 1,000
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
- * event) and the RSS of each Worker's workerd process is read. The first 50 links, and 10 before each later wave,
- * are made one at a time and timed, each watched by a client socket until `_instance/link` says up — on the baseline,
- * a bare exchange of the same messages, alternating with the relay's (timedLink); the rest in parallel, in waves of
- * 100 that each hibernate before the next (WAVE; the set-up rate counts only the waves' untimed links). After the last stage the
- * links stay idle a while (the devices pinging every 30 s, as the CLI does), counting how often their objects wake on
- * their own, and then each device sends one frame: an object that was evicted is constructed again to read it, so
- * the new constructions count the idle links that held no object in memory. The baseline's rooms are probed alike.
+ * event), each Worker's isolate is collected in full, and its workerd process's RSS and the isolate's heap are read.
+ * The first 50 links, and 10 before each later wave, are made one at a time and timed, each watched by a client
+ * socket until `_instance/link` says up — on the baseline, a bare exchange of the same messages, alternating with the
+ * relay's (timedLink); the rest in parallel, in waves of 100 that each hibernate before the next (WAVE; the set-up
+ * rate counts only the waves' untimed links). After the last stage the links stay idle a while (the devices pinging
+ * every 30 s, as the CLI does), counting how often their objects wake on their own, and then each device sends one
+ * frame: an object that was evicted is constructed again to read it, so the new constructions count the idle links
+ * that held no object in memory. The baseline's rooms are probed alike.
  */
 import { d1Between, readCounters } from "./counters.js";
 import type { Device, Person } from "./accounts.js";
+import { collectedHeap, type HeapUsage } from "./devtools.js";
 import { Client, ScriptedDevice } from "./peers.js";
 import { inBatches, log, progress, sleep } from "./progress.js";
 import { openFileLimit, openFiles, rssBytes } from "./proc.js";
@@ -58,10 +60,15 @@ const LINK_PLACES = new Set(["GET /api/devices/link", "object"]);
 /** The presence write (src/db/device-presence.ts markLinked/markUnlinked), owed through the object's D1 queue. */
 const PRESENCE = /^object \| UPDATE devices SET online\b/;
 
+/** Each Worker's runtime after a full garbage collection in its isolate (inUse). */
 export interface MemoryRow {
   links: number;
+  /** RSS of the workerd process. */
   relayBytes: number;
   bareBytes: number;
+  /** The isolate's heap. */
+  relayHeap: HeapUsage;
+  bareHeap: HeapUsage;
   /** Open files of the busiest workerd process of each Worker (wrangler's proxy: several per socket). */
   relayFiles: number;
   bareFiles: number;
@@ -137,12 +144,25 @@ async function timedLink(watch: () => Promise<Client>, open: () => Promise<Scrip
 /** The most files any one of a Worker's workerd processes has open (the proxy holds several per socket). */
 const busiestFiles = (dev: Dev) => Math.max(...dev.workerdPids().map(openFiles));
 
-const rss = (relay: Dev, bare: Dev) => ({
-  relayBytes: rssBytes(relay.workerdPid()),
-  bareBytes: rssBytes(bare.workerdPid()),
-  relayFiles: busiestFiles(relay),
-  bareFiles: busiestFiles(bare),
-});
+/** A full collection in the Worker's isolate, entered by a request to its probe, and the heap left in use. */
+const collected = (dev: Dev) =>
+  collectedHeap(dev.inspectorPort, () => fetch(`${dev.origin}${dev.probe}`).then((response) => response.arrayBuffer()));
+
+/**
+ * Both runtimes' memory, each read after a full collection in its isolate: what the links keep, not garbage that
+ * happens to be uncollected (tens of MiB of RSS either way).
+ */
+async function inUse(relay: Dev, bare: Dev): Promise<Omit<MemoryRow, "links">> {
+  const [relayHeap, bareHeap] = await Promise.all([collected(relay), collected(bare)]);
+  return {
+    relayBytes: rssBytes(relay.workerdPid()),
+    bareBytes: rssBytes(bare.workerdPid()),
+    relayHeap,
+    bareHeap,
+    relayFiles: busiestFiles(relay),
+    bareFiles: busiestFiles(bare),
+  };
+}
 
 export async function measureLinkStages(
   relay: Dev,
@@ -157,7 +177,7 @@ export async function measureLinkStages(
   const samples: Samples = { open: [], initialize: [], up: [] };
   const bareSamples: Samples = { open: [], initialize: [], up: [] };
   const d1: Record<string, number> = {};
-  const memory = { before: rss(relay, bare), rows: [] as MemoryRow[], readings: [] as MemoryRow[] };
+  const memory = { before: await inUse(relay, bare), rows: [] as MemoryRow[], readings: [] as MemoryRow[] };
 
   let stoppedBy: string | null = null;
   for (const target of stages) {
@@ -236,7 +256,7 @@ export async function measureLinkStages(
       // The wave's objects leave memory before the next wave's come in (not after the last: the stage waits below).
       if (relayLinks.length < target) {
         await sleep(HIBERNATE_AFTER_MS);
-        memory.readings.push({ links: relayLinks.length, ...rss(relay, bare) });
+        memory.readings.push({ links: relayLinks.length, ...(await inUse(relay, bare)) });
       }
     }
     if (rated) {
@@ -260,7 +280,7 @@ export async function measureLinkStages(
     )) {
       d1[key] = (d1[key] ?? 0) + count;
     }
-    const row = { links: target, ...rss(relay, bare) };
+    const row = { links: target, ...(await inUse(relay, bare)) };
     memory.rows.push(row);
     memory.readings.push(row);
   }

@@ -1,7 +1,7 @@
 /**
  * The benchmark's report (stdout) and bench/results.json, from one run's figures: the measurements side by side,
  * every goal of the performance work with its figure, target and verdict, where the counted commits come from, and
- * how far each ratio moved from the previous run's bench/results.json (two runs should agree within 10%).
+ * how far each goal's ratio moved from the previous run's bench/results.json (two runs should agree within 10%).
  */
 import { readFile, writeFile } from "node:fs/promises";
 import os from "node:os";
@@ -13,7 +13,8 @@ import { type CommitCounts, type Counted, PACED_EVERY_MS } from "./commits.js";
 import { type FairnessResult, IDLE_MARGIN } from "./fairness.js";
 import type { FanOutRow } from "./fan-out.js";
 import type { PhoneResult } from "./phone.js";
-import type { IdleSide, LinkStagesResult } from "./link-stages.js";
+import type { HeapUsage } from "./devtools.js";
+import type { IdleSide, LinkStagesResult, MemoryRow } from "./link-stages.js";
 import { slope, type Spread, type Summary } from "./stats.js";
 import { HARNESS } from "./wrangler-dev.js";
 
@@ -92,40 +93,67 @@ function markdown(header: Row, rows: readonly Row[]): string {
   return [line(header), `|${widths.map((w) => "-".repeat(w + 2)).join("|")}|`, ...rows.map(line)].join("\n");
 }
 
+/** Bytes the isolate holds (after a full collection): V8's heap, the embedder's objects and ArrayBuffers' stores. */
+const heapBytes = (heap: HeapUsage) => heap.usedSize + heap.embedderHeapUsedSize + heap.backingStorageSize;
+
+/** What a memory reading is read as: the runtime's RSS, or its isolate's heap. */
+const MEASURES = {
+  RSS: { relay: (row: MemoryRow) => row.relayBytes, bare: (row: MemoryRow) => row.bareBytes },
+  "isolate heap": {
+    relay: (row: MemoryRow) => heapBytes(row.relayHeap),
+    bare: (row: MemoryRow) => heapBytes(row.bareHeap),
+  },
+} as const;
+
 /**
- * RSS growth per link from `from` to `to` links: the least-squares slope through every hibernated reading between
- * them (one per wave of set-ups), each side alike.
+ * Growth per link from `from` to `to` links: the least-squares slope through every hibernated reading between them
+ * (one per wave of set-ups), each side alike.
  */
-function perLink(memory: LinkStagesResult["memory"], from: number, to: number) {
+function perLink(memory: LinkStagesResult["memory"], from: number, to: number, measure: keyof typeof MEASURES) {
   const points = memory.readings.filter((row) => row.links >= from && row.links <= to);
   if (to <= from || !points.some((row) => row.links === from) || !points.some((row) => row.links === to)) return null;
-  const relay = slope(points.map((row) => ({ x: row.links, y: row.relayBytes })));
-  const bare = slope(points.map((row) => ({ x: row.links, y: row.bareBytes })));
+  const relay = slope(points.map((row) => ({ x: row.links, y: MEASURES[measure].relay(row) })));
+  const bare = slope(points.map((row) => ({ x: row.links, y: MEASURES[measure].bare(row) })));
   return { from, to, readings: points.length, relay, bare, ratio: relay / bare };
 }
 
-/** RSS growth per link over the widest range a run measured: across 900 links the allocator swings as much as it. */
-const widestPerLink = (memory: LinkStagesResult["memory"]) => perLink(memory, 100, memory.rows.at(-1)?.links ?? 0);
+/**
+ * The goal's figure: RSS growth per link over the widest range a run measured. RSS, not the isolate's heap: a
+ * hibernated link's memory is the runtime's (its socket, tags and attachment), a few hundred bytes of it in the
+ * isolate, so the heap's slope is a ratio of near-nothings (docs/performance.md, "Memory").
+ */
+const widestPerLink = (memory: LinkStagesResult["memory"]) =>
+  perLink(memory, 100, memory.rows.at(-1)?.links ?? 0, "RSS");
 
 /** How many idle links still had their object in memory at the probe (see link-stages.ts). */
 const held = (side: IdleSide) =>
   Math.max(0, Math.round(side.open - Math.max(0, side.rebuiltOnProbe - side.backgroundDuringProbe)));
 
-/** The ratios two runs are compared on, by name. */
+/** The goals' ratios, by name: what two runs are compared on. */
 export function ratios(result: BenchResult): Record<string, number> {
+  const rt = result.roundTrip;
   const out: Record<string, number> = {
-    "round trip p50": result.roundTrip.relay.p50 / result.roundTrip.bare.p50,
-    "round trip p99": result.roundTrip.relay.p99 / result.roundTrip.bare.p99,
+    "round trip p50": rt.relay.p50 / rt.bare.p50,
+    "round trip p99": rt.relay.p99 / rt.bare.p99,
+    "workerd CPU per round trip": rt.cpuMsPerRequest.relay / rt.cpuMsPerRequest.bare,
   };
+  const widest = result.fanOut.at(-1);
+  if (widest)
+    out[`workerd CPU per frame delivered to ${widest.clients}`] =
+      widest.cpuUsPerFrame.relay / widest.cpuUsPerFrame.bare;
   for (const row of result.fanOut) out[`fan-out to ${row.clients}`] = row.ratio.median;
   for (const row of result.fanOutDuringTurn) out[`fan-out during a turn to ${row.clients}`] = row.ratio.median;
   const links = result.links;
   if (links) {
     out["link set-up p50 vs a bare handshake"] = links.setup.relayUp.p50 / links.setup.bareUp.p50;
-    out["link set-up p50 vs a bare upgrade"] = links.setup.relayUp.p50 / links.setup.bareOpen.p50;
     // Keyed by its range: a run is compared with one that measured the same range, not a narrower one.
     const rss = widestPerLink(links.memory);
-    if (rss) out[`RSS per idle link (${rss.from} → ${rss.to})`] = rss.ratio;
+    if (rss) out[`RSS per idle link after a collection (${rss.from} → ${rss.to})`] = rss.ratio;
+  }
+  const fairness = result.fairness;
+  if (fairness) {
+    out["fairness: p99 beside the fan-out vs idle"] = fairness.loaded.p99 / fairness.idle.p99;
+    out["fairness: RSS after the clients left vs idle"] = fairness.rss.after / fairness.rss.idle;
   }
   return out;
 }
@@ -219,12 +247,18 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
     "",
   ]);
   const { before, rows: memory } = links.memory;
-  rows.push(["workerd RSS, no link yet", mib(before.relayBytes), mib(before.bareBytes), ""]);
+  const reading = (rss: number, heap: HeapUsage) => `${mib(rss)}, heap ${kib(heapBytes(heap))}`;
+  rows.push([
+    "workerd RSS, isolate heap after a full collection: no link yet",
+    reading(before.relayBytes, before.relayHeap),
+    reading(before.bareBytes, before.bareHeap),
+    "",
+  ]);
   for (const row of memory)
     rows.push([
-      `workerd RSS, ${row.links} idle link(s), hibernated (open files, busiest process)`,
-      `${mib(row.relayBytes)} (${row.relayFiles})`,
-      `${mib(row.bareBytes)} (${row.bareFiles})`,
+      `  ${row.links} idle link(s), hibernated (open files, busiest process)`,
+      `${reading(row.relayBytes, row.relayHeap)} (${row.relayFiles})`,
+      `${reading(row.bareBytes, row.bareHeap)} (${row.bareFiles})`,
       "",
     ]);
   const last = memory.at(-1)?.links ?? 0;
@@ -233,14 +267,16 @@ function linkRows(rows: Row[], links: LinkStagesResult): void {
     [1000, last],
     [100, last > 1000 ? last : 0],
   ] as const) {
-    const growth = perLink(links.memory, from, to);
-    if (growth)
-      rows.push([
-        `RSS per idle link (${from} → ${to}, slope through ${growth.readings} readings)`,
-        kib(growth.relay),
-        kib(growth.bare),
-        times(growth.ratio),
-      ]);
+    for (const measure of ["RSS", "isolate heap"] as const) {
+      const growth = perLink(links.memory, from, to, measure);
+      if (growth)
+        rows.push([
+          `${measure} per idle link (${from} → ${to}, slope through ${growth.readings} readings)`,
+          kib(growth.relay),
+          kib(growth.bare),
+          times(growth.ratio),
+        ]);
+    }
   }
   const { relay, bare } = links.idle;
   const window = `${links.idle.windowMs / 1000} s`;
@@ -320,7 +356,7 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
     const rss = widestPerLink(links.memory);
     if (rss)
       goal(
-        `RSS per idle hibernated link vs a bare socket (${rss.from} → ${rss.to} links)`,
+        `RSS per idle hibernated link vs a bare socket, after a collection (${rss.from} → ${rss.to} links)`,
         `${times(rss.ratio)} (${kib(rss.relay)})`,
         `≤ ${TARGETS.rssPerLink}×`,
         rss.ratio <= TARGETS.rssPerLink,
@@ -389,16 +425,19 @@ function goals(result: BenchResult, previous: Record<string, number> | null): Ro
   const now = ratios(result);
   const compared = previous ? Object.keys(now).filter((name) => previous[name] !== undefined) : [];
   if (previous && compared.length > 0) {
-    const moved = compared.map((name) => ({ name, by: Math.abs(now[name]! / previous[name]! - 1) }));
-    const worst = moved.reduce((a, b) => (b.by > a.by ? b : a));
+    const moved = compared
+      .map((name) => ({ name, by: Math.abs(now[name]! / previous[name]! - 1) }))
+      .sort((a, b) => b.by - a.by);
+    const percent = (m: { name: string; by: number }) => `${(m.by * 100).toFixed(1)}% (${m.name})`;
+    const others = moved.slice(1).filter((m) => m.by > TARGETS.runsAgree);
     goal(
-      `every ratio within 10% of the previous run (${compared.length} compared)`,
-      `worst ${(worst.by * 100).toFixed(1)}% (${worst.name})`,
+      `every goal's ratio within 10% of the previous run (${compared.length} compared)`,
+      `worst ${percent(moved[0]!)}${others.length > 0 ? `; also over 10%: ${others.map(percent).join(", ")}` : ""}`,
       "≤ 10%",
-      worst.by <= TARGETS.runsAgree,
+      moved[0]!.by <= TARGETS.runsAgree,
     );
   } else {
-    goal("every ratio within 10% of the previous run", "—", "≤ 10%", null);
+    goal("every goal's ratio within 10% of the previous run", "—", "≤ 10%", null);
   }
   return rows;
 }

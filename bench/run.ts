@@ -23,14 +23,15 @@ import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
 import { Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log } from "./progress.js";
 import { type BenchResult, previousRatios, report, stageReport, writeResults } from "./report.js";
-import { measureRoundTrips, ROUND_TRIP_METHOD } from "./round-trip.js";
+import { ROUND_TRIP_METHOD, roundTrips } from "./round-trip.js";
 import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
 /**
- * Relay and bare echo alternate every block, so both see the same load on the shared cores. 3,000 a side: the p99 is
- * the 30th-slowest request, not the tenth — at 1,000 two consecutive runs' p99 ratios moved 25%.
+ * Relay and bare echo take turns request by request (round-trip.ts). 8,000 a side, in four passes spread over the
+ * hot path's measures (before the fan-out, after it, after the fan-out during a turn, after the commits): the p99
+ * is the 80th-slowest request. At 1,000 in one stretch two consecutive runs' p99 ratios moved 25%, at 3,000 12%.
  */
-const ROUND_TRIPS = { warmup: 100, blocks: 120, perBlock: 25 };
+const ROUND_TRIPS = { warmup: 100, passes: 4, perPass: 2000 };
 /** Client sockets, and the notifications a burst sends to them (see fan-out.ts: each measure lasts ≥ 3 s). */
 const FAN_OUT = [
   { clients: 1, burst: 300 },
@@ -46,7 +47,14 @@ const RUN_WITHIN_MS = (SCALE ? 45 : 20) * 60_000;
 /** Stages to run alone (BENCH_ONLY), or null for the whole run. */
 const ONLY = process.env.BENCH_ONLY ? new Set(process.env.BENCH_ONLY.split(",").map((s) => s.trim())) : null;
 
-async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
+/** The run's two Workers; the link stages replace them with fresh runtimes (see bench). */
+interface Workers {
+  relay: Dev;
+  bare: Dev;
+}
+
+async function bench(workers: Workers): Promise<BenchResult> {
+  const { relay, bare } = workers;
   log("an account and a device, through the HTTP API; the Worker bundle and the web UI, from their builds");
   const person = await createPerson(relay.origin);
   const [bundle, web, suite, [main]] = await Promise.all([
@@ -57,18 +65,21 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   ]);
 
   log(
-    `round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.blocks * ROUND_TRIPS.perBlock} requests each after ${ROUND_TRIPS.warmup} to warm up`,
+    `round trip: ${ROUND_TRIP_METHOD}, ${ROUND_TRIPS.passes} passes of ${ROUND_TRIPS.perPass} requests each after ${ROUND_TRIPS.warmup} to warm up`,
   );
   const device = await ScriptedDevice.link(relay.origin, main!.token, "bench-main");
   await device.initialized;
   const client = await Client.attach(relay.origin, main!.id, person.auth);
   const bareDevice = await ScriptedDevice.bare(bare.origin, "main");
   const bareClient = await Client.bare(bare.origin, "main");
-  const roundTrip = await measureRoundTrips(
+  const roundTrip = await roundTrips(
     { client, cpuMs: relay.cpuMs },
     { client: bareClient, cpuMs: bare.cpuMs },
-    ROUND_TRIPS,
+    ROUND_TRIPS.warmup,
   );
+  // The passes between the other measures (as many as there are passes).
+  const roundTripPass = () => roundTrip.pass(ROUND_TRIPS.perPass);
+  await roundTripPass();
 
   log("fan-out: session/update notifications to 1, 10 and 100 client sockets");
   const relaySide = {
@@ -82,6 +93,7 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
     attach: () => openSocket(`${wsOrigin(bare.origin)}/a/main`),
   };
   const fanOut = await measureFanOut(relaySide, bareSide, FAN_OUT);
+  await roundTripPass();
 
   log("fan-out during a turn: the same, with a prompt outstanding");
   const startTurn = async () => {
@@ -101,7 +113,9 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
     };
   };
   const fanOutDuringTurn = await measureFanOut({ ...relaySide, startTurn }, bareSide, FAN_OUT);
+  await roundTripPass();
   const relayCommits = await countRelayCommits(relay.origin, device, client, startTurn);
+  await roundTripPass();
   log("fairness: round trips beside a turn streamed to 200 client sockets; the runtime's memory after");
   const fairness = await measureFairness(relay.origin, main!.id, person.auth, device, client, relay.workerdPid());
   await Promise.all([client.close(), bareClient.close(), device.close(), bareDevice.close()]);
@@ -112,7 +126,7 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
     bundle,
     web,
     suite,
-    roundTrip: { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip },
+    roundTrip: { method: ROUND_TRIP_METHOD, warmup: ROUND_TRIPS.warmup, ...roundTrip.result() },
     fanOut,
     fanOutDuringTurn,
     fairness,
@@ -136,14 +150,24 @@ async function bench(relay: Dev, bare: Dev): Promise<BenchResult> {
   const others = await createDevices(relay.origin, person, linkDevices + COUNTED.links, LOGIN_CONCURRENCY);
   const idle = others.slice(0, linkDevices);
   const spare = others.slice(linkDevices);
+  // The stages run on fresh runtimes (the same builds, on the state they stored). workerd's allocator keeps what it
+  // freed and hands it out again: the memory the measures above and the logins left behind would hold the links'
+  // first hundreds of KiB each, so RSS would grow by what was free rather than by what a link keeps; and the logins
+  // would slow the relay's set-ups alone.
+  log("fresh runtimes for the link stages: both Workers restarted on their state");
+  const restarted = await Promise.allSettled([relay.restart(), bare.restart()]);
+  if (restarted[0].status === "fulfilled") workers.relay = restarted[0].value;
+  if (restarted[1].status === "fulfilled") workers.bare = restarted[1].value;
+  const failed = restarted.find((r) => r.status === "rejected");
+  if (failed) throw failed.reason;
   log(`link set-up, D1 queries and memory: ${STAGE_LIST.join(", ")} idle links`);
-  const links = await measureLinkStages(relay, bare, person, idle, STAGE_LIST);
-  const linkSetUp = await countLinkCommits(relay.origin, person, spare);
+  const links = await measureLinkStages(workers.relay, workers.bare, person, idle, STAGE_LIST);
+  const linkSetUp = await countLinkCommits(workers.relay.origin, person, spare);
   return {
     ...base,
     commits: { ...relayCommits, linkSetUp },
     links,
-    disturbed: relay.reloaded() || bare.reloaded(),
+    disturbed: [relay, bare, workers.relay, workers.bare].some((dev) => dev.reloaded()),
   };
 }
 
@@ -215,11 +239,12 @@ async function main(): Promise<void> {
     await Promise.all([relay?.stop(), bare?.stop()]);
     throw started.find((s) => s.status === "rejected")!.reason;
   }
+  const workers = { relay, bare };
   try {
-    const result = await Promise.race([bench(relay, bare), overtime]).catch((error: unknown) => {
+    const result = await Promise.race([bench(workers), overtime]).catch((error: unknown) => {
       for (const [name, dev] of [
-        ["relay", relay],
-        ["baseline", bare],
+        ["relay", workers.relay],
+        ["baseline", workers.bare],
       ] as const) {
         log(
           `${name}'s wrangler dev${dev.reloaded() ? " (reloaded during the run)" : ""} said, last:\n${lastLines(dev.logs())}`,
@@ -227,12 +252,12 @@ async function main(): Promise<void> {
       }
       throw error;
     });
-    await Promise.all([relay.stop(), bare.stop()]);
+    await Promise.all([workers.relay.stop(), workers.bare.stop()]);
     const full = { ...result, phone: await Promise.race([phoneStage(), overtime]) };
     process.stdout.write(`${report(full, await previousRatios(ROOT))}\n`);
     log(`written: ${await writeResults(ROOT, full)}`);
   } finally {
-    await Promise.all([relay.stop(), bare.stop()]);
+    await Promise.all([workers.relay.stop(), workers.bare.stop()]);
     clearTimeout(deadline);
   }
   // Sockets of the stopped Workers may still be closing; nothing else is left to wait for.

@@ -90,8 +90,10 @@ export interface DevOptions {
 
 export interface Dev {
   origin: string;
-  /** wrangler's DevTools inspector port (bench/profile.ts takes CPU profiles through it). */
+  /** wrangler's DevTools inspector port (CPU profiles, garbage collections: bench/devtools.ts). */
   inspectorPort: number;
+  /** A path the Worker itself answers (its readiness probe). */
+  probe: string;
   /** The workerd process that runs the Worker (wrangler dev also runs a second workerd: its proxy in front). */
   workerdPid(): number;
   /** CPU time that process has used so far (ms). */
@@ -101,6 +103,11 @@ export interface Dev {
   /** Whether wrangler reloaded the Worker since it was ready (a source file changed): open sockets were cut. */
   reloaded(): boolean;
   logs(): string;
+  /**
+   * Stops wrangler and starts the same build again on the same state: a runtime fresh as a new process is, which
+   * finds what the last one stored. This Dev is done with; use the one returned.
+   */
+  restart(): Promise<Dev>;
   stop(): Promise<void>;
   /** Kills wrangler and its workerd processes at once (SIGKILL to the group), as a crash would; the state stays. */
   kill(): Promise<void>;
@@ -141,12 +148,21 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   const config = options.snapshotOf
     ? await snapshot(options.snapshotOf, work, options.assets === true)
     : options.config;
-  const configArgs = config ? ["--config", config] : [];
   if (options.migrateD1) {
     const fresh = !existsSync(persistTo) || readdirSync(persistTo).length === 0;
     if (options.d1From && fresh) await cp(options.d1From, persistTo, { recursive: true });
     else await migrateD1(persistTo, config);
   }
+  return launch(options, { work, config, persistTo });
+}
+
+/** wrangler dev on a prepared build and state (startDev), until stopped or restarted. */
+async function launch(
+  options: DevOptions,
+  prepared: { work: string; config: string | undefined; persistTo: string },
+): Promise<Dev> {
+  const { work, config, persistTo } = prepared;
+  const configArgs = config ? ["--config", config] : [];
   const [port, inspectorPort] = [await freePort(), await freePort()];
   const child = spawn(
     "/bin/sh",
@@ -180,14 +196,22 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   child.stdout!.on("data", collect);
   child.stderr!.on("data", collect);
   const exited = new Promise<void>((resolve) => child.once("close", () => resolve()));
+  // Once restarted, the build and state belong to the new instance: stopping this one leaves them.
+  let handedOver = false;
   const stop = async () => {
     await stopGroup(child, exited);
-    await rm(work, { recursive: true, force: true });
+    if (!handedOver) await rm(work, { recursive: true, force: true });
+  };
+  const restart = async () => {
+    await stopGroup(child, exited);
+    const next = await launch(options, prepared);
+    handedOver = true;
+    return next;
   };
   const kill = async () => {
     signalGroup(child, "SIGKILL");
     await exited;
-    await rm(work, { recursive: true, force: true });
+    if (!handedOver) await rm(work, { recursive: true, force: true });
   };
   const publicOrigin = `http://127.0.0.1:${port}`;
   // Found when first asked (the bench asks once both Workers run), then remembered.
@@ -206,6 +230,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
   return {
     origin,
     inspectorPort,
+    probe: options.probe,
     workerdPid: runtimePid,
     workerdPids: () =>
       (workerds ??= descendants(child.pid!)
@@ -214,6 +239,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
     cpuMs: () => cpuMs(runtimePid()),
     reloaded: () => /reload/i.test(output.slice(readyAt)),
     logs: () => output,
+    restart,
     stop,
     kill,
   };
