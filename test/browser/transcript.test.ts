@@ -6,7 +6,9 @@
  * - every card that ends leaves one line: answered here, answered in another browser, from a notification's
  *   action, timed out;
  * - an image between two texts stays between them; a command's output keeps its lines, colours stripped, long
- *   output folded behind "Show all".
+ *   output folded behind "Show all";
+ * - a turn streamed into a chat of 150 turns keeps the pane on its newest line, holds still once the reader scrolls
+ *   up, and every older turn is there above it.
  * Screenshots of the cards and the chat, at 390×844 and at a laptop's size, go under test-results/.
  */
 import { mkdir } from "node:fs/promises";
@@ -31,6 +33,12 @@ const NEW_TEXT = "const port = 9090;\nconst host = 'localhost';\nexport { port, 
 const answers = new Map<string, unknown[]>();
 /** Patient cards never time out: only the case that waits for the time-out is not. */
 const patient = { _meta: { lembas: { patient: true } } };
+/** The long chat's history: this many exchanges, each a question and a Markdown answer (every fifth with code). */
+const LONG_TURNS = 150;
+const STREAMED = 200;
+/** Opened by the long case's test, between the two halves of its stream. */
+let openSecondHalf = () => {};
+const secondHalf = new Promise<void>((resolve) => (openSecondHalf = resolve));
 
 let instance: Instance;
 let browser: Browser;
@@ -127,7 +135,32 @@ const CASES: Record<string, (sessionId: string) => Promise<void>> = {
       rawOutput: { stdout: "PASS  src/a.test.ts\nPASS  src/b.test.ts\n", exitCode: 0 },
     });
   },
+  long: async (s) => {
+    await streamWords(s, 0);
+    await secondHalf;
+    await streamWords(s, STREAMED);
+  },
 };
+
+/** STREAMED chunks of a word each, from `from` on; a paragraph every tenth. */
+async function streamWords(sessionId: string, from: number): Promise<void> {
+  for (let i = from; i < from + STREAMED; i++) await text(sessionId, i % 10 === 9 ? `word ${i}.\n\n` : `word ${i} `);
+}
+
+function longHistory() {
+  return Array.from({ length: LONG_TURNS }, (_, i) => {
+    const n = i + 1;
+    const code = n % 5 === 0 ? `\n\n\`\`\`ts\nexport const step${n} = ${n};\n\`\`\`` : "";
+    return [
+      { role: "user", text: `Question ${n}: what does step ${n} change?`, turnId: `turn_long_${n}` },
+      {
+        role: "assistant",
+        text: `Step ${n} moves the **pool** settings.\n\n- it reads \`config.ts\`${code}\n\nAnswer ${n}.`,
+        tools: [],
+      },
+    ];
+  }).flat();
+}
 
 beforeAll(async () => {
   await mkdir(SHOTS, { recursive: true });
@@ -172,7 +205,7 @@ beforeAll(async () => {
       sessionId: params.sessionId,
       title: null,
       root,
-      turns: [],
+      turns: params.sessionId === "ses_long" ? longHistory() : [],
     }));
   await device.link();
   browser = await launchChromium();
@@ -355,5 +388,73 @@ describe("the transcript and its cards", () => {
     } finally {
       await other.close();
     }
+  });
+
+  it("keeps a turn streamed into a long chat on its newest line, holds still when scrolled up, and keeps every turn", async () => {
+    // A chat the device already has (shared from its terminal), opened with its history.
+    await device.client.notify("_lembas/session/announce", {
+      sessionId: "ses_long",
+      cwd: path.join(root, "long"),
+      title: "A long chat",
+      origin: "terminal",
+    });
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}`);
+    await page.locator('.chat-list li[data-session-id="ses_long"]').waitFor({ state: "attached" });
+    await page.goto(`${instance.origin}/devices/${encodeURIComponent(deviceId)}/chats/ses_long`);
+    const pane = page.getByRole("region", { name: "Transcript" });
+    const log = page.getByRole("log", { name: "Conversation" });
+    await log.getByText(`Answer ${LONG_TURNS}.`).waitFor();
+    /** How far the pane is from its bottom, and whether the newest turn's last item is inside it. */
+    const atBottom = () =>
+      pane.evaluate((box) => {
+        const last = Array.from(box.querySelectorAll(".turn-items > :last-child")).at(-1)!;
+        const inside = last.getBoundingClientRect().bottom <= box.getBoundingClientRect().bottom + 1;
+        return { gap: Math.round(box.scrollHeight - box.scrollTop - box.clientHeight), inside };
+      });
+    // Opened at the newest line, though the turns above it were never laid out.
+    await expect.poll(atBottom).toEqual({ gap: 0, inside: true });
+
+    await page.getByLabel("Message").fill("Stream a long answer");
+    await page.getByLabel("Message").press("Enter");
+    await log.getByText(`word ${STREAMED - 1}`).waitFor();
+    // Mid-stream (the turn still open) the newest line is in view.
+    await expect.poll(atBottom).toEqual({ gap: 0, inside: true });
+    await page.screenshot({ path: path.join(SHOTS, "chat-stream-phone.png") });
+
+    // The reader scrolls up to an older turn: the rest of the stream does not move it.
+    const older = log.locator('[data-turn-id="turn_long_75"]');
+    await older.evaluate((el) => el.scrollIntoView({ block: "start" }));
+    const topOf = () => older.evaluate((el) => Math.round(el.getBoundingClientRect().top));
+    const frames = (n: number) =>
+      page.evaluate(
+        (n) =>
+          new Promise<void>((done) => {
+            const next = (left: number) => (left === 0 ? done() : requestAnimationFrame(() => next(left - 1)));
+            next(n);
+          }),
+        n,
+      );
+    await frames(3);
+    const top = await topOf();
+    await page.screenshot({ path: path.join(SHOTS, "chat-stream-scrolled-phone.png") });
+    openSecondHalf();
+    await page.locator('.transcript-live .turn-end[data-stop-reason="end_turn"]').waitFor({ state: "attached" });
+    await frames(3);
+    expect(await topOf()).toBe(top);
+    expect((await atBottom()).gap).toBeGreaterThan(1000);
+
+    // Every turn is in the page, the first one at the top, drawn when scrolled to.
+    expect(await log.locator(".turn").count()).toBe(LONG_TURNS + 1);
+    await pane.evaluate((box) => box.scrollTo({ top: 0 }));
+    const first = log.getByText("Question 1: what does step 1 change?");
+    await expect.poll(() => first.evaluate((el) => el.checkVisibility({ contentVisibilityAuto: true }))).toBe(true);
+    await expect.poll(() => first.evaluate((el) => el.getBoundingClientRect().top > 0)).toBe(true);
+
+    // Back at the bottom, the pane follows the next turn's stream again.
+    await pane.evaluate((box) => box.scrollTo({ top: box.scrollHeight }));
+    await page.getByLabel("Message").fill("Once more");
+    await page.getByLabel("Message").press("Enter");
+    await expect.poll(() => page.locator(".transcript-live .turn-end").count()).toBe(2);
+    await expect.poll(atBottom).toEqual({ gap: 0, inside: true });
   });
 });

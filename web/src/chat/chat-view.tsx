@@ -53,24 +53,26 @@ export function ChatView({
     const transcript = store.turns.transcript(sessionId);
     box.replaceChildren(transcript.el);
     let pinned = true;
+    let lastTop = 0;
     const onScroll = () => {
-      pinned = box.scrollHeight - box.scrollTop - box.clientHeight < PINNED_PX;
+      // The reader scrolling up lets go of the newest line, and reaching it again takes hold. The transcript growing
+      // between a scroll and its event (a turn sent, a frame) does neither.
+      if (box.scrollHeight - box.scrollTop - box.clientHeight < PINNED_PX) pinned = true;
+      else if (box.scrollTop < lastTop) pinned = false;
+      lastTop = box.scrollTop;
     };
     box.addEventListener("scroll", onScroll);
-    // Once a frame however many changes came: each scroll reads the layout, which a streamed chunk makes anew.
-    let scrolling = false;
-    transcript.onChange = () => {
-      if (!pinned || scrolling) return;
-      scrolling = true;
-      requestAnimationFrame(() => {
-        scrolling = false;
-        box.scrollTop = box.scrollHeight;
-      });
-    };
-    box.scrollTop = box.scrollHeight;
+    // Pinned on a change of size, not of content: a turn out of view is laid out only once it comes near (its height
+    // an estimate till then), so the height changes in frames no update caused. Told after layout, once a frame,
+    // the scroll reads a layout already made.
+    const resized = new ResizeObserver(() => {
+      if (pinned) box.scrollTop = box.scrollHeight;
+    });
+    resized.observe(transcript.el);
+    resized.observe(box);
     return () => {
       box.removeEventListener("scroll", onScroll);
-      transcript.onChange = () => {};
+      resized.disconnect();
     };
   }, [store, sessionId, mode === "changes"]);
 

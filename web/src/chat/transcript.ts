@@ -291,26 +291,24 @@ class TurnView {
     return el;
   }
 
-  /** An engine event a person reads (steer, mode, model, compaction): false for one this page does not show. */
-  showEvent(e: KnownEvent): boolean {
+  /** An engine event a person reads (steer, mode, model, compaction); another shows nothing. */
+  showEvent(e: KnownEvent): void {
     switch (e.type) {
       case "steered":
         for (const text of e.texts) this.note(text, "user steered");
-        return true;
+        return;
       case "mode":
         this.note(`Mode: ${e.mode}`);
-        return true;
+        return;
       case "model":
         this.note(`Model: ${e.ref}${e.effort && e.effort !== "off" ? ` · effort ${e.effort}` : ""}`);
-        return true;
+        return;
       case "compacted": {
         const body = element("div", { class: "md" });
         setMarkdown(body, e.summary);
         this.add(element("details", { class: "msg note" }, element("summary", {}, "Conversation compacted"), body));
-        return true;
+        return;
       }
-      default:
-        return false;
     }
   }
 
@@ -449,8 +447,6 @@ export class Transcript {
   private readonly steers = new Map<string, HTMLElement>();
   /** The oldest turn drawn from the instance's kept turns: older pages go before it. */
   private oldestKept: HTMLElement | null = null;
-  /** Told after every change, so the pane can keep the newest line in view. */
-  onChange: () => void = () => {};
   historyLoaded = false;
 
   constructor(label: string) {
@@ -467,7 +463,6 @@ export class Transcript {
     if (turnId) this.turns.set(turnId, view);
     this.live.append(view.el);
     this.current = view;
-    this.onChange();
     return view;
   }
 
@@ -480,14 +475,12 @@ export class Transcript {
     const view = this.turn(turnId);
     view.setUser(text, attachments);
     this.current = view;
-    this.onChange();
   }
 
   /** The turn's answer came (or its task ended): it shows how it ended. */
   finish(turnId: string | null, result: PromptResult | null): void {
     const view = turnId ? this.turns.get(turnId) : this.current;
     view?.finish(result);
-    this.onChange();
   }
 
   /**
@@ -501,7 +494,6 @@ export class Transcript {
 
   note(text: string, cls?: string): void {
     this.target().note(text, cls);
-    this.onChange();
   }
 
   /** What this page found out about a turn whose answer it lost, and what it does about it. */
@@ -513,7 +505,6 @@ export class Transcript {
       "given back": "The device had not got it, and its attachments were not kept: not sent again without them.",
     }[how];
     this.turn(turnId).note(sentence, "note reattach");
-    this.onChange();
   }
 
   /**
@@ -534,7 +525,6 @@ export class Transcript {
       view.missing = true;
       view.note("Some updates of this turn did not reach this page.", "note missed");
     }
-    this.onChange();
   }
 
   /**
@@ -549,7 +539,6 @@ export class Transcript {
       view.clear();
       this.current = view;
     }
-    this.onChange();
   }
 
   /** A steer message sent for the running turn: shown now, marked taken when the device takes it in. */
@@ -557,7 +546,6 @@ export class Transcript {
     const el = this.target().note(text, "user steered pending");
     el.dataset.messageId = messageId;
     this.steers.set(messageId, el);
-    this.onChange();
   }
 
   /** The steer was refused: its note goes (it is sent as a prompt instead, or the error is shown). */
@@ -614,7 +602,6 @@ export class Transcript {
     );
     const turn = [...this.turns.values()].find((t) => tool && t.el.contains(tool.el)) ?? this.target();
     turn.add(line);
-    this.onChange();
   }
 
   private target(): TurnView {
@@ -651,10 +638,7 @@ export class Transcript {
       case "current_mode_update":
         this.target().note(`Mode: ${update.currentModeId}`);
         break;
-      default:
-        return;
     }
-    this.onChange();
   }
 
   /** An engine event (`_lembas/event`) this page shows. */
@@ -669,9 +653,8 @@ export class Transcript {
         else this.finish(e.turnId ?? null, null);
         return;
       default:
-        if (!this.target().showEvent(e)) return;
+        this.target().showEvent(e);
     }
-    this.onChange();
   }
 
   /**
@@ -694,7 +677,6 @@ export class Transcript {
     }
     const oldest = turns.at(-1);
     if (oldest) this.oldestKept = this.turns.get(oldest.turnId)?.el ?? this.oldestKept;
-    this.onChange();
   }
 
   /** Takes away the turns drawn from the kept copies (a plain agent's replay shows them instead). */
@@ -705,7 +687,6 @@ export class Transcript {
       this.turns.delete(turnId);
     }
     this.oldestKept = null;
-    this.onChange();
   }
 
   /**
@@ -748,7 +729,6 @@ export class Transcript {
     }
     if (before === null) this.current = null;
     this.historyLoaded = true;
-    this.onChange();
   }
 }
 
