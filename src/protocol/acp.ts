@@ -4,6 +4,7 @@
  * relies on are checked.
  */
 import * as z from "zod/mini";
+import { int } from "./int";
 import { catchTo } from "./catch-to";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion, taggedUnion } from "./open-union";
@@ -199,7 +200,7 @@ export type DeviceLimits = z.infer<typeof DeviceLimits>;
  */
 export const LinkProtocolSaid = z._default(
   z.pipe(
-    z.union([z.int().check(z.positive()), z.string().check(z.regex(/^[1-9][0-9]{0,8}$/))], {
+    z.union([int().check(z.positive()), z.string().check(z.regex(/^[1-9][0-9]{0,8}$/))], {
       error: "a link protocol is a positive integer",
     }),
     z.transform((said) => Number(said)),
@@ -258,7 +259,7 @@ export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
 export const InitializeResult = z
   .looseObject({
-    protocolVersion: z.int(),
+    protocolVersion: int(),
     agentCapabilities: catchTo(z.optional(AgentCapabilities), undefined),
     authMethods: catchTo(z.optional(z.array(z.unknown())), undefined),
     agentInfo: catchTo(

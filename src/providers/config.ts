@@ -4,6 +4,7 @@
  * `PROVIDER_<NAME>_API_KEY`. Validated once per isolate, at first use, so a typo is a clear error, not a crash.
  */
 import * as z from "zod/mini";
+import { int } from "../protocol/int";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "../respond";
@@ -31,9 +32,9 @@ const ModelConfig = z
      * Chat: the most input tokens one image can count at the provider (its largest size and detail). Without it the
      * model takes no images: their tokens are not in the request's bytes, so nothing else bounds what they cost.
      */
-    max_image_tokens: z.optional(z.int().check(z.positive(), z.lte(1e7))),
+    max_image_tokens: z.optional(int().check(z.positive(), z.lte(1e7))),
     /** The most output tokens one request can produce: what a request that sets no max_tokens holds. */
-    max_output: z._default(z.int().check(z.positive(), z.lte(1e7)), 4096),
+    max_output: z._default(int().check(z.positive(), z.lte(1e7)), 4096),
     /**
      * Request fields forwarded beyond the instance's allow-list (`n` above 1, `service_tier`, `store`, …): each
      * can change what a request costs, so the operator names them per model.
