@@ -44,7 +44,7 @@ const WindowSpec = z.object({
 const PlanSpec = z
   .object({
     credits_per_month: credits().check(z.nonnegative()),
-    currency: z.nullish(z.enum(["EUR", "USD", "GBP"])),
+    currency: z.nullish(z.literal(["EUR", "USD", "GBP"])),
     credit_value: z.nullish(z.number().check(z.positive(), z.lte(MAX_CREDITS))),
     windows: z._default(z.array(WindowSpec).check(z.maxLength(10)), []),
   })

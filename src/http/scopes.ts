@@ -7,7 +7,7 @@ import { SCOPES, type Scope } from "../protocol/http-api";
 import { HttpError } from "../respond";
 
 /** Scopes as a request gives them: a list of known names, each at most once. */
-export const ScopeList = z.array(z.enum(SCOPES)).check(
+export const ScopeList = z.array(z.literal(SCOPES)).check(
   z.maxLength(SCOPES.length),
   z.refine((s) => new Set(s).size === s.length, "each scope may appear once"),
 );

@@ -52,7 +52,7 @@ export const ResourceLinkBlock = z.looseObject({
 export const ImageBlock = z.looseObject({
   type: z.literal("image"),
   data: Base64,
-  mimeType: z.enum(IMAGE_MIME_TYPES),
+  mimeType: z.literal(IMAGE_MIME_TYPES),
   uri: z.optional(z.string()),
 });
 const TextResource = z.looseObject({
@@ -309,7 +309,7 @@ export type SessionNewResult = z.infer<typeof SessionNewResult>;
 export const STOP_REASONS = ["end_turn", "max_turn_requests", "max_tokens", "cancelled", "refusal"] as const;
 
 export const PromptResult = z.looseObject({
-  stopReason: z.enum(STOP_REASONS),
+  stopReason: z.literal(STOP_REASONS),
   _meta: z.optional(
     z.nullable(
       z.looseObject({

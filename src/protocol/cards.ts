@@ -40,7 +40,7 @@ export const PermissionRequest = z.looseObject({
       z.looseObject({
         optionId: z.string().check(z.minLength(1)),
         name: z.string(),
-        kind: z.enum(PERMISSION_OPTION_KINDS),
+        kind: z.literal(PERMISSION_OPTION_KINDS),
       }),
     )
     .check(
@@ -222,7 +222,7 @@ export const PlanRequest = z.looseObject({
 export type PlanRequest = z.infer<typeof PlanRequest>;
 
 export const PlanAnswer = taggedUnion("outcome", [
-  z.looseObject({ outcome: z.literal("approve"), mode: z.enum(["edit", "manual"]) }),
+  z.looseObject({ outcome: z.literal("approve"), mode: z.literal(["edit", "manual"]) }),
   z.looseObject({ outcome: z.literal("revise"), feedback: z.string().check(z.minLength(1, "say what to revise")) }),
   z.looseObject({ outcome: z.literal("dismissed") }),
 ]);

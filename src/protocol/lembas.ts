@@ -129,7 +129,7 @@ export const KNOWN_EVENTS = [
     turnId: z.optional(z.string()),
     attachments: z.optional(z.array(Attachment)),
   }),
-  z.looseObject({ type: z.literal("task"), state: z.enum(["start", "end"]), turnId: z.optional(z.string()) }),
+  z.looseObject({ type: z.literal("task"), state: z.literal(["start", "end"]), turnId: z.optional(z.string()) }),
   z.looseObject({ type: z.literal("steered"), texts: z.array(z.string()), ids: z.optional(z.array(z.string())) }),
   z.looseObject({ type: z.literal("mode"), mode: z.string() }),
   z.looseObject({
@@ -201,7 +201,7 @@ export const TerminalOpenResult = z.looseObject({
   cwd: loose(z.string()),
   cols: loose(int()),
   rows: loose(int()),
-  shell: loose(z.enum(["bash", "zsh", "fish", "other"])),
+  shell: loose(z.literal(["bash", "zsh", "fish", "other"])),
   integration: loose(z.boolean()),
 });
 export type TerminalOpenResult = z.infer<typeof TerminalOpenResult>;

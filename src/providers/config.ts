@@ -17,7 +17,7 @@ const bounded = () => z.number().check(z.nonnegative(), z.lte(1e9));
 
 const ModelConfig = z
   .object({
-    kind: z.enum(MODEL_KINDS),
+    kind: z.literal(MODEL_KINDS),
     /** The provider's own name for it, when the served name differs. */
     upstream: z.optional(z.string().check(z.minLength(1))),
     /** Credits per million input (prompt) tokens. */

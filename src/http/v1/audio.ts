@@ -36,7 +36,7 @@ const TEXT_TOKENS_PER_SECOND = 20;
 
 const Transcription = z.object({
   model: z.string().check(z.minLength(1)),
-  response_format: z.optional(z.enum(["json", "text", "srt", "verbose_json", "vtt"])),
+  response_format: z.optional(z.literal(["json", "text", "srt", "verbose_json", "vtt"])),
   language: z.optional(z.string().check(z.regex(/^[a-z]{2,3}$/, "is an ISO-639-1 code"))),
   prompt: z.optional(z.string().check(z.maxLength(4096))),
   // A form field is text: read as a number the way z.coerce.number() does (which would bring all of z.coerce).

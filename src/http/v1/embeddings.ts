@@ -11,7 +11,7 @@ import { admit, forwardAdmitted, relayJson } from "../../providers/metering";
 const EmbeddingRequest = z.object({
   model: z.string().check(z.minLength(1)),
   input: z.union([z.string(), z.array(z.string()), z.array(z.number()), z.array(z.array(z.number()))]),
-  encoding_format: z.optional(z.enum(["float", "base64"])),
+  encoding_format: z.optional(z.literal(["float", "base64"])),
   dimensions: z.optional(int().check(z.positive(), z.lte(65_536))),
   user: z.optional(z.string()),
 });
