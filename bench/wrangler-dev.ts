@@ -131,6 +131,8 @@ export const RELAY: DevOptions = {
       approval_address: { free: 1_000_000 },
     }),
     QUOTAS: JSON.stringify({ devices: 1_000_000 }),
+    // The link caps as measured (the fan-out budget's, say), for trying other numbers.
+    ...(process.env.BENCH_LINK_CAPS ? { LINK_CAPS: process.env.BENCH_LINK_CAPS } : {}),
   },
 };
 
