@@ -16,7 +16,7 @@ import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { spread, type Spread } from "./stats.js";
 import { ROOT } from "./wrangler-dev.js";
 
-export const FAIRNESS = { clients: 200, perSecond: 200, seconds: 15, warmup: 50, idleSamples: 300 } as const;
+export const FAIRNESS = { clients: 200, perSecond: 200, seconds: Number(process.env.BENCH_FAIRNESS_SECONDS ?? 15), warmup: 50, idleSamples: 300 } as const;
 /** RSS after the clients left counts as idle within this share above the idle reading. */
 export const IDLE_MARGIN = 0.1;
 const RSS_SETTLE_MS = 30_000;
@@ -32,6 +32,12 @@ export interface FairnessResult {
   cpuShare: number;
   /** Frames the 200 sockets counted, of those the device sent times 200. */
   delivered: { frames: number; expected: number };
+  /**
+   * From the stream's first chunk until the turn's answer came back (so every chunk was taken in), and the most the
+   * device's socket held unsent meanwhile (bytes): how far the instance held the device back.
+   */
+  takenInMs: number;
+  heldAtDevice: number;
   /** The runtime's RSS (bytes): idle, the highest during the stream, and after the clients left. */
   rss: { idle: number; peak: number; after: number; afterMs: number };
   load: { before: number; after: number };
@@ -117,7 +123,11 @@ export async function measureFairness(
     answered.catch(() => {});
     await arrived;
     let peak = rssBytes(runtimePid);
-    const sampler = setInterval(() => (peak = Math.max(peak, rssBytes(runtimePid))), RSS_EVERY_MS);
+    let heldAtDevice = 0;
+    const sampler = setInterval(() => {
+      peak = Math.max(peak, rssBytes(runtimePid));
+      heldAtDevice = Math.max(heldAtDevice, device.buffered);
+    }, RSS_EVERY_MS);
     let streaming = true;
     const [cpuBefore, wallBefore] = [cpu(), performance.now()];
     const chunks = FAIRNESS.perSecond * FAIRNESS.seconds;
@@ -127,6 +137,7 @@ export async function measureFairness(
     const cpuShare = (cpu() - cpuBefore) / (performance.now() - wallBefore);
     device.endTurns();
     await answered;
+    const takenInMs = performance.now() - wallBefore;
     clearInterval(sampler);
     const counted = nextLine();
     receivers.stdin.write("close\n");
@@ -146,6 +157,8 @@ export async function measureFairness(
       loaded: spread(loaded),
       cpuShare,
       delivered: { frames, expected: chunks * FAIRNESS.clients },
+      takenInMs,
+      heldAtDevice,
       rss: { idle: idleRss, peak, after, afterMs: performance.now() - left },
       load: { before: loadBefore, after: os.loadavg()[0]! },
     };

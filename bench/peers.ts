@@ -209,6 +209,11 @@ export class ScriptedDevice {
   }
 
   /** Sends one notification (its params as JSON text). */
+  /** Bytes sent and not yet taken by the instance (the socket's send buffer past the kernel's). */
+  get buffered(): number {
+    return this.socket.bufferedAmount;
+  }
+
   notify(method: string, params: string): void {
     this.socket.send(`{"jsonrpc":"2.0","method":"${method}","params":${params}}`);
   }

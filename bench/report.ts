@@ -484,7 +484,7 @@ export function stageGoals(result: Pick<BenchResult, "phone" | "fairness">): Row
     const p99 = fairness.loaded.p99 / fairness.idle.p99;
     goal(
       `fairness: a request beside a fan-out to ${fairness.clients} sockets (${fairness.perSecond} chunks/s), p99 vs idle`,
-      `${times(p99)} (${ms(fairness.loaded.p99)} vs ${ms(fairness.idle.p99)}; p50 ${ms(fairness.loaded.p50)} vs ${ms(fairness.idle.p50)}; ${fairness.delivered.frames} of ${fairness.delivered.expected} frames delivered; workerd ${(fairness.cpuShare * 100).toFixed(0)}% of a core; ${loadOf(fairness.load)})`,
+      `${times(p99)} (${ms(fairness.loaded.p99)} vs ${ms(fairness.idle.p99)}; p50 ${ms(fairness.loaded.p50)} vs ${ms(fairness.idle.p50)}; ${fairness.delivered.frames} of ${fairness.delivered.expected} frames delivered, taken in over ${(fairness.takenInMs / 1000).toFixed(1)} s, at most ${(fairness.heldAtDevice / 1024).toFixed(0)} KiB waiting at the device; workerd ${(fairness.cpuShare * 100).toFixed(0)}% of a core; ${loadOf(fairness.load)})`,
       `≤ ${TARGETS.fairnessP99}×`,
       p99 <= TARGETS.fairnessP99,
     );
