@@ -16,7 +16,13 @@ import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { spread, type Spread } from "./stats.js";
 import { ROOT } from "./wrangler-dev.js";
 
-export const FAIRNESS = { clients: 200, perSecond: 200, seconds: Number(process.env.BENCH_FAIRNESS_SECONDS ?? 15), warmup: 50, idleSamples: 300 } as const;
+export const FAIRNESS = {
+  clients: 200,
+  perSecond: 200,
+  seconds: Number(process.env.BENCH_FAIRNESS_SECONDS ?? 15),
+  warmup: 50,
+  idleSamples: 300,
+} as const;
 /** RSS after the clients left counts as idle within this share above the idle reading. */
 export const IDLE_MARGIN = 0.1;
 const RSS_SETTLE_MS = 30_000;
@@ -45,7 +51,8 @@ export interface FairnessResult {
 
 /**
  * The 200 client sockets, in a Node process of their own: they answer the relay's drain probe as any JSON-RPC peer
- * does and count the session/update frames they get; "open" once all are open, their count on "close".
+ * does and count the session/update frames they get; "open" once all are open, their count on "close" (and on
+ * stderr the close codes of any the instance closed first).
  */
 const RECEIVERS = `
 const WebSocket = require("ws");
@@ -61,11 +68,16 @@ for (let i = 0; i < Number(count); i++) {
     if (text.includes('"session/update"')) frames++;
     else if (text.includes('"$/ping"')) ws.send(JSON.stringify({ jsonrpc: "2.0", id: JSON.parse(text).id, error: { code: -32601, message: "method not found" } }));
   });
+  ws.on("close", (code) => { closed++; if (!leaving) early.push(code); if (leaving && closed === sockets.length) done(); });
   sockets.push(ws);
 }
+let closed = 0, leaving = false;
+const early = [];
+const done = () => { console.log(frames); if (early.length) console.error("closed by the instance: " + early.join(" ")); process.exit(0); };
 process.stdin.on("data", () => {
-  let closed = 0;
-  for (const ws of sockets) { ws.once("close", () => { if (++closed === sockets.length) { console.log(frames); process.exit(0); } }); ws.close(1000); }
+  leaving = true;
+  if (closed === sockets.length) done();
+  for (const ws of sockets) ws.close(1000);
 });
 `;
 

@@ -96,7 +96,7 @@ export const DEFAULT_LINK_CAPS = {
   kept_image_bytes: 256 * 1024,
   /**
    * The device's fan-out budget (runtime/flood.ts), in deliveries — a frame sent to one client socket: this many at
-   * once, then fanout_per_second (0: no budget). Past it the device's next frames wait at the device.
+   * once, then fanout_per_second (0: no budget). Past it the device's next frames wait in its connection.
    */
   fanout_burst: 20_000,
   fanout_per_second: 20_000,

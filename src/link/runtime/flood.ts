@@ -22,9 +22,10 @@
  * sends. So the device also has a fan-out budget (DeliveryBudget), counted in deliveries — frames times the client
  * sockets they went to — with the numbers in the link caps (fanout_burst, fanout_per_second). A device past it is
  * not refused and loses nothing: the object stops taking in anything (ctx.blockConcurrencyWhile) until the budget
- * has refilled, so the runtime reads no more of the device's socket and its frames wait at the device, behind TCP's
- * own flow control, rather than in the runtime's outgoing queues, which grow without bound once the object sends
- * faster than the runtime writes. Clients' frames are taken in between the device's.
+ * has refilled, so the runtime reads no more of the device's socket and its frames wait in the connection (TCP's
+ * buffers, then the device's), rather than in the runtime's outgoing queues, which grow without bound once the
+ * object sends faster than the runtime writes — and hold a client's answer behind all of it. Clients' frames are
+ * taken in between the device's.
  */
 import { ErrorCode, rpcError, type ErrorMessage } from "../../protocol/jsonrpc";
 import { frameShape } from "./frame-shape";

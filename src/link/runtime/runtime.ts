@@ -487,7 +487,7 @@ export class LinkRuntime implements Failing, LagOwner {
 
   /**
    * While the device is past its fan-out budget, holds the object's input back until it has refilled: nothing is
-   * taken in meanwhile, so the runtime reads no more of the device's socket and its frames wait at the device.
+   * taken in meanwhile, so the runtime reads no more of the device's socket and its frames wait in the connection.
    */
   holdForFanOut(): Promise<void> | undefined {
     const waitMs = Math.min(MAX_FANOUT_HOLD_MS, this.#deliveries.waitMs(this.#fanOutBudget()));
