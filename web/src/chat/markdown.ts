@@ -22,11 +22,6 @@ export function setMarkdown(el: HTMLElement, text: string): void {
   renderer.whenLoaded(renderWaiting);
 }
 
-/** Fetches the renderer now, for a page that will surely show Markdown (a chat) before its text has come. */
-export function prepareMarkdown(): void {
-  renderer.loaded();
-}
-
 function renderWaiting(m: typeof import("./markdown-render")): void {
   for (const [el, text] of waiting) m.setMarkdown(el, text);
   waiting.clear();

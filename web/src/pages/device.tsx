@@ -16,7 +16,6 @@ import { preloadedDevices } from "../app/preloaded";
 import { CardList } from "../cards/cards";
 import { ChatList, chatTitle } from "../chat/chat-list";
 import { ChatView } from "../chat/chat-view";
-import { prepareMarkdown } from "../chat/markdown";
 import { DeviceStore } from "../link/device-store";
 import { type BarProps, DeviceBar } from "./device-bar";
 import { NewSession } from "./new-session";
@@ -42,7 +41,6 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   }, [store]);
 
   useEffect(() => {
-    if (sessionId) prepareMarkdown();
     background(store.openChat(sessionId ?? null));
     setDrawer(false);
   }, [store, sessionId]);
