@@ -4,6 +4,7 @@
  * tools (which the web UI's library page calls too) come here.
  */
 import * as z from "zod/mini";
+import { defaultTo } from "../protocol/default-to";
 import { int } from "../protocol/int";
 import type { Env } from "../env";
 import type { Payer } from "../providers/metering";
@@ -30,7 +31,7 @@ export const NewDocument = z.object({
 
 export const Search = z.object({
   query: z.string().check(z.trim(), z.minLength(1), z.maxLength(2000)),
-  limit: z._default(int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
+  limit: defaultTo(int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
 });
 
 export const DocumentId = z.object({ id: z.string().check(z.minLength(1), z.maxLength(64)) });

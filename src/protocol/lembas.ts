@@ -3,6 +3,7 @@
  * fields the instance relies on.
  */
 import * as z from "zod/mini";
+import { defaultTo } from "./default-to";
 import { int } from "./int";
 import { catchTo } from "./catch-to";
 import { Base64, DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
@@ -161,7 +162,7 @@ export const SessionAnnounce = z.looseObject({
   instance: loose(z.boolean()),
   mode: loose(z.nullable(z.string())),
   effort: loose(z.nullable(z.string())),
-  busy: catchTo(z._default(z.boolean(), false), false),
+  busy: catchTo(defaultTo(z.boolean(), false), false),
   origin: loose(z.string()),
 });
 export type SessionAnnounce = z.infer<typeof SessionAnnounce>;
@@ -179,7 +180,7 @@ export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base
 /** The shell ended; without a code (or one that is not an integer) its exit status is unknown (null). */
 export const TerminalExit = z.looseObject({
   terminalId: TerminalId,
-  code: catchTo(z._default(z.nullable(int()), null), null),
+  code: catchTo(defaultTo(z.nullable(int()), null), null),
 });
 export type TerminalOutput = z.infer<typeof TerminalOutput>;
 export type TerminalExit = z.infer<typeof TerminalExit>;
