@@ -131,7 +131,7 @@ export const RELAY: DevOptions = {
       approval_address: { free: 1_000_000 },
     }),
     QUOTAS: JSON.stringify({ devices: 1_000_000 }),
-    // The link caps as measured (the fan-out budget's, say), for trying other numbers.
+    // Other link caps than the defaults, for measuring what a cap costs.
     ...(process.env.BENCH_LINK_CAPS ? { LINK_CAPS: process.env.BENCH_LINK_CAPS } : {}),
   },
 };

@@ -94,12 +94,6 @@ export const DEFAULT_LINK_CAPS = {
   kept_device_bytes: 64 * 1024 * 1024,
   /** An image (prompt or agent) whose base64 data is at most this long is kept; a larger one as a placeholder. */
   kept_image_bytes: 256 * 1024,
-  /**
-   * The device's fan-out budget (runtime/flood.ts), in deliveries — a frame sent to one client socket: this many at
-   * once, then fanout_per_second (0: no budget). Past it the device's next frames wait in its connection.
-   */
-  fanout_burst: 20_000,
-  fanout_per_second: 20_000,
 };
 
 export type LinkCapName = keyof typeof DEFAULT_LINK_CAPS;

@@ -120,11 +120,9 @@ export function onDeviceMessage(
   if (link.state === "hello") return onHello(rt, link, frame);
   try {
     // The held writes go with this frame's commit, after what it sends before its first await (an answer's send).
-    const handling = onDeviceFrame(rt, frame)?.catch((err: unknown) => deviceFrameFailed(rt, frame, err));
+    const handling = onDeviceFrame(rt, frame);
     if (frame.kind !== "notification") rt.writeHeld();
-    // Past its fan-out budget, the device's next frame waits (flood.ts); the frame itself is already sent on.
-    const held = rt.holdForFanOut();
-    return held === undefined ? handling : Promise.all([handling, held]).then(() => {});
+    return handling?.catch((err: unknown) => deviceFrameFailed(rt, frame, err));
   } catch (err) {
     deviceFrameFailed(rt, frame, err);
   }

@@ -17,15 +17,6 @@
  * These numbers sit far above a fast legitimate stream: a model streaming a token a frame rarely passes 200 frames a
  * second, and the link tests' 500 session/update frames sent back to back are handled at about 800 a second by local
  * workerd (two clients attached) — the burst alone holds ten such streams.
- *
- * What a device's frame costs the object is the frames it sends on: one notification to 200 client sockets is 200
- * sends. So the device also has a fan-out budget (DeliveryBudget), counted in deliveries — frames times the client
- * sockets they went to — with the numbers in the link caps (fanout_burst, fanout_per_second). A device past it is
- * not refused and loses nothing: the object stops taking in anything (ctx.blockConcurrencyWhile) until the budget
- * has refilled, so the runtime reads no more of the device's socket and its frames wait in the connection (TCP's
- * buffers, then the device's), rather than in the runtime's outgoing queues, which grow without bound once the
- * object sends faster than the runtime writes — and hold a client's answer behind all of it. Clients' frames are
- * taken in between the device's.
  */
 import { ErrorCode, rpcError, type ErrorMessage } from "../../protocol/jsonrpc";
 import { frameShape } from "./frame-shape";
@@ -84,41 +75,6 @@ export class FloodGate {
 
   forget(sid: string): void {
     this.#buckets.delete(sid);
-  }
-}
-
-/** The device's fan-out budget, in deliveries (a frame sent to one client socket). */
-export interface FanOutBudget {
-  /** Deliveries at once. */
-  burst: number;
-  /** Deliveries a second it refills by; 0: no budget. */
-  perSecond: number;
-}
-
-/**
- * Deliveries counted against the device's fan-out budget. A frame is never split or refused, so the bucket may go into
- * debt by one frame's fan-out; the device's input then waits `waitMs` for it to be paid.
- */
-export class DeliveryBudget {
-  #tokens: number | null = null;
-  #at = 0;
-
-  #refill(budget: FanOutBudget, now: number): number {
-    const tokens = this.#tokens === null ? budget.burst : this.#tokens + ((now - this.#at) * budget.perSecond) / 1000;
-    this.#at = now;
-    this.#tokens = Math.min(budget.burst, tokens);
-    return this.#tokens;
-  }
-
-  spend(count: number, budget: FanOutBudget, now = Date.now()): void {
-    if (budget.perSecond > 0) this.#tokens = this.#refill(budget, now) - count;
-  }
-
-  /** How long until the budget is out of debt (0: it is not in debt, or there is no budget). */
-  waitMs(budget: FanOutBudget, now = Date.now()): number {
-    if (budget.perSecond <= 0 || this.#tokens === null) return 0;
-    const tokens = this.#refill(budget, now);
-    return tokens >= 0 ? 0 : Math.ceil((-tokens * 1000) / budget.perSecond);
   }
 }
 

@@ -32,8 +32,7 @@ import {
 import { Deadlines } from "./deadlines";
 import { deliver, type LagOwner } from "./drain";
 import { logFailure, type Failing } from "./failures";
-import { DEFAULT_LINK_CAPS, limitsOf } from "../../limits/config";
-import { DeliveryBudget, FloodGate, type FanOutBudget } from "./flood";
+import { FloodGate } from "./flood";
 import { withId } from "./frames";
 import { Outbound, OUTBOUND_DEADLINES, type OutboundRequest } from "./outbound";
 import { applySteps, startSchema, type Migrating } from "./schema-steps";
@@ -268,13 +267,6 @@ export interface SendRequest {
   text?: string | null;
 }
 
-/**
- * The longest the object holds its input back at once for the fan-out budget: a budget set so low that one frame's
- * fan-out owes more is paid over the following frames, and clients' frames never wait longer (nor the object past the
- * runtime's limit on blockConcurrencyWhile).
- */
-const MAX_FANOUT_HOLD_MS = 1_000;
-
 export class LinkRuntime implements Failing, LagOwner {
   readonly sql: SqlStorage;
   readonly links: LinkStore;
@@ -284,8 +276,6 @@ export class LinkRuntime implements Failing, LagOwner {
   readonly httpWaiters = new Map<string, (message: Message) => void>();
   /** Each socket's frame budget (flood.ts). */
   readonly flood = new FloodGate();
-  /** The device's fan-out budget, in deliveries (flood.ts). */
-  readonly #deliveries = new DeliveryBudget();
   /** Writes a feature holds back for a moment to batch them (replay.ts); see writeHeld. */
   readonly #heldWrites: (() => void)[] = [];
   /** A fresh object whose tables are not made yet (makeTables). */
@@ -480,29 +470,7 @@ export class LinkRuntime implements Failing, LagOwner {
 
   /** Sends one JSON-RPC message's text to every client socket as it is. */
   broadcastText(text: string): void {
-    const sockets = fanOutSockets(this.ctx);
-    for (const ws of sockets) deliver(this, ws, text);
-    if (sockets.length > 0) this.#deliveries.spend(sockets.length, this.#fanOutBudget());
-  }
-
-  /**
-   * While the device is past its fan-out budget, holds the object's input back until it has refilled: nothing is
-   * taken in meanwhile, so the runtime reads no more of the device's socket and its frames wait in the connection.
-   */
-  holdForFanOut(): Promise<void> | undefined {
-    const waitMs = Math.min(MAX_FANOUT_HOLD_MS, this.#deliveries.waitMs(this.#fanOutBudget()));
-    if (waitMs === 0) return;
-    return this.ctx.blockConcurrencyWhile(() => new Promise<void>((resolve) => setTimeout(resolve, waitMs)));
-  }
-
-  #fanOutBudget(): FanOutBudget {
-    let caps: { fanout_burst: number; fanout_per_second: number } = DEFAULT_LINK_CAPS;
-    try {
-      caps = limitsOf(this.env).caps;
-    } catch {
-      // Malformed (logged by limitsOf, and refused where a device's request reads it): the stream goes on by default.
-    }
-    return { burst: caps.fanout_burst, perSecond: caps.fanout_per_second };
+    for (const ws of fanOutSockets(this.ctx)) deliver(this, ws, text);
   }
 
   /** Holds a write back until writeHeld (the feature also does it itself, on a short timer). */
