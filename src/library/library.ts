@@ -4,8 +4,6 @@
  * tools (which the web UI's library page calls too) come here.
  */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
-import { int } from "../protocol/int";
 import type { Env } from "../env";
 import type { Payer } from "../providers/metering";
 import { HttpError } from "../respond";
@@ -31,7 +29,9 @@ export const NewDocument = z.object({
 
 export const Search = z.object({
   query: z.string().check(z.trim(), z.minLength(1), z.maxLength(2000)),
-  limit: defaultTo(int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
+  // zod's own integer and default kinds here: the MCP tool's advertised JSON Schema is this schema's, which the
+  // smaller int() and defaultTo() would not say.
+  limit: z._default(z.int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
 });
 
 export const DocumentId = z.object({ id: z.string().check(z.minLength(1), z.maxLength(64)) });
