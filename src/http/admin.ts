@@ -12,7 +12,6 @@
  *   PUT    /api/admin/accounts/:account/personalization { available: boolean }
  */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
 import type { IRequest } from "itty-router";
 import type { Env } from "../env";
 import type { Handler } from "./handler";
@@ -47,7 +46,7 @@ const PlanSpec = z
     credits_per_month: credits().check(z.nonnegative()),
     currency: z.nullish(z.literal(["EUR", "USD", "GBP"])),
     credit_value: z.nullish(z.number().check(z.positive(), z.lte(MAX_CREDITS))),
-    windows: defaultTo(z.array(WindowSpec).check(z.maxLength(10)), []),
+    windows: z._default(z.array(WindowSpec).check(z.maxLength(10)), []),
   })
   .check(
     z.refine(

@@ -1,6 +1,5 @@
 /** A person's API tokens for scripts: made (the secret shown once), listed (never the secret), deleted. */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
 import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
@@ -13,7 +12,7 @@ import { requireHeld, ScopeList } from "./scopes";
 import { displayName } from "../db/bounds";
 import { limitsOf, quotaReached } from "../limits/config";
 
-const createBody = z.object({ name: displayName(), scopes: defaultTo(ScopeList, []) });
+const createBody = z.object({ name: displayName(), scopes: z._default(ScopeList, []) });
 
 export const createToken: Handler = async (request, env) => {
   const person = await personWriting(request, env);

@@ -3,7 +3,6 @@
  * approves (or denies) it in the browser, the CLI polls and receives its device token, once.
  */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
 import type { Env } from "../env";
 import type { Handler } from "./handler";
 import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
@@ -55,7 +54,7 @@ const tokenBody = z.object({
 /** A person naming a waiting login; an approval also says whether the device may use the library (default: no). */
 const userCodeBody = z.object({
   user_code: z.string().check(z.maxLength(32)),
-  library: defaultTo(z.boolean(), false),
+  library: z._default(z.boolean(), false),
 });
 
 /** RFC 8628 §3.5 / RFC 6749 §5.2 error: 400 with `error`, `error_description` and this API's `detail`. */

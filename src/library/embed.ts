@@ -3,7 +3,6 @@
  * any /v1 request — held against the person's credits first, settled to the usage the provider reports after.
  */
 import * as z from "zod/mini";
-import { int } from "../protocol/int";
 import type { Env } from "../env";
 import { HttpError } from "../respond";
 import { admit, forwardAdmitted, type Payer } from "../providers/metering";
@@ -17,7 +16,7 @@ const BATCH = 64;
 
 const Embeddings = z.object({
   data: z.array(
-    z.object({ index: int().check(z.nonnegative()), embedding: z.array(z.number()).check(z.minLength(1)) }),
+    z.object({ index: z.int().check(z.nonnegative()), embedding: z.array(z.number()).check(z.minLength(1)) }),
   ),
 });
 

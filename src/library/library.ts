@@ -29,8 +29,6 @@ export const NewDocument = z.object({
 
 export const Search = z.object({
   query: z.string().check(z.trim(), z.minLength(1), z.maxLength(2000)),
-  // zod's own integer and default kinds here: the MCP tool's advertised JSON Schema is this schema's, which the
-  // smaller int() and defaultTo() would not say.
   limit: z._default(z.int().check(z.gte(1), z.lte(LIBRARY_LIMITS.results)), 5),
 });
 

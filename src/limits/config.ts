@@ -11,7 +11,6 @@
  *   bucket   a token bucket: `burst` requests at once, one more every `refill_seconds`.
  */
 import * as z from "zod/mini";
-import { int } from "../protocol/int";
 import type { Env } from "../env";
 import { HttpError } from "../respond";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
@@ -19,7 +18,7 @@ import { describeIssues } from "../protocol/issues";
 
 const Seconds = z.number().check(z.positive(), z.lte(30 * 86_400));
 
-const Count = int().check(z.gte(1), z.lte(1_000_000));
+const Count = z.int().check(z.gte(1), z.lte(1_000_000));
 
 /** Each kind's numbers: what the operator may change. */
 const BACKOFF = { free: Count, backoff_seconds: Seconds, max_backoff_seconds: Seconds, forget_seconds: Seconds };
@@ -116,7 +115,7 @@ const RateLimitsConfig = z.strictObject(
 const countsConfig = (names: Record<string, number>) =>
   z.strictObject(
     Object.fromEntries(
-      Object.keys(names).map((name) => [name, z.optional(int().check(z.gte(0), z.lte(1_000_000_000)))]),
+      Object.keys(names).map((name) => [name, z.optional(z.int().check(z.gte(0), z.lte(1_000_000_000)))]),
     ),
   );
 const QuotasConfig = countsConfig(DEFAULT_QUOTAS);

@@ -4,8 +4,6 @@
  * relies on are checked.
  */
 import * as z from "zod/mini";
-import { defaultTo } from "./default-to";
-import { int } from "./int";
 import { catchTo } from "./catch-to";
 import { JsonRpcId } from "./jsonrpc";
 import { openUnion, taggedUnion } from "./open-union";
@@ -199,9 +197,9 @@ export type DeviceLimits = z.infer<typeof DeviceLimits>;
  * A link protocol as a device says it: a positive integer, or its digits as a string ("2"); absent, 1. Anything
  * else is a protocol the instance does not speak (the handshake closes 4400, the spec's code for that).
  */
-export const LinkProtocolSaid = defaultTo(
+export const LinkProtocolSaid = z._default(
   z.pipe(
-    z.union([int().check(z.positive()), z.string().check(z.regex(/^[1-9][0-9]{0,8}$/))], {
+    z.union([z.int().check(z.positive()), z.string().check(z.regex(/^[1-9][0-9]{0,8}$/))], {
       error: "a link protocol is a positive integer",
     }),
     z.transform((said) => Number(said)),
@@ -222,7 +220,7 @@ export const InitializeLembasMeta = z.pipe(
     limits: z.optional(DeviceLimits),
     connection: catchTo(z.optional(z.nullable(z.string())), undefined),
     capabilities: z.pipe(
-      defaultTo(catchTo(z.array(z.unknown()), []), []),
+      z._default(catchTo(z.array(z.unknown()), []), []),
       z.transform((listed) => listed.filter((c): c is string => typeof c === "string")),
     ),
   }),
@@ -260,7 +258,7 @@ export type AgentCapabilities = z.infer<typeof AgentCapabilities>;
 
 export const InitializeResult = z
   .looseObject({
-    protocolVersion: int(),
+    protocolVersion: z.int(),
     agentCapabilities: catchTo(z.optional(AgentCapabilities), undefined),
     authMethods: catchTo(z.optional(z.array(z.unknown())), undefined),
     agentInfo: catchTo(

@@ -3,7 +3,6 @@
  * behind them: the link's modules build these and the web UI imports them.
  */
 import * as z from "zod/mini";
-import { int } from "./int";
 import type { InitializeLembasMeta, InitializeResult } from "./acp";
 import type { Hello } from "./lembas";
 
@@ -131,8 +130,8 @@ export interface KeptTurn {
 /** `_instance/kept/turns` params: a chat's kept turns, newest first, `limit` a page, older than `before`. */
 export const KeptTurnsParams = z.strictObject({
   sessionId: z.string().check(z.minLength(1), z.maxLength(256)),
-  before: z.optional(int().check(z.gte(0))),
-  limit: z.optional(int().check(z.gte(1), z.lte(50))),
+  before: z.optional(z.int().check(z.gte(0))),
+  limit: z.optional(z.int().check(z.gte(1), z.lte(50))),
 });
 export type KeptTurnsParams = z.infer<typeof KeptTurnsParams>;
 

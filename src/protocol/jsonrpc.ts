@@ -3,7 +3,6 @@
  * the builders for what the instance sends. Batches are not part of the link: a frame is one message.
  */
 import * as z from "zod/mini";
-import { int } from "./int";
 import { describeIssues } from "./issues";
 
 /** Ids are strings or numbers; a device's own request ids may start at 0. */
@@ -24,7 +23,7 @@ export const NotificationMessage = z.object({
   method: z.string().check(z.minLength(1)),
   params: Params,
 });
-export const RpcErrorObject = z.object({ code: int(), message: z.string(), data: z.optional(z.unknown()) });
+export const RpcErrorObject = z.object({ code: z.int(), message: z.string(), data: z.optional(z.unknown()) });
 export const SuccessMessage = z.object({ jsonrpc: z.literal("2.0"), id: JsonRpcId, result: z.unknown() });
 export const ErrorMessage = z.object({ jsonrpc: z.literal("2.0"), id: z.nullable(JsonRpcId), error: RpcErrorObject });
 

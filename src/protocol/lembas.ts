@@ -3,8 +3,6 @@
  * fields the instance relies on.
  */
 import * as z from "zod/mini";
-import { defaultTo } from "./default-to";
-import { int } from "./int";
 import { catchTo } from "./catch-to";
 import { Base64, DeviceLimits, DevicePath, LinkProtocolSaid, SessionId, WithSession } from "./acp";
 import { cutToFit } from "./cut";
@@ -12,8 +10,8 @@ import { isRecord } from "./jsonrpc";
 import { openUnion, taggedUnion } from "./open-union";
 
 const TerminalId = z.string().check(z.minLength(1, "a terminal id is required"));
-const Cols = int().check(z.gte(20, "at least 20 columns"), z.lte(500, "at most 500 columns"));
-const Rows = int().check(z.gte(5, "at least 5 rows"), z.lte(300, "at most 300 rows"));
+const Cols = z.int().check(z.gte(20, "at least 20 columns"), z.lte(500, "at most 500 columns"));
+const Rows = z.int().check(z.gte(5, "at least 5 rows"), z.lte(300, "at most 300 rows"));
 
 export const TITLE_MAX = 200;
 /** A hello is kept with its link: at most this long, as JSON. */
@@ -48,7 +46,7 @@ export const FilesSearchParams = z
     sessionId: z.optional(SessionId),
     cwd: z.optional(DevicePath),
     query: z.string(),
-    limit: z.optional(int().check(z.gte(1), z.lte(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`))),
+    limit: z.optional(z.int().check(z.gte(1), z.lte(FILES_SEARCH_MAX, `limit is at most ${FILES_SEARCH_MAX}`))),
   })
   .check(
     z.refine((p) => (p.sessionId === undefined) !== (p.cwd === undefined), "give exactly one of sessionId or cwd"),
@@ -162,7 +160,7 @@ export const SessionAnnounce = z.looseObject({
   instance: loose(z.boolean()),
   mode: loose(z.nullable(z.string())),
   effort: loose(z.nullable(z.string())),
-  busy: catchTo(defaultTo(z.boolean(), false), false),
+  busy: catchTo(z._default(z.boolean(), false), false),
   origin: loose(z.string()),
 });
 export type SessionAnnounce = z.infer<typeof SessionAnnounce>;
@@ -180,7 +178,7 @@ export const TerminalOutput = z.looseObject({ terminalId: TerminalId, data: Base
 /** The shell ended; without a code (or one that is not an integer) its exit status is unknown (null). */
 export const TerminalExit = z.looseObject({
   terminalId: TerminalId,
-  code: catchTo(defaultTo(z.nullable(int()), null), null),
+  code: catchTo(z._default(z.nullable(z.int()), null), null),
 });
 export type TerminalOutput = z.infer<typeof TerminalOutput>;
 export type TerminalExit = z.infer<typeof TerminalExit>;
@@ -200,8 +198,8 @@ export type SessionTitleResult = z.infer<typeof SessionTitleResult>;
 export const TerminalOpenResult = z.looseObject({
   terminalId: TerminalId,
   cwd: loose(z.string()),
-  cols: loose(int()),
-  rows: loose(int()),
+  cols: loose(z.int()),
+  rows: loose(z.int()),
   shell: loose(z.literal(["bash", "zsh", "fish", "other"])),
   integration: loose(z.boolean()),
 });

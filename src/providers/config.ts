@@ -4,8 +4,6 @@
  * `PROVIDER_<NAME>_API_KEY`. Validated once per isolate, at first use, so a typo is a clear error, not a crash.
  */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
-import { int } from "../protocol/int";
 import type { Env } from "../env";
 import { describeIssues } from "../protocol/issues";
 import { HttpError } from "../respond";
@@ -24,7 +22,7 @@ const ModelConfig = z
     /** Credits per million input (prompt) tokens. */
     price_in: z.optional(bounded()),
     /** Credits per million output (completion) tokens. */
-    price_out: defaultTo(bounded(), 0),
+    price_out: z._default(bounded(), 0),
     /** Speech to text: credits per minute of audio (instead of, or besides, the token prices). */
     price_minute: z.optional(bounded()),
     /** Text to speech: credits per million characters of input. */
@@ -33,14 +31,14 @@ const ModelConfig = z
      * Chat: the most input tokens one image can count at the provider (its largest size and detail). Without it the
      * model takes no images: their tokens are not in the request's bytes, so nothing else bounds what they cost.
      */
-    max_image_tokens: z.optional(int().check(z.positive(), z.lte(1e7))),
+    max_image_tokens: z.optional(z.int().check(z.positive(), z.lte(1e7))),
     /** The most output tokens one request can produce: what a request that sets no max_tokens holds. */
-    max_output: defaultTo(int().check(z.positive(), z.lte(1e7)), 4096),
+    max_output: z._default(z.int().check(z.positive(), z.lte(1e7)), 4096),
     /**
      * Request fields forwarded beyond the instance's allow-list (`n` above 1, `service_tier`, `store`, …): each
      * can change what a request costs, so the operator names them per model.
      */
-    forward: defaultTo(z.array(z.string().check(z.regex(/^[a-z_][a-z0-9_]*$/))).check(z.maxLength(50)), []),
+    forward: z._default(z.array(z.string().check(z.regex(/^[a-z_][a-z0-9_]*$/))).check(z.maxLength(50)), []),
   })
   .check(
     // A model without its price would be free by mistake: tts is priced by characters, stt by minute or token.

@@ -1,11 +1,9 @@
 /** The token counts a provider reports in `usage` (OpenAI's shape), validated: a provider is an edge too. */
 import * as z from "zod/mini";
-import { defaultTo } from "../protocol/default-to";
-import { int } from "../protocol/int";
 
 const Usage = z.object({
-  prompt_tokens: int().check(z.nonnegative()),
-  completion_tokens: defaultTo(int().check(z.nonnegative()), 0),
+  prompt_tokens: z.int().check(z.nonnegative()),
+  completion_tokens: z._default(z.int().check(z.nonnegative()), 0),
 });
 
 export interface TokenCounts {

@@ -6,7 +6,6 @@
  * buffered whole) and metered as it goes; an unstreamed one is metered from its `usage`.
  */
 import * as z from "zod/mini";
-import { int } from "../../protocol/int";
 import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
@@ -28,7 +27,7 @@ const ALLOWED = new Set(
   ).split(" "),
 );
 
-const count = z.nullish(int().check(z.positive(), z.lte(1e7)));
+const count = z.nullish(z.int().check(z.positive(), z.lte(1e7)));
 
 // What the instance acts on is checked; the other allowed fields go to the provider as the client sent them.
 const CompletionRequest = z.looseObject({
@@ -38,7 +37,7 @@ const CompletionRequest = z.looseObject({
   stream_options: z.nullish(z.looseObject({ include_usage: z.optional(z.boolean()) })),
   max_tokens: count,
   max_completion_tokens: count,
-  n: z.nullish(int().check(z.gte(1), z.lte(128))),
+  n: z.nullish(z.int().check(z.gte(1), z.lte(128))),
 });
 
 export const chatCompletions: Handler = async (request, env, ctx) => {

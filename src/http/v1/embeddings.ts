@@ -1,6 +1,5 @@
 /** POST /v1/embeddings: for models of kind `embedding`, forwarded and metered like a chat completion. */
 import * as z from "zod/mini";
-import { int } from "../../protocol/int";
 import type { Handler } from "../handler";
 import { authenticateCaller } from "../auth";
 import { readJson } from "../body";
@@ -12,7 +11,7 @@ const EmbeddingRequest = z.object({
   model: z.string().check(z.minLength(1)),
   input: z.union([z.string(), z.array(z.string()), z.array(z.number()), z.array(z.array(z.number()))]),
   encoding_format: z.optional(z.literal(["float", "base64"])),
-  dimensions: z.optional(int().check(z.positive(), z.lte(65_536))),
+  dimensions: z.optional(z.int().check(z.positive(), z.lte(65_536))),
   user: z.optional(z.string()),
 });
 
