@@ -40,7 +40,8 @@ export interface FairnessResult {
   delivered: { frames: number; expected: number };
   /**
    * From the stream's first chunk until the turn's answer came back (so every chunk was taken in), and the most the
-   * device's socket held unsent meanwhile (bytes): how far the instance held the device back.
+   * device's socket held unsent meanwhile (bytes): how long the runtime took to take the stream in, and whether
+   * the frames waited at the device or in the runtime.
    */
   takenInMs: number;
   heldAtDevice: number;
