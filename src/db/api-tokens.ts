@@ -34,8 +34,8 @@ export async function insertApiToken(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?2) < ?7`,
+      "INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at) " +
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?2) < ?7",
     )
     .bind(token.id, token.userId, token.name, token.secretHash, writeScopes(token.scopes), token.now, quota)
     .run();

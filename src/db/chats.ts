@@ -42,10 +42,10 @@ export async function chatFromSessionNew(
   const now = Date.now();
   const { meta } = await db
     .prepare(
-      `INSERT INTO chats (device_id, session_id, user_id, cwd, origin, model, mode, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, 'web', ?5, ?6, ?7, ?7 WHERE ${withinQuota(8)}
-       ON CONFLICT (device_id, session_id) DO UPDATE SET
-         cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at`,
+      "INSERT INTO chats (device_id, session_id, user_id, cwd, origin, model, mode, created_at, updated_at) " +
+        `SELECT ?1, ?2, ?3, ?4, 'web', ?5, ?6, ?7, ?7 WHERE ${withinQuota(8)} ` +
+        "ON CONFLICT (device_id, session_id) DO UPDATE SET " +
+        "cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at",
     )
     .bind(
       deviceId,
@@ -78,14 +78,14 @@ export async function chatFromAnnounce(
   const now = Date.now();
   const { meta } = await db
     .prepare(
-      `INSERT INTO chats (device_id, session_id, user_id, title, cwd, origin, model, mode, busy, created_at, updated_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, 'terminal', ?6, ?7, ?8, ?9, ?9
-       WHERE NOT EXISTS (
-         SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending')
-         AND ${withinQuota(10)}
-       ON CONFLICT (device_id, session_id) DO UPDATE SET
-         title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode,
-         busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at`,
+      "INSERT INTO chats (device_id, session_id, user_id, title, cwd, origin, model, mode, busy, created_at, updated_at) " +
+        "SELECT ?1, ?2, ?3, ?4, ?5, 'terminal', ?6, ?7, ?8, ?9, ?9 " +
+        "WHERE NOT EXISTS (" +
+        "SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending') " +
+        `AND ${withinQuota(10)} ` +
+        "ON CONFLICT (device_id, session_id) DO UPDATE SET " +
+        "title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, " +
+        "busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at",
     )
     .bind(
       deviceId,
@@ -152,11 +152,11 @@ export function deleteChatStatement(db: D1Database, deviceId: string, sessionId:
   return db.prepare("DELETE FROM chats WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId);
 }
 
-const CHAT_INFO_SELECT = `
-  SELECT c.device_id, c.session_id, c.title, c.cwd, c.origin, c.model, c.mode, c.busy, c.updated_at,
-         p.device_id IS NOT NULL AS pending_delete
-  FROM chats c
-  LEFT JOIN pending_deletes p ON p.device_id = c.device_id AND p.session_id = c.session_id AND p.state = 'pending'`;
+const CHAT_INFO_SELECT =
+  "SELECT c.device_id, c.session_id, c.title, c.cwd, c.origin, c.model, c.mode, c.busy, c.updated_at, " +
+  "p.device_id IS NOT NULL AS pending_delete " +
+  "FROM chats c " +
+  "LEFT JOIN pending_deletes p ON p.device_id = c.device_id AND p.session_id = c.session_id AND p.state = 'pending'";
 
 const toChatInfo = (row: ChatInfoRow): ChatInfo => ({
   ...row,

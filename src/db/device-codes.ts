@@ -44,8 +44,8 @@ const COLUMNS =
 export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at)
-         VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (user_code_hash) DO NOTHING`,
+      "INSERT INTO device_codes (id, secret_hash, user_code_hash, name, host, platform, status, interval_s, created_at, expires_at) " +
+        "VALUES (?, ?, ?, ?, ?, ?, 'pending', ?, ?, ?) ON CONFLICT (user_code_hash) DO NOTHING",
     )
     .bind(
       code.id,
@@ -97,16 +97,16 @@ export async function approveDeviceCode(
   const [insert, update, devices] = await db.batch<{ n: number }>([
     db
       .prepare(
-        `INSERT INTO devices (id, user_id, name, secret_hash, host, platform, scopes, created_at)
-         SELECT ?1, ?2, ?3, '', host, platform, ?4, ?5 FROM device_codes
-         WHERE id = ?6 AND status = 'pending' AND expires_at > ?5
-           AND (SELECT COUNT(*) FROM devices WHERE user_id = ?2) < ?7`,
+        "INSERT INTO devices (id, user_id, name, secret_hash, host, platform, scopes, created_at) " +
+          "SELECT ?1, ?2, ?3, '', host, platform, ?4, ?5 FROM device_codes " +
+          "WHERE id = ?6 AND status = 'pending' AND expires_at > ?5 " +
+          "AND (SELECT COUNT(*) FROM devices WHERE user_id = ?2) < ?7",
       )
       .bind(deviceId, userId, name, writeScopes(scopes), now, codeId, quota),
     db
       .prepare(
-        `UPDATE device_codes SET status = 'approved', user_id = ?1, device_id = ?2
-         WHERE id = ?3 AND status = 'pending' AND expires_at > ?4 AND EXISTS (SELECT 1 FROM devices WHERE id = ?2)`,
+        "UPDATE device_codes SET status = 'approved', user_id = ?1, device_id = ?2 " +
+          "WHERE id = ?3 AND status = 'pending' AND expires_at > ?4 AND EXISTS (SELECT 1 FROM devices WHERE id = ?2)",
       )
       .bind(userId, deviceId, codeId, now),
     db.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id = ?").bind(userId),
@@ -133,8 +133,8 @@ export async function denyDeviceCode(db: D1Database, codeId: string, userId: str
 export async function recordPoll(db: D1Database, codeId: string, now: number, slackMs: number): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `UPDATE device_codes SET last_polled_at = ?1
-       WHERE id = ?2 AND (last_polled_at IS NULL OR ?1 - last_polled_at >= interval_s * 1000 - ?3)`,
+      "UPDATE device_codes SET last_polled_at = ?1 " +
+        "WHERE id = ?2 AND (last_polled_at IS NULL OR ?1 - last_polled_at >= interval_s * 1000 - ?3)",
     )
     .bind(now, codeId, slackMs)
     .run();

@@ -65,8 +65,8 @@ export async function confirmPresence(db: D1Database, checks: readonly PresenceC
     checks.map(({ deviceId, seenAt, up }) =>
       db
         .prepare(
-          `UPDATE devices SET ${up ? "last_seen = ?1" : "online = 0"}
-           WHERE id = ?2 AND online = 1 AND last_seen IS ?3`,
+          `UPDATE devices SET ${up ? "last_seen = ?1" : "online = 0"} ` +
+            "WHERE id = ?2 AND online = 1 AND last_seen IS ?3",
         )
         .bind(now, deviceId, seenAt),
     ),

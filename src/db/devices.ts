@@ -66,8 +66,8 @@ export async function updateDevice(
   const scopes = change.scopes === undefined ? null : writeScopes(change.scopes);
   const row = await db
     .prepare(
-      `UPDATE devices SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND user_id = ?
-       RETURNING ${DEVICE_INFO_COLUMNS}`,
+      "UPDATE devices SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND user_id = ? " +
+        `RETURNING ${DEVICE_INFO_COLUMNS}`,
     )
     .bind(change.name ?? null, scopes, id, userId)
     .first<DeviceInfoRow>();

@@ -58,16 +58,16 @@ function standingStatements(db: D1Database, userId: string, now: number): D1Prep
   return [
     db
       .prepare(
-        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent,
-         ${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan
-         WHERE u.id=?1`,
+        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent, ` +
+          `${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan ` +
+          "WHERE u.id=?1",
       )
       .bind(userId, now),
     db
       .prepare(
-        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro,
-         (SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest
-         FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds`,
+        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro, ` +
+          `(SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest ` +
+          "FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds",
       )
       .bind(userId, now),
   ];
@@ -76,9 +76,9 @@ function standingStatements(db: D1Database, userId: string, now: number): D1Prep
 function monthCredits(db: D1Database, userId: string, now: number): D1PreparedStatement {
   return db
     .prepare(
-      `INSERT INTO credits (user_id,source,month,amount_micro,created_at)
-       SELECT s.user_id,'plan',?2,p.monthly_micro,?3 FROM account_settings s JOIN plans p ON p.name=s.plan
-       WHERE s.user_id=?1 ON CONFLICT(user_id,month) WHERE source='plan' DO NOTHING`,
+      "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
+        "SELECT s.user_id,'plan',?2,p.monthly_micro,?3 FROM account_settings s JOIN plans p ON p.name=s.plan " +
+        "WHERE s.user_id=?1 ON CONFLICT(user_id,month) WHERE source='plan' DO NOTHING",
     )
     .bind(userId, monthKey(now), now);
 }
@@ -119,9 +119,9 @@ function settleLapsed(db: D1Database, now: number, userId: string | null): D1Pre
   return [
     bind(
       db.prepare(
-        `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,
-         created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1,
-         expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
+        "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated, " +
+          "created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1, " +
+          `expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
       ),
     ),
     bind(db.prepare(`DELETE FROM holds WHERE ${whose}expires_at<=?1`)),
@@ -141,8 +141,8 @@ export type Measured = Omit<UsageRecord, "userId" | "estimated" | "at">;
 export async function renewHold(db: D1Database, holdId: string, until: number, m: Measured): Promise<void> {
   await db
     .prepare(
-      `UPDATE holds SET expires_at=?2,tokens_in=?3,tokens_out=?4,audio_ms=?5,characters=?6,measured_micro=?7
-       WHERE id=?1`,
+      "UPDATE holds SET expires_at=?2,tokens_in=?3,tokens_out=?4,audio_ms=?5,characters=?6,measured_micro=?7 " +
+        "WHERE id=?1",
     )
     .bind(holdId, until, m.tokensIn, m.tokensOut, m.audioMs, m.characters, m.costMicro)
     .run();
@@ -176,11 +176,11 @@ export async function reserve(
     ...settleLapsed(db, now, userId),
     db
       .prepare(
-        `INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms,
-         characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13
-         FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan
-         WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w
-         WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
+        "INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms, " +
+          "characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13 " +
+          "FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan " +
+          `WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w ` +
+          `WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
       )
       .bind(
         userId,
@@ -226,10 +226,10 @@ export interface UsageRecord {
 export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
   const insert = db
     .prepare(
-      `INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at,
-       hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in,
-       tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters,
-       cost_micro=excluded.cost_micro,estimated=excluded.estimated`,
+      "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at, " +
+        "hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in, " +
+        "tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters, " +
+        "cost_micro=excluded.cost_micro,estimated=excluded.estimated",
     )
     .bind(
       u.userId,

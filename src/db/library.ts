@@ -60,9 +60,9 @@ export async function insertDocument(
   const [added] = await db.batch([
     db
       .prepare(
-        `INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at)
-         SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2) < ?9
-         AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6 <= ?10`,
+        "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) " +
+          "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2) < ?9 " +
+          "AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6 <= ?10",
       )
       .bind(
         doc.id,
@@ -79,8 +79,8 @@ export async function insertDocument(
     ...chunks.map((c, seq) =>
       db
         .prepare(
-          `INSERT INTO library_chunks (document_id,seq,user_id,text,vector)
-           SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM library_documents WHERE id=?1)`,
+          "INSERT INTO library_chunks (document_id,seq,user_id,text,vector) " +
+            "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM library_documents WHERE id=?1)",
         )
         .bind(doc.id, seq, doc.userId, c.text, c.vector),
     ),
@@ -122,8 +122,8 @@ export async function chunksAt(
   if (keys.length === 0) return [];
   const { results } = await db
     .prepare(
-      `SELECT c.document_id,c.seq,c.text,d.title,d.source FROM library_chunks c JOIN library_documents d
-       ON d.id=c.document_id WHERE c.user_id=? AND (c.document_id,c.seq) IN (VALUES ${keys.map(() => "(?,?)").join()})`,
+      "SELECT c.document_id,c.seq,c.text,d.title,d.source FROM library_chunks c JOIN library_documents d " +
+        `ON d.id=c.document_id WHERE c.user_id=? AND (c.document_id,c.seq) IN (VALUES ${keys.map(() => "(?,?)").join()})`,
     )
     .bind(userId, ...keys.flatMap((k) => [k.documentId, k.seq]))
     .all<ChunkHit>();

@@ -61,9 +61,9 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
   await db.batch([
     db
       .prepare(
-        `INSERT INTO plans (name, monthly_micro, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?)
-         ON CONFLICT(name) DO UPDATE SET monthly_micro = excluded.monthly_micro,
-           currency = excluded.currency, credit_value = excluded.credit_value`,
+        "INSERT INTO plans (name, monthly_micro, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?) " +
+          "ON CONFLICT(name) DO UPDATE SET monthly_micro = excluded.monthly_micro, " +
+          "currency = excluded.currency, credit_value = excluded.credit_value",
       )
       .bind(plan.name, toMicro(plan.credits_per_month), plan.currency, plan.credit_value, now),
     db.prepare("DELETE FROM plan_windows WHERE plan = ?").bind(plan.name),

@@ -42,12 +42,12 @@ export async function savePushSubscription(
   const { cards, turn_end, link_down } = sub.kinds;
   const row = await db
     .prepare(
-      `INSERT INTO push_subscriptions (endpoint, user_id, p256dh, auth, cards, turn_end, link_down, created_at)
-       SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8
-       WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?2 AND endpoint != ?1) < ?9
-       ON CONFLICT (endpoint) DO UPDATE SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth,
-         cards = excluded.cards, turn_end = excluded.turn_end, link_down = excluded.link_down
-       RETURNING endpoint, cards, turn_end, link_down, created_at`,
+      "INSERT INTO push_subscriptions (endpoint, user_id, p256dh, auth, cards, turn_end, link_down, created_at) " +
+        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 " +
+        "WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?2 AND endpoint != ?1) < ?9 " +
+        "ON CONFLICT (endpoint) DO UPDATE SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth, " +
+        "cards = excluded.cards, turn_end = excluded.turn_end, link_down = excluded.link_down " +
+        "RETURNING endpoint, cards, turn_end, link_down, created_at",
     )
     .bind(
       sub.endpoint,

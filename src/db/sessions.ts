@@ -40,8 +40,8 @@ export async function insertSession(
       .bind(session.id, session.userId, session.secretHash, session.now, session.expiresAt, session.userAgent),
     db
       .prepare(
-        `DELETE FROM sessions WHERE user_id = ?1 AND id NOT IN (
-           SELECT id FROM sessions WHERE user_id = ?1 ORDER BY created_at DESC, id LIMIT ?2) RETURNING id`,
+        "DELETE FROM sessions WHERE user_id = ?1 AND id NOT IN (" +
+          "SELECT id FROM sessions WHERE user_id = ?1 ORDER BY created_at DESC, id LIMIT ?2) RETURNING id",
       )
       .bind(session.userId, quota),
   ]);

@@ -41,9 +41,9 @@ export async function windowFreesAt(
   const since = now - seconds * 1000;
   const row = await db
     .prepare(
-      `SELECT created_at FROM (
-         SELECT created_at, SUM(cost_micro) OVER (ORDER BY created_at, id) AS gone FROM usage WHERE user_id = ? AND created_at > ?
-       ) WHERE ? - gone <= ? ORDER BY created_at LIMIT 1`,
+      "SELECT created_at FROM (" +
+        "SELECT created_at, SUM(cost_micro) OVER (ORDER BY created_at, id) AS gone FROM usage WHERE user_id = ? AND created_at > ? " +
+        ") WHERE ? - gone <= ? ORDER BY created_at LIMIT 1",
     )
     .bind(userId, since, spentMicro, room)
     .first<{ created_at: number }>();

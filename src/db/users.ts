@@ -55,8 +55,8 @@ export async function hasAccounts(db: D1Database): Promise<boolean> {
 export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admin">): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `INSERT INTO users (id, email, password_hash, admin, created_at)
-       SELECT ?, ?, ?, 1, ? WHERE NOT EXISTS (SELECT 1 FROM users)`,
+      "INSERT INTO users (id, email, password_hash, admin, created_at) " +
+        "SELECT ?, ?, ?, 1, ? WHERE NOT EXISTS (SELECT 1 FROM users)",
     )
     .bind(user.id, user.email, user.passwordHash, user.now)
     .run();
@@ -67,8 +67,8 @@ export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admi
 export async function insertUser(db: D1Database, user: NewUser): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `INSERT INTO users (id, email, password_hash, admin, created_at)
-       SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email = ?)`,
+      "INSERT INTO users (id, email, password_hash, admin, created_at) " +
+        "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email = ?)",
     )
     .bind(user.id, user.email, user.passwordHash, user.admin ? 1 : 0, user.now, user.email)
     .run();

@@ -20,10 +20,10 @@ const STEPS: readonly SchemaStep[] = [
   {
     step: 1,
     run: [
-      `CREATE TABLE d1_queue (
-         id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL, args TEXT NOT NULL,
-         attempts INTEGER NOT NULL DEFAULT 0, not_before INTEGER NOT NULL DEFAULT 0, last_error TEXT,
-         created_at INTEGER NOT NULL)`,
+      "CREATE TABLE d1_queue (" +
+        "id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL, args TEXT NOT NULL, " +
+        "attempts INTEGER NOT NULL DEFAULT 0, not_before INTEGER NOT NULL DEFAULT 0, last_error TEXT, " +
+        "created_at INTEGER NOT NULL)",
     ],
   },
 ];

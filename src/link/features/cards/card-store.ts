@@ -46,36 +46,40 @@ export function parseKeyText(text: string): CardKey | null {
 
 /** The tables as step 2 leaves them. */
 const CARDS_FRESH: readonly string[] = [
-  `CREATE TABLE cards (
-     session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL,
-     link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
-     ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))`,
-  `CREATE TABLE card_refusals (
-     session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL,
-     PRIMARY KEY (session_id, tool_call_id, sid))`,
+  "CREATE TABLE cards (" +
+    "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
+    "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
+    "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))",
+  "CREATE TABLE card_refusals (" +
+    "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
+    "PRIMARY KEY (session_id, tool_call_id, sid))",
 ];
 
 const CARDS_STEPS: readonly SchemaStep[] = [
   {
     step: 1,
     run: [
-      `CREATE TABLE IF NOT EXISTS cards (
-         tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL,
-         link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
-         ended_at INTEGER, ended_how TEXT)`,
+      "CREATE TABLE IF NOT EXISTS cards (" +
+        "tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
+        "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
+        "ended_at INTEGER, ended_how TEXT)",
     ],
   },
   {
     step: 2,
     // Keyed by (session, toolCallId); the params' chunks and the deadlines follow the new key text.
     run: (sql) => {
-      sql.exec(`CREATE TABLE cards_by_session (
-         session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL,
-         link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER,
-         ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))`);
-      sql.exec(`INSERT INTO cards_by_session
-         SELECT session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at, ended_at,
-           ended_how FROM cards`);
+      sql.exec(
+        "CREATE TABLE cards_by_session (" +
+          "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
+          "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
+          "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))",
+      );
+      sql.exec(
+        "INSERT INTO cards_by_session " +
+          "SELECT session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at, ended_at, " +
+          "ended_how FROM cards",
+      );
       const rows = sql.exec<{ session_id: string; tool_call_id: string }>("SELECT session_id, tool_call_id FROM cards");
       for (const row of rows.toArray()) {
         const text = keyText({ sessionId: row.session_id, toolCallId: row.tool_call_id });
@@ -84,9 +88,11 @@ const CARDS_STEPS: readonly SchemaStep[] = [
       }
       sql.exec("DROP TABLE cards");
       sql.exec("ALTER TABLE cards_by_session RENAME TO cards");
-      sql.exec(`CREATE TABLE card_refusals (
-         session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL,
-         PRIMARY KEY (session_id, tool_call_id, sid))`);
+      sql.exec(
+        "CREATE TABLE card_refusals (" +
+          "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
+          "PRIMARY KEY (session_id, tool_call_id, sid))",
+      );
     },
   },
 ];

@@ -33,11 +33,11 @@ export const PUSH_OUTBOX: Migrating = {
     {
       step: 1,
       run: [
-        `CREATE TABLE push_outbox (
-         id INTEGER PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT, tool_call_id TEXT,
-         payload TEXT NOT NULL, ttl INTEGER NOT NULL, urgency TEXT NOT NULL,
-         only_to TEXT, delivered TEXT NOT NULL DEFAULT '[]', finished TEXT NOT NULL DEFAULT '[]',
-         attempts INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL)`,
+        "CREATE TABLE push_outbox (" +
+          "id INTEGER PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT, tool_call_id TEXT, " +
+          "payload TEXT NOT NULL, ttl INTEGER NOT NULL, urgency TEXT NOT NULL, " +
+          "only_to TEXT, delivered TEXT NOT NULL DEFAULT '[]', finished TEXT NOT NULL DEFAULT '[]', " +
+          "attempts INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL)",
         `CREATE INDEX push_outbox_card ON push_outbox (session_id, tool_call_id)`,
       ],
     },
@@ -84,8 +84,8 @@ export function queuePush(rt: LinkRuntime, draft: PushDraft): void {
     (sql) =>
       sql
         .exec<{ id: number }>(
-          `INSERT INTO push_outbox (kind, session_id, tool_call_id, payload, ttl, urgency, only_to, created_at)
-           VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id`,
+          "INSERT INTO push_outbox (kind, session_id, tool_call_id, payload, ttl, urgency, only_to, created_at) " +
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
           draft.kind,
           payload.sessionId,
           toolCallId,

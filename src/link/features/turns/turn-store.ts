@@ -19,11 +19,11 @@ export const TURN_TABLES: Migrating = {
     {
       step: 1,
       run: [
-        `CREATE TABLE IF NOT EXISTS turns (
-         id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL,
-         running INTEGER NOT NULL DEFAULT 1,
-         origin TEXT, origin_id TEXT, device_request_id INTEGER,
-         kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)`,
+        "CREATE TABLE IF NOT EXISTS turns (" +
+          "id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL, " +
+          "running INTEGER NOT NULL DEFAULT 1, " +
+          "origin TEXT, origin_id TEXT, device_request_id INTEGER, " +
+          "kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)",
         `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
         `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
       ],
