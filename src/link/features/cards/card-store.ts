@@ -44,16 +44,19 @@ export function parseKeyText(text: string): CardKey | null {
   }
 }
 
-/** The tables as step 2 leaves them. */
-const CARDS_FRESH: readonly string[] = [
-  "CREATE TABLE cards (" +
-    "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
-    "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
-    "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))",
+/**
+ * The tables as step 2 makes them: its statements are the fresh tables' too, so a later change of either table is
+ * a step of its own, never an edit of these.
+ */
+const CARDS_COLUMNS =
+  "(session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
+  "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
+  "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))";
+const CARD_REFUSALS =
   "CREATE TABLE card_refusals (" +
-    "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
-    "PRIMARY KEY (session_id, tool_call_id, sid))",
-];
+  "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
+  "PRIMARY KEY (session_id, tool_call_id, sid))";
+const CARDS_FRESH: readonly string[] = [`CREATE TABLE cards ${CARDS_COLUMNS}`, CARD_REFUSALS];
 
 const CARDS_STEPS: readonly SchemaStep[] = [
   {
@@ -69,12 +72,7 @@ const CARDS_STEPS: readonly SchemaStep[] = [
     step: 2,
     // Keyed by (session, toolCallId); the params' chunks and the deadlines follow the new key text.
     run: (sql) => {
-      sql.exec(
-        "CREATE TABLE cards_by_session (" +
-          "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, method TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
-          "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
-          "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))",
-      );
+      sql.exec(`CREATE TABLE cards_by_session ${CARDS_COLUMNS}`);
       sql.exec(
         "INSERT INTO cards_by_session " +
           "SELECT session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at, ended_at, " +
@@ -88,11 +86,7 @@ const CARDS_STEPS: readonly SchemaStep[] = [
       }
       sql.exec("DROP TABLE cards");
       sql.exec("ALTER TABLE cards_by_session RENAME TO cards");
-      sql.exec(
-        "CREATE TABLE card_refusals (" +
-          "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
-          "PRIMARY KEY (session_id, tool_call_id, sid))",
-      );
+      sql.exec(CARD_REFUSALS);
     },
   },
 ];
