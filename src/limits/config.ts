@@ -14,7 +14,7 @@ import * as z from "zod/mini";
 import type { Env } from "../env";
 import { HttpError } from "../respond";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
-import { describeIssues } from "../protocol/issues";
+import { checkSetting } from "../protocol/issues";
 
 const Seconds = z.number().check(z.positive(), z.lte(30 * 86_400));
 
@@ -128,17 +128,11 @@ export interface Limits {
 }
 
 function parse(source: unknown, schema: z.ZodMiniType<Record<string, unknown>>, name: string): Record<string, unknown> {
-  let raw: unknown = source ?? {};
-  if (typeof source === "string") {
-    try {
-      raw = JSON.parse(source);
-    } catch (err) {
-      throw new Error(`${name} is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
-    }
+  try {
+    return checkSetting(schema, source);
+  } catch (err) {
+    throw new Error(`${name}: ${(err as Error).message}`);
   }
-  const parsed = schema.safeParse(raw);
-  if (!parsed.success) throw new Error(`${name}: ${describeIssues(parsed.error)}`);
-  return parsed.data;
 }
 
 function build(env: Env): Limits {

@@ -17,3 +17,21 @@ export function check<S extends z.ZodMiniType>(schema: S, input: unknown): Check
   const parsed = schema.safeParse(input);
   return parsed.success ? { ok: true, value: parsed.data } : { ok: false, error: describeIssues(parsed.error) };
 }
+
+/**
+ * A setting from wrangler.toml, given as an object or as its JSON text (absent: `{}`), checked with a schema; a
+ * failure throws the sentence saying why.
+ */
+export function checkSetting<S extends z.ZodMiniType>(schema: S, source: unknown): z.output<S> {
+  let raw: unknown = source ?? {};
+  if (typeof source === "string") {
+    try {
+      raw = JSON.parse(source);
+    } catch (err) {
+      throw new Error(`it is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
+    }
+  }
+  const checked = check(schema, raw);
+  if (!checked.ok) throw new Error(checked.error);
+  return checked.value;
+}

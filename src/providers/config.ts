@@ -5,7 +5,7 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import { describeIssues } from "../protocol/issues";
+import { checkSetting } from "../protocol/issues";
 import { HttpError } from "../respond";
 import { MODEL_KINDS, type ModelKind } from "../protocol/http-api";
 
@@ -106,18 +106,8 @@ export interface ServedModel {
 let cached: { source: unknown; models: Map<string, ServedModel> } | undefined;
 
 function parseProviders(source: unknown): Map<string, ServedModel> {
-  let raw: unknown = source ?? {};
-  if (typeof source === "string") {
-    try {
-      raw = JSON.parse(source);
-    } catch (err) {
-      throw new Error(`it is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
-    }
-  }
-  const parsed = ProvidersConfig.safeParse(raw);
-  if (!parsed.success) throw new Error(describeIssues(parsed.error));
   const models = new Map<string, ServedModel>();
-  for (const [provider, config] of Object.entries(parsed.data)) {
+  for (const [provider, config] of Object.entries(checkSetting(ProvidersConfig, source))) {
     for (const [name, model] of Object.entries(config.models)) {
       const id = `${provider}/${name}`;
       models.set(id, {
