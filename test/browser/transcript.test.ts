@@ -443,8 +443,10 @@ describe("the transcript and its cards", () => {
     expect(await topOf()).toBe(top);
     expect((await atBottom()).gap).toBeGreaterThan(1000);
 
-    // Every turn is in the page, the first one at the top, drawn when scrolled to.
-    expect(await log.locator(".turn").count()).toBe(LONG_TURNS + 1);
+    // Every turn is in the page, in order, the first one at the top, drawn when scrolled to.
+    const ids = await log.locator(".turn").evaluateAll((els) => els.map((el) => (el as HTMLElement).dataset.turnId));
+    expect(ids).toHaveLength(LONG_TURNS + 1);
+    expect(ids.slice(0, LONG_TURNS)).toEqual(Array.from({ length: LONG_TURNS }, (_, i) => `turn_long_${i + 1}`));
     await pane.evaluate((box) => box.scrollTo({ top: 0 }));
     const first = log.getByText("Question 1: what does step 1 change?");
     await expect.poll(() => first.evaluate((el) => el.checkVisibility({ contentVisibilityAuto: true }))).toBe(true);

@@ -15,6 +15,7 @@ import type { CardDecision } from "../../../src/protocol/instance";
 import { element } from "../dom";
 import { blockNode, locationsNode, outputNode, toolContentNode } from "./blocks";
 import { setMarkdown } from "./markdown";
+import { insertTurn, nextTurn, removeTurn } from "./turn-groups";
 
 const STOP_TEXT: Record<string, string> = {
   end_turn: "Done",
@@ -39,8 +40,8 @@ class TextBlock {
   private settled = false;
   /** How much of the text is rendered into `done`, and where its open end is rendered. */
   private doneUpTo = 0;
-  private readonly done = element("div", { class: "md-done" });
-  private readonly open = element("div", { class: "md-open" });
+  private readonly done = element("div");
+  private readonly open = element("div");
   constructor(
     readonly el: HTMLElement,
     private readonly body: HTMLElement = el,
@@ -72,7 +73,7 @@ class TextBlock {
     if (this.open.parentNode !== this.body) this.body.replaceChildren(this.done, this.open);
     const boundary = closedUpTo(this.text);
     if (boundary > this.doneUpTo) {
-      const block = element("div", {});
+      const block = element("div");
       setMarkdown(block, this.text.slice(this.doneUpTo, boundary));
       this.done.append(block);
       this.doneUpTo = boundary;
@@ -461,7 +462,7 @@ export class Transcript {
     }
     const view = new TurnView(turnId);
     if (turnId) this.turns.set(turnId, view);
-    this.live.append(view.el);
+    insertTurn(this.live, view.el, null);
     this.current = view;
     return view;
   }
@@ -663,7 +664,7 @@ export class Transcript {
    * before the oldest kept turn shown so far.
    */
   importKept(turns: readonly KeptTurn[]): void {
-    const anchor = this.oldestKept?.parentNode === this.past ? this.oldestKept : null;
+    const anchor = this.past.contains(this.oldestKept) ? this.oldestKept : null;
     for (const turn of [...turns].reverse()) {
       const known = this.turns.get(turn.turnId);
       if (known) {
@@ -673,7 +674,7 @@ export class Transcript {
       const view = new TurnView(turn.turnId);
       this.turns.set(turn.turnId, view);
       view.fromKept(turn);
-      this.past.insertBefore(view.el, anchor);
+      insertTurn(this.past, view.el, anchor);
     }
     const oldest = turns.at(-1);
     if (oldest) this.oldestKept = this.turns.get(oldest.turnId)?.el ?? this.oldestKept;
@@ -683,7 +684,7 @@ export class Transcript {
   dropKept(): void {
     for (const [turnId, view] of this.turns) {
       if (view.el.dataset.kept === undefined) continue;
-      view.el.remove();
+      removeTurn(view.el);
       this.turns.delete(turnId);
     }
     this.oldestKept = null;
@@ -709,7 +710,7 @@ export class Transcript {
     const before = this.live.firstChild;
     // Turns shown already (kept by the instance, or live) keep their places; the others go in history's order
     // around them: before the first one shown, or after the one shown before them.
-    let at: Node | null = this.past.firstChild;
+    let at = this.past.querySelector<HTMLElement>(".turn");
     for (const g of groups) {
       const id = g.user?.turnId ?? null;
       if (id && running.has(id)) continue;
@@ -717,7 +718,7 @@ export class Transcript {
       if (known) {
         if (g.user) known.setUser(g.user.text, g.user.attachments);
         if (known.lost || known.missing || (known.keptEmpty && g.answers.length > 0)) known.fill(g.answers);
-        at = known.el.parentNode === this.past ? known.el.nextSibling : null;
+        at = this.past.contains(known.el) ? nextTurn(known.el) : null;
         continue;
       }
       const view = new TurnView(id);
@@ -725,7 +726,7 @@ export class Transcript {
       if (id) this.turns.set(id, view);
       if (g.user) view.setUser(g.user.text, g.user.attachments);
       view.fill(g.answers);
-      this.past.insertBefore(view.el, at);
+      insertTurn(this.past, view.el, at);
     }
     if (before === null) this.current = null;
     this.historyLoaded = true;
