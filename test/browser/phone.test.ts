@@ -349,13 +349,15 @@ describe("the web UI on a phone", () => {
   it("shows the device list with the page's first answers, and never a preloaded answer once the account changed", async () => {
     const fresh = await browser.newContext({ viewport: PHONE, hasTouch: true, isMobile: true });
     try {
-      // When the first device showed, in the page's time.
+      // When the page's heading and its first device showed, in the page's time.
       await fresh.addInitScript(() => {
-        const w = window as unknown as { listedAt?: number };
+        const w = window as unknown as { headingAt?: number; listedAt?: number };
         const observer = new MutationObserver(() => {
+          const now = performance.now();
+          if (w.headingAt === undefined && document.querySelector(".page h1")) w.headingAt = now;
           if (!document.querySelector(".devices .device-card")) return;
           observer.disconnect();
-          w.listedAt = performance.now();
+          w.listedAt = now;
         });
         observer.observe(document, { childList: true, subtree: true });
       });
@@ -383,6 +385,12 @@ describe("the web UI on a phone", () => {
         { api: "/api/auth/me", by: ["link"], beforeScript: true },
         { api: "/api/devices", by: ["link"], beforeScript: true },
       ]);
+      // The page comes with its devices: never a moment with the heading and an empty list.
+      const shown = await signedIn.evaluate(() => {
+        const { headingAt, listedAt } = window as unknown as { headingAt: number; listedAt: number };
+        return { headingAt, listedAt };
+      });
+      expect(shown.listedAt).toBe(shown.headingAt);
 
       // Signed out, the page's preloads are refused; after signing in, the list is the instance's answer now.
       await fresh.clearCookies();

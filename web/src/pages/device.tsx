@@ -10,7 +10,7 @@ import { useEffect, useLayoutEffect, useMemo, useState } from "preact/hooks";
 import { account } from "../app/account";
 import { background } from "../app/background";
 import { APP_NAME } from "../app/app-name";
-import { devices } from "../app/http";
+import { type DeviceInfo, devices } from "../app/http";
 import { chatPath, devicePath } from "../app/paths";
 import { preloadedDevices } from "../app/preloaded";
 import { CardList } from "../cards/cards";
@@ -31,12 +31,10 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   // Before the first paint, not after it: on a slow phone the socket's dial is the open chat's first wait.
   useLayoutEffect(() => {
     store.start();
-    background(
-      (preloadedDevices(account.peek()) ?? devices()).then(
-        (list) => setName(list.find((d) => d.id === deviceId)?.name ?? deviceId),
-        () => {},
-      ),
-    );
+    const named = (list: DeviceInfo[]) => setName(list.find((d) => d.id === deviceId)?.name ?? deviceId);
+    const preloaded = preloadedDevices(account.peek());
+    if (preloaded) named(preloaded);
+    else background(devices().then(named, () => {}));
     return () => store.stop();
   }, [store]);
 

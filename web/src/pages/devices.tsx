@@ -25,21 +25,27 @@ export function capabilitiesOf(device: DeviceInfo): string[] {
   return Array.isArray(device.capabilities) ? device.capabilities.filter((c) => typeof c === "string") : [];
 }
 
+/** Online first, then by name. */
+const inOrder = (list: DeviceInfo[]) =>
+  list.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
+
 export function DevicesPage() {
-  const [list, setList] = useState<DeviceInfo[] | null>(null);
+  // The page's preloaded answer shows in the first render; without one, the list is asked for after it.
+  const [list, setList] = useState<DeviceInfo[] | null>(() => {
+    const preloaded = preloadedDevices(account.peek());
+    return preloaded && inOrder(preloaded);
+  });
   const [error, setError] = useState("");
   const load = async () => {
     try {
-      const all = await (preloadedDevices(account.peek()) ?? devices());
-      all.sort((a, b) => Number(b.online) - Number(a.online) || a.name.localeCompare(b.name));
-      setList(all);
+      setList(inOrder(await devices()));
       setError("");
     } catch (err) {
       setError(messageOf(err));
     }
   };
   useEffect(() => {
-    background(load());
+    if (list === null) background(load());
     const timer = setInterval(() => background(load()), REFRESH_MS);
     return () => clearInterval(timer);
   }, []);
