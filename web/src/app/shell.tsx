@@ -7,6 +7,7 @@ import { useEffect } from "preact/hooks";
 import { account, leave, offline, usageReport } from "./account";
 import { APP_NAME } from "./app-name";
 import { background } from "./background";
+import { BrandMark } from "./icons";
 import { match, here } from "./router";
 import { NAV } from "./nav";
 import { ROUTES } from "./routes";
@@ -54,7 +55,7 @@ export function Shell() {
     <>
       <header class="appbar">
         <a class="brand" href="/" aria-label={`${APP_NAME}: your devices`}>
-          <img src="/icons/icon.svg" alt="" width="24" height="24" />
+          <BrandMark />
           <span>{APP_NAME}</span>
         </a>
         {who && (
