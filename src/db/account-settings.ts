@@ -13,7 +13,7 @@ export interface AccountRef {
 /** An account by id or, when the reference holds an @, by email (any case). */
 export function findAccount(db: D1Database, ref: string): Promise<AccountRef | null> {
   const column = ref.includes("@") ? "email" : "id";
-  return db.prepare(`SELECT id, email, admin FROM users WHERE ${column} = ?`).bind(ref).first<AccountRef>();
+  return db.prepare(`SELECT id,email,admin FROM users WHERE ${column}=?`).bind(ref).first<AccountRef>();
 }
 
 /** The UTC month of a time, as the ledger keys it: "2026-11". */
@@ -29,7 +29,7 @@ export async function assignPlan(db: D1Database, userId: string, plan: string | 
   const statements = [
     db
       .prepare(
-        "INSERT INTO account_settings (user_id, plan) VALUES (?, ?) ON CONFLICT(user_id) DO UPDATE SET plan = excluded.plan",
+        "INSERT INTO account_settings (user_id,plan) VALUES (?,?) ON CONFLICT(user_id) DO UPDATE SET plan=excluded.plan",
       )
       .bind(userId, plan),
   ];
@@ -37,9 +37,9 @@ export async function assignPlan(db: D1Database, userId: string, plan: string | 
     statements.push(
       db
         .prepare(
-          "INSERT INTO credits (user_id, source, month, amount_micro, created_at) " +
-            "SELECT ?, 'plan', ?, monthly_micro, ? FROM plans WHERE name = ? " +
-            "ON CONFLICT(user_id, month) WHERE source = 'plan' DO UPDATE SET amount_micro = excluded.amount_micro",
+          "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
+            "SELECT ?,'plan',?,monthly_micro,? FROM plans WHERE name=? " +
+            "ON CONFLICT(user_id,month) WHERE source='plan' DO UPDATE SET amount_micro=excluded.amount_micro",
         )
         .bind(userId, monthKey(now), now, plan),
     );
@@ -60,10 +60,10 @@ export async function grantCredits(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      "INSERT INTO credits (user_id, source, amount_micro, note, created_at) " +
-        "SELECT ?1, 'grant', ?2, ?3, ?4 " +
-        "WHERE ABS((SELECT COALESCE(SUM(amount_micro), 0) FROM credits WHERE user_id = ?1) " +
-        "- (SELECT COALESCE(SUM(cost_micro), 0) FROM usage WHERE user_id = ?1) + ?2) <= ?5",
+      "INSERT INTO credits (user_id,source,amount_micro,note,created_at) " +
+        "SELECT ?1,'grant',?2,?3,?4 " +
+        "WHERE ABS((SELECT COALESCE(SUM(amount_micro),0) FROM credits WHERE user_id=?1) " +
+        "- (SELECT COALESCE(SUM(cost_micro),0) FROM usage WHERE user_id=?1) + ?2)<=?5",
     )
     .bind(userId, amountMicro, note, now, MAX_MICRO)
     .run();
@@ -73,8 +73,8 @@ export async function grantCredits(
 export async function setPersonalizationAvailable(db: D1Database, userId: string, available: boolean): Promise<void> {
   await db
     .prepare(
-      "INSERT INTO account_settings (user_id, personalization_available) VALUES (?, ?) " +
-        "ON CONFLICT(user_id) DO UPDATE SET personalization_available = excluded.personalization_available",
+      "INSERT INTO account_settings (user_id,personalization_available) VALUES (?,?) " +
+        "ON CONFLICT(user_id) DO UPDATE SET personalization_available=excluded.personalization_available",
     )
     .bind(userId, available ? 1 : 0)
     .run();
@@ -94,12 +94,12 @@ export async function setAdmin(
   const [update, asker] = await db.batch<{ admin: number }>([
     db
       .prepare(
-        "UPDATE users SET admin = ?3 WHERE id = ?2 " +
-          "AND EXISTS (SELECT 1 FROM users WHERE id = ?1 AND admin = 1) " +
-          "AND (?3 = 1 OR EXISTS (SELECT 1 FROM users WHERE admin = 1 AND id != ?2))",
+        "UPDATE users SET admin=?3 WHERE id=?2 " +
+          "AND EXISTS (SELECT 1 FROM users WHERE id=?1 AND admin=1) " +
+          "AND (?3=1 OR EXISTS (SELECT 1 FROM users WHERE admin=1 AND id!=?2))",
       )
       .bind(byAdmin, userId, admin ? 1 : 0),
-    db.prepare("SELECT admin FROM users WHERE id = ?").bind(byAdmin),
+    db.prepare("SELECT admin FROM users WHERE id=?").bind(byAdmin),
   ]);
   if (update!.meta.changes > 0) return "done";
   return asker!.results[0]?.admin === 1 ? "last admin" : "not admin";

@@ -20,10 +20,7 @@ export interface ApiTokenInfo {
 }
 
 export function findApiToken(db: D1Database, id: string): Promise<ApiTokenRow | null> {
-  return db
-    .prepare("SELECT id, user_id, secret_hash, scopes FROM api_tokens WHERE id = ?")
-    .bind(id)
-    .first<ApiTokenRow>();
+  return db.prepare("SELECT id,user_id,secret_hash,scopes FROM api_tokens WHERE id=?").bind(id).first<ApiTokenRow>();
 }
 
 /** A new token, unless the person already has `quota` of them (false; one statement, so no two slip past it). */
@@ -34,8 +31,8 @@ export async function insertApiToken(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      "INSERT INTO api_tokens (id, user_id, name, secret_hash, scopes, created_at) " +
-        "SELECT ?1, ?2, ?3, ?4, ?5, ?6 WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id = ?2) < ?7",
+      "INSERT INTO api_tokens (id,user_id,name,secret_hash,scopes,created_at) " +
+        "SELECT ?1,?2,?3,?4,?5,?6 WHERE (SELECT COUNT(*) FROM api_tokens WHERE user_id=?2)<?7",
     )
     .bind(token.id, token.userId, token.name, token.secretHash, writeScopes(token.scopes), token.now, quota)
     .run();
@@ -44,7 +41,7 @@ export async function insertApiToken(
 
 export async function listApiTokens(db: D1Database, userId: string): Promise<ApiTokenInfo[]> {
   const { results } = await db
-    .prepare("SELECT id, name, scopes, created_at FROM api_tokens WHERE user_id = ? ORDER BY created_at, id")
+    .prepare("SELECT id,name,scopes,created_at FROM api_tokens WHERE user_id=? ORDER BY created_at,id")
     .bind(userId)
     .all<Omit<ApiTokenInfo, "scopes"> & { scopes: string }>();
   return results.map((t) => ({ ...t, scopes: readScopes(t.scopes) }));
@@ -52,6 +49,6 @@ export async function listApiTokens(db: D1Database, userId: string): Promise<Api
 
 /** False when the person has no such token (someone else's counts as none). */
 export async function deleteApiToken(db: D1Database, id: string, userId: string): Promise<boolean> {
-  const { meta } = await db.prepare("DELETE FROM api_tokens WHERE id = ? AND user_id = ?").bind(id, userId).run();
+  const { meta } = await db.prepare("DELETE FROM api_tokens WHERE id=? AND user_id=?").bind(id, userId).run();
   return meta.changes > 0;
 }

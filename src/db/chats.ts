@@ -20,8 +20,9 @@ const storable = (sessionId: string, cwd: string) => sessionId.length <= BOUNDS.
  * The statement's guard for a chat it would make: none may be made for a person at their quota, while a chat that
  * exists is still brought up to date. ?1 device, ?2 session, ?3 person, `?<quota>` the quota.
  */
-const withinQuota = (quota: number) => `((SELECT COUNT(*) FROM chats WHERE user_id = ?3) < ?${quota}
-  OR EXISTS (SELECT 1 FROM chats WHERE device_id = ?1 AND session_id = ?2))`;
+const withinQuota = (quota: number) =>
+  `((SELECT COUNT(*) FROM chats WHERE user_id=?3)<?${quota} ` +
+  "OR EXISTS (SELECT 1 FROM chats WHERE device_id=?1 AND session_id=?2))";
 
 interface ChatInfoRow extends Omit<ChatInfo, "busy" | "pending_delete"> {
   busy: number;
@@ -42,10 +43,10 @@ export async function chatFromSessionNew(
   const now = Date.now();
   const { meta } = await db
     .prepare(
-      "INSERT INTO chats (device_id, session_id, user_id, cwd, origin, model, mode, created_at, updated_at) " +
-        `SELECT ?1, ?2, ?3, ?4, 'web', ?5, ?6, ?7, ?7 WHERE ${withinQuota(8)} ` +
-        "ON CONFLICT (device_id, session_id) DO UPDATE SET " +
-        "cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, updated_at = excluded.updated_at",
+      "INSERT INTO chats (device_id,session_id,user_id,cwd,origin,model,mode,created_at,updated_at) " +
+        `SELECT ?1,?2,?3,?4,'web',?5,?6,?7,?7 WHERE ${withinQuota(8)} ` +
+        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+        "cwd=excluded.cwd,model=excluded.model,mode=excluded.mode,updated_at=excluded.updated_at",
     )
     .bind(
       deviceId,
@@ -78,14 +79,14 @@ export async function chatFromAnnounce(
   const now = Date.now();
   const { meta } = await db
     .prepare(
-      "INSERT INTO chats (device_id, session_id, user_id, title, cwd, origin, model, mode, busy, created_at, updated_at) " +
-        "SELECT ?1, ?2, ?3, ?4, ?5, 'terminal', ?6, ?7, ?8, ?9, ?9 " +
+      "INSERT INTO chats (device_id,session_id,user_id,title,cwd,origin,model,mode,busy,created_at,updated_at) " +
+        "SELECT ?1,?2,?3,?4,?5,'terminal',?6,?7,?8,?9,?9 " +
         "WHERE NOT EXISTS (" +
-        "SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending') " +
+        "SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') " +
         `AND ${withinQuota(10)} ` +
-        "ON CONFLICT (device_id, session_id) DO UPDATE SET " +
-        "title = coalesce(excluded.title, chats.title), cwd = excluded.cwd, model = excluded.model, mode = excluded.mode, " +
-        "busy = excluded.busy, left_at = NULL, available = 1, updated_at = excluded.updated_at",
+        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+        "title=coalesce(excluded.title,chats.title),cwd=excluded.cwd,model=excluded.model,mode=excluded.mode," +
+        "busy=excluded.busy,left_at=NULL,available=1,updated_at=excluded.updated_at",
     )
     .bind(
       deviceId,
@@ -116,7 +117,7 @@ export async function setChatTitle(
 ): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      `UPDATE chats SET title = ?, updated_at = ? WHERE device_id = ? AND session_id = ?${untitledOnly ? " AND title IS NULL" : ""}`,
+      `UPDATE chats SET title=?,updated_at=? WHERE device_id=? AND session_id=?${untitledOnly ? " AND title IS NULL" : ""}`,
     )
     // A title drawn as nothing (the device's to take, the spec says) shows the chat untitled, never invisible.
     .bind(hasVisibleCharacter(title) ? cut(title, BOUNDS.title) : null, Date.now(), deviceId, sessionId)
@@ -133,9 +134,7 @@ export async function markChatLeft(
 ): Promise<boolean> {
   const now = Date.now();
   const { meta } = await db
-    .prepare(
-      "UPDATE chats SET left_at = ?, available = ?, busy = 0, updated_at = ? WHERE device_id = ? AND session_id = ?",
-    )
+    .prepare("UPDATE chats SET left_at=?,available=?,busy=0,updated_at=? WHERE device_id=? AND session_id=?")
     .bind(now, available ? 1 : 0, now, deviceId, sessionId)
     .run();
   return meta.changes > 0;
@@ -149,14 +148,14 @@ export async function deleteChat(db: D1Database, deviceId: string, sessionId: st
 
 /** The delete as a statement, for a batch that must go with it. */
 export function deleteChatStatement(db: D1Database, deviceId: string, sessionId: string): D1PreparedStatement {
-  return db.prepare("DELETE FROM chats WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId);
+  return db.prepare("DELETE FROM chats WHERE device_id=? AND session_id=?").bind(deviceId, sessionId);
 }
 
 const CHAT_INFO_SELECT =
-  "SELECT c.device_id, c.session_id, c.title, c.cwd, c.origin, c.model, c.mode, c.busy, c.updated_at, " +
+  "SELECT c.device_id,c.session_id,c.title,c.cwd,c.origin,c.model,c.mode,c.busy,c.updated_at," +
   "p.device_id IS NOT NULL AS pending_delete " +
   "FROM chats c " +
-  "LEFT JOIN pending_deletes p ON p.device_id = c.device_id AND p.session_id = c.session_id AND p.state = 'pending'";
+  "LEFT JOIN pending_deletes p ON p.device_id=c.device_id AND p.session_id=c.session_id AND p.state='pending'";
 
 const toChatInfo = (row: ChatInfoRow): ChatInfo => ({
   ...row,
@@ -194,7 +193,5 @@ export async function findChat(
 
 /** Whether the device is this person's. */
 export async function ownsDevice(db: D1Database, userId: string, deviceId: string): Promise<boolean> {
-  return (
-    (await db.prepare("SELECT 1 FROM devices WHERE id = ? AND user_id = ?").bind(deviceId, userId).first()) !== null
-  );
+  return (await db.prepare("SELECT 1 FROM devices WHERE id=? AND user_id=?").bind(deviceId, userId).first()) !== null;
 }

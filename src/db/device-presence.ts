@@ -3,7 +3,7 @@ import { BOUNDS, boundedJson, cutOrNull } from "./bounds";
 
 export function deviceOwner(db: D1Database, deviceId: string): Promise<string | null> {
   return db
-    .prepare("SELECT user_id FROM devices WHERE id = ?")
+    .prepare("SELECT user_id FROM devices WHERE id=?")
     .bind(deviceId)
     .first<{ user_id: string }>()
     .then((row) => row?.user_id ?? null);
@@ -28,7 +28,7 @@ export interface LinkedDevice {
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
   await db
     .prepare(
-      "UPDATE devices SET online = 1, last_seen = ?, protocol = ?, host = COALESCE(?, host), platform = COALESCE(?, platform), capabilities = ?, agent_info = ?, agent_capabilities = ?, auth_methods = ? WHERE id = ?",
+      "UPDATE devices SET online=1,last_seen=?,protocol=?,host=COALESCE(?,host),platform=COALESCE(?,platform),capabilities=?,agent_info=?,agent_capabilities=?,auth_methods=? WHERE id=?",
     )
     .bind(
       at,
@@ -45,7 +45,7 @@ export async function markLinked(db: D1Database, deviceId: string, device: Linke
 }
 
 export async function markUnlinked(db: D1Database, deviceId: string, at: number): Promise<void> {
-  await db.prepare("UPDATE devices SET online = 0, last_seen = ? WHERE id = ?").bind(at, deviceId).run();
+  await db.prepare("UPDATE devices SET online=0,last_seen=? WHERE id=?").bind(at, deviceId).run();
 }
 
 /** What a device's object said of a link D1 showed online, read with the row's `last_seen`. */
@@ -66,7 +66,7 @@ export async function confirmPresence(db: D1Database, checks: readonly PresenceC
       db
         .prepare(
           `UPDATE devices SET ${up ? "last_seen = ?1" : "online = 0"} ` +
-            "WHERE id = ?2 AND online = 1 AND last_seen IS ?3",
+            "WHERE id=?2 AND online=1 AND last_seen IS ?3",
         )
         .bind(now, deviceId, seenAt),
     ),

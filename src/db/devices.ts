@@ -12,7 +12,7 @@ export interface DeviceCredentialRow {
 
 export function findDeviceCredential(db: D1Database, id: string): Promise<DeviceCredentialRow | null> {
   return db
-    .prepare("SELECT id, user_id, secret_hash, scopes FROM devices WHERE id = ?")
+    .prepare("SELECT id,user_id,secret_hash,scopes FROM devices WHERE id=?")
     .bind(id)
     .first<DeviceCredentialRow>();
 }
@@ -50,7 +50,7 @@ function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
 
 export async function listDevices(db: D1Database, userId: string): Promise<DeviceInfo[]> {
   const { results } = await db
-    .prepare(`SELECT ${DEVICE_INFO_COLUMNS} FROM devices WHERE user_id = ? ORDER BY created_at, id`)
+    .prepare(`SELECT ${DEVICE_INFO_COLUMNS} FROM devices WHERE user_id=? ORDER BY created_at,id`)
     .bind(userId)
     .all<DeviceInfoRow>();
   return results.map(toDeviceInfo);
@@ -66,7 +66,7 @@ export async function updateDevice(
   const scopes = change.scopes === undefined ? null : writeScopes(change.scopes);
   const row = await db
     .prepare(
-      "UPDATE devices SET name = COALESCE(?, name), scopes = COALESCE(?, scopes) WHERE id = ? AND user_id = ? " +
+      "UPDATE devices SET name=COALESCE(?,name),scopes=COALESCE(?,scopes) WHERE id=? AND user_id=? " +
         `RETURNING ${DEVICE_INFO_COLUMNS}`,
     )
     .bind(change.name ?? null, scopes, id, userId)
@@ -76,6 +76,6 @@ export async function updateDevice(
 
 /** Revokes a device by deleting its row: its token stops working at once. False when the person has no such device. */
 export async function deleteDevice(db: D1Database, id: string, userId: string): Promise<boolean> {
-  const { meta } = await db.prepare("DELETE FROM devices WHERE id = ? AND user_id = ?").bind(id, userId).run();
+  const { meta } = await db.prepare("DELETE FROM devices WHERE id=? AND user_id=?").bind(id, userId).run();
   return meta.changes > 0;
 }

@@ -58,14 +58,14 @@ function standingStatements(db: D1Database, userId: string, now: number): D1Prep
   return [
     db
       .prepare(
-        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent, ` +
+        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent,` +
           `${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan ` +
           "WHERE u.id=?1",
       )
       .bind(userId, now),
     db
       .prepare(
-        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro, ` +
+        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro,` +
           `(SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest ` +
           "FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds",
       )
@@ -119,8 +119,8 @@ function settleLapsed(db: D1Database, now: number, userId: string | null): D1Pre
   return [
     bind(
       db.prepare(
-        "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated, " +
-          "created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1, " +
+        "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated," +
+          "created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1," +
           `expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
       ),
     ),
@@ -176,7 +176,7 @@ export async function reserve(
     ...settleLapsed(db, now, userId),
     db
       .prepare(
-        "INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms, " +
+        "INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms," +
           "characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13 " +
           "FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan " +
           `WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w ` +
@@ -226,9 +226,9 @@ export interface UsageRecord {
 export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
   const insert = db
     .prepare(
-      "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at, " +
-        "hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in, " +
-        "tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters, " +
+      "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at," +
+        "hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in," +
+        "tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters," +
         "cost_micro=excluded.cost_micro,estimated=excluded.estimated",
     )
     .bind(
@@ -245,10 +245,10 @@ export async function settle(db: D1Database, holdId: string | null, u: UsageReco
       holdId,
     );
   if (holdId === null) await insert.run();
-  else await db.batch([db.prepare("DELETE FROM holds WHERE id = ?").bind(holdId), insert]);
+  else await db.batch([db.prepare("DELETE FROM holds WHERE id=?").bind(holdId), insert]);
 }
 
 /** Drops a hold whose request was not served (the provider refused it): it costs nothing. */
 export async function release(db: D1Database, holdId: string): Promise<void> {
-  await db.prepare("DELETE FROM holds WHERE id = ?").bind(holdId).run();
+  await db.prepare("DELETE FROM holds WHERE id=?").bind(holdId).run();
 }

@@ -61,8 +61,8 @@ export async function insertDocument(
     db
       .prepare(
         "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) " +
-          "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2) < ?9 " +
-          "AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6 <= ?10",
+          "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2)<?9 " +
+          "AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6<=?10",
       )
       .bind(
         doc.id,

@@ -29,9 +29,9 @@ export async function deleteAdmission(
 ): Promise<{ chat: boolean; pending: boolean; count: number }> {
   const row = await db
     .prepare(
-      "SELECT EXISTS (SELECT 1 FROM chats WHERE device_id = ?1 AND session_id = ?2) AS chat, " +
-        "EXISTS (SELECT 1 FROM pending_deletes WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending') AS pending, " +
-        "(SELECT COUNT(*) FROM pending_deletes WHERE user_id = ?3 AND state = 'pending') AS count",
+      "SELECT EXISTS (SELECT 1 FROM chats WHERE device_id=?1 AND session_id=?2) AS chat," +
+        "EXISTS (SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') AS pending," +
+        "(SELECT COUNT(*) FROM pending_deletes WHERE user_id=?3 AND state='pending') AS count",
     )
     .bind(deviceId, sessionId, userId)
     .first<{ chat: number; pending: number; count: number }>();
@@ -53,12 +53,12 @@ export async function recordPendingDelete(
   const now = Date.now();
   await db
     .prepare(
-      "INSERT INTO pending_deletes (device_id, session_id, user_id, last_error, created_at, updated_at) " +
-        "VALUES (?1, ?2, ?3, ?4, ?5, ?5) " +
-        "ON CONFLICT (device_id, session_id) DO UPDATE SET " +
-        "refusals = CASE WHEN state = 'given_up' THEN 0 ELSE refusals END, " +
-        "created_at = CASE WHEN state = 'given_up' THEN excluded.created_at ELSE created_at END, " +
-        "state = 'pending', given_up_at = NULL, last_error = excluded.last_error, updated_at = excluded.updated_at",
+      "INSERT INTO pending_deletes (device_id,session_id,user_id,last_error,created_at,updated_at) " +
+        "VALUES (?1,?2,?3,?4,?5,?5) " +
+        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+        "refusals=CASE WHEN state='given_up' THEN 0 ELSE refusals END," +
+        "created_at=CASE WHEN state='given_up' THEN excluded.created_at ELSE created_at END," +
+        "state='pending',given_up_at=NULL,last_error=excluded.last_error,updated_at=excluded.updated_at",
     )
     .bind(deviceId, sessionId, userId, cut(reason, BOUNDS.reason), now)
     .run();
@@ -70,7 +70,7 @@ export async function recordPendingDelete(
  */
 export async function clearPendingDelete(db: D1Database, deviceId: string, sessionId: string): Promise<boolean> {
   const [pending] = await db.batch([
-    db.prepare("DELETE FROM pending_deletes WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId),
+    db.prepare("DELETE FROM pending_deletes WHERE device_id=? AND session_id=?").bind(deviceId, sessionId),
     deleteChatStatement(db, deviceId, sessionId),
   ]);
   return (pending?.meta.changes ?? 0) > 0;
@@ -90,11 +90,11 @@ export async function recordRefusal(
   const row = await db
     .prepare(
       "UPDATE pending_deletes SET " +
-        "refusals = refusals + 1, last_error = ?3, updated_at = ?4, " +
-        "state = CASE WHEN refusals + 1 >= ?5 THEN 'given_up' ELSE 'pending' END, " +
-        "given_up_at = CASE WHEN refusals + 1 >= ?5 THEN ?4 ELSE NULL END " +
-        "WHERE device_id = ?1 AND session_id = ?2 AND state = 'pending' " +
-        "RETURNING refusals, state",
+        "refusals=refusals + 1,last_error=?3,updated_at=?4," +
+        "state=CASE WHEN refusals + 1>=?5 THEN 'given_up' ELSE 'pending' END," +
+        "given_up_at=CASE WHEN refusals + 1>=?5 THEN ?4 ELSE NULL END " +
+        "WHERE device_id=?1 AND session_id=?2 AND state='pending' " +
+        "RETURNING refusals,state",
     )
     .bind(deviceId, sessionId, cut(error, BOUNDS.reason), now, MAX_REFUSALS)
     .first<{ refusals: number; state: "pending" | "given_up" }>();
@@ -108,8 +108,8 @@ export async function recordRefusal(
 export async function listPendingDeletes(db: D1Database, deviceId: string): Promise<PendingDelete[]> {
   const { results } = await db
     .prepare(
-      "SELECT session_id, user_id, refusals, last_error, created_at FROM pending_deletes " +
-        "WHERE device_id = ? AND state = 'pending' ORDER BY created_at, rowid",
+      "SELECT session_id,user_id,refusals,last_error,created_at FROM pending_deletes " +
+        "WHERE device_id=? AND state='pending' ORDER BY created_at,rowid",
     )
     .bind(deviceId)
     .all<PendingDelete>();

@@ -21,9 +21,9 @@ interface Row {
 export async function readPersonalization(db: D1Database, userId: string): Promise<Personalization> {
   const row = await db
     .prepare(
-      "SELECT p.enabled, s.personalization_available AS available, p.personality, p.personality_custom, p.instructions " +
-        "FROM users u LEFT JOIN personalization p ON p.user_id = u.id LEFT JOIN account_settings s ON s.user_id = u.id " +
-        "WHERE u.id = ?",
+      "SELECT p.enabled,s.personalization_available AS available,p.personality,p.personality_custom,p.instructions " +
+        "FROM users u LEFT JOIN personalization p ON p.user_id=u.id LEFT JOIN account_settings s ON s.user_id=u.id " +
+        "WHERE u.id=?",
     )
     .bind(userId)
     .first<Row>();
@@ -50,7 +50,7 @@ export async function updatePersonalization(
   const sets = given.map((c) => `${c} = excluded.${c}`).concat("updated_at = excluded.updated_at");
   await db
     .prepare(
-      `INSERT INTO personalization (user_id, ${[...given, "updated_at"].join(", ")}) VALUES (?, ${[...given, "updated_at"].map(() => "?").join(", ")}) ` +
+      `INSERT INTO personalization (user_id,${[...given, "updated_at"].join(", ")}) VALUES (?,${[...given, "updated_at"].map(() => "?").join(", ")}) ` +
         `ON CONFLICT(user_id) DO UPDATE SET ${sets.join(", ")}`,
     )
     .bind(userId, ...values, now)

@@ -40,8 +40,8 @@ interface WindowRow {
 
 export async function listPlans(db: D1Database): Promise<Plan[]> {
   const [plans, windows] = await db.batch<PlanRow | WindowRow>([
-    db.prepare("SELECT name, monthly_micro, currency, credit_value FROM plans ORDER BY name"),
-    db.prepare("SELECT plan, name, seconds, limit_micro FROM plan_windows ORDER BY seconds"),
+    db.prepare("SELECT name,monthly_micro,currency,credit_value FROM plans ORDER BY name"),
+    db.prepare("SELECT plan,name,seconds,limit_micro FROM plan_windows ORDER BY seconds"),
   ]);
   const byPlan = new Map<string, PlanWindow[]>();
   for (const w of windows!.results as WindowRow[]) {
@@ -61,15 +61,15 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
   await db.batch([
     db
       .prepare(
-        "INSERT INTO plans (name, monthly_micro, currency, credit_value, created_at) VALUES (?, ?, ?, ?, ?) " +
-          "ON CONFLICT(name) DO UPDATE SET monthly_micro = excluded.monthly_micro, " +
-          "currency = excluded.currency, credit_value = excluded.credit_value",
+        "INSERT INTO plans (name,monthly_micro,currency,credit_value,created_at) VALUES (?,?,?,?,?) " +
+          "ON CONFLICT(name) DO UPDATE SET monthly_micro=excluded.monthly_micro," +
+          "currency=excluded.currency,credit_value=excluded.credit_value",
       )
       .bind(plan.name, toMicro(plan.credits_per_month), plan.currency, plan.credit_value, now),
-    db.prepare("DELETE FROM plan_windows WHERE plan = ?").bind(plan.name),
+    db.prepare("DELETE FROM plan_windows WHERE plan=?").bind(plan.name),
     ...plan.windows.map((w) =>
       db
-        .prepare("INSERT INTO plan_windows (plan, name, seconds, limit_micro) VALUES (?, ?, ?, ?)")
+        .prepare("INSERT INTO plan_windows (plan,name,seconds,limit_micro) VALUES (?,?,?,?)")
         .bind(plan.name, w.window, w.seconds, toMicro(w.limit)),
     ),
   ]);
@@ -78,9 +78,9 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
 /** False when there was no such plan. Accounts on it are left without a plan (not limited). */
 export async function deletePlan(db: D1Database, name: string): Promise<boolean> {
   // RETURNING rather than meta.changes, which also counts the windows and settings the foreign keys change.
-  return (await db.prepare("DELETE FROM plans WHERE name = ? RETURNING name").bind(name).first()) !== null;
+  return (await db.prepare("DELETE FROM plans WHERE name=? RETURNING name").bind(name).first()) !== null;
 }
 
 export async function planExists(db: D1Database, name: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 FROM plans WHERE name = ?").bind(name).first()) !== null;
+  return (await db.prepare("SELECT 1 FROM plans WHERE name=?").bind(name).first()) !== null;
 }

@@ -42,12 +42,12 @@ export async function savePushSubscription(
   const { cards, turn_end, link_down } = sub.kinds;
   const row = await db
     .prepare(
-      "INSERT INTO push_subscriptions (endpoint, user_id, p256dh, auth, cards, turn_end, link_down, created_at) " +
-        "SELECT ?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8 " +
-        "WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id = ?2 AND endpoint != ?1) < ?9 " +
-        "ON CONFLICT (endpoint) DO UPDATE SET user_id = excluded.user_id, p256dh = excluded.p256dh, auth = excluded.auth, " +
-        "cards = excluded.cards, turn_end = excluded.turn_end, link_down = excluded.link_down " +
-        "RETURNING endpoint, cards, turn_end, link_down, created_at",
+      "INSERT INTO push_subscriptions (endpoint,user_id,p256dh,auth,cards,turn_end,link_down,created_at) " +
+        "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 " +
+        "WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id=?2 AND endpoint!=?1)<?9 " +
+        "ON CONFLICT (endpoint) DO UPDATE SET user_id=excluded.user_id,p256dh=excluded.p256dh,auth=excluded.auth," +
+        "cards=excluded.cards,turn_end=excluded.turn_end,link_down=excluded.link_down " +
+        "RETURNING endpoint,cards,turn_end,link_down,created_at",
     )
     .bind(
       sub.endpoint,
@@ -67,7 +67,7 @@ export async function savePushSubscription(
 export async function listPushSubscriptions(db: D1Database, userId: string): Promise<PushSubscriptionInfo[]> {
   const { results } = await db
     .prepare(
-      "SELECT endpoint, cards, turn_end, link_down, created_at FROM push_subscriptions WHERE user_id = ? ORDER BY created_at, endpoint",
+      "SELECT endpoint,cards,turn_end,link_down,created_at FROM push_subscriptions WHERE user_id=? ORDER BY created_at,endpoint",
     )
     .bind(userId)
     .all<InfoRow>();
@@ -77,7 +77,7 @@ export async function listPushSubscriptions(db: D1Database, userId: string): Pro
 /** False when the person has no such subscription (someone else's counts as none). */
 export async function deletePushSubscription(db: D1Database, userId: string, endpoint: string): Promise<boolean> {
   const { meta } = await db
-    .prepare("DELETE FROM push_subscriptions WHERE endpoint = ? AND user_id = ?")
+    .prepare("DELETE FROM push_subscriptions WHERE endpoint=? AND user_id=?")
     .bind(endpoint, userId)
     .run();
   return meta.changes > 0;
@@ -85,7 +85,7 @@ export async function deletePushSubscription(db: D1Database, userId: string, end
 
 /** The push service said the subscription is gone (404/410). */
 export async function forgetPushEndpoint(db: D1Database, endpoint: string): Promise<void> {
-  await db.prepare("DELETE FROM push_subscriptions WHERE endpoint = ?").bind(endpoint).run();
+  await db.prepare("DELETE FROM push_subscriptions WHERE endpoint=?").bind(endpoint).run();
 }
 
 export interface PushRecipient {
@@ -111,9 +111,9 @@ export async function pushContext(
 ): Promise<PushContext> {
   const wants = kind === null ? "" : ` AND ${kind} = 1`;
   const [subs, device, chat] = await db.batch([
-    db.prepare(`SELECT endpoint, p256dh, auth FROM push_subscriptions WHERE user_id = ?${wants}`).bind(userId),
-    db.prepare("SELECT name FROM devices WHERE id = ? AND user_id = ?").bind(deviceId, userId),
-    db.prepare("SELECT title FROM chats WHERE device_id = ? AND session_id = ?").bind(deviceId, sessionId ?? ""),
+    db.prepare(`SELECT endpoint,p256dh,auth FROM push_subscriptions WHERE user_id=?${wants}`).bind(userId),
+    db.prepare("SELECT name FROM devices WHERE id=? AND user_id=?").bind(deviceId, userId),
+    db.prepare("SELECT title FROM chats WHERE device_id=? AND session_id=?").bind(deviceId, sessionId ?? ""),
   ]);
   return {
     recipients: (subs?.results ?? []) as PushRecipient[],

@@ -17,9 +17,9 @@ export async function spendSince(
   from: number,
 ): Promise<{ account: Spend; device: Spend }> {
   const [account, device] = await db.batch<Spend>([
-    db.prepare(`SELECT ${SUMS} FROM usage WHERE user_id = ? AND created_at >= ?`).bind(userId, from),
+    db.prepare(`SELECT ${SUMS} FROM usage WHERE user_id=? AND created_at>=?`).bind(userId, from),
     db
-      .prepare(`SELECT ${SUMS} FROM usage WHERE user_id = ? AND device_id = ? AND created_at >= ?`)
+      .prepare(`SELECT ${SUMS} FROM usage WHERE user_id=? AND device_id=? AND created_at>=?`)
       .bind(userId, deviceId, from),
   ]);
   return { account: account!.results[0]!, device: device!.results[0]! };
@@ -42,8 +42,8 @@ export async function windowFreesAt(
   const row = await db
     .prepare(
       "SELECT created_at FROM (" +
-        "SELECT created_at, SUM(cost_micro) OVER (ORDER BY created_at, id) AS gone FROM usage WHERE user_id = ? AND created_at > ? " +
-        ") WHERE ? - gone <= ? ORDER BY created_at LIMIT 1",
+        "SELECT created_at,SUM(cost_micro) OVER (ORDER BY created_at,id) AS gone FROM usage WHERE user_id=? AND created_at>? " +
+        ") WHERE ? - gone<=? ORDER BY created_at LIMIT 1",
     )
     .bind(userId, since, spentMicro, room)
     .first<{ created_at: number }>();

@@ -20,25 +20,25 @@ export interface NewUser {
 }
 
 export function findUser(db: D1Database, id: string): Promise<UserRow | null> {
-  return db.prepare("SELECT id, email, admin, created_at FROM users WHERE id = ?").bind(id).first<UserRow>();
+  return db.prepare("SELECT id,email,admin,created_at FROM users WHERE id=?").bind(id).first<UserRow>();
 }
 
 /** By email, ignoring case (the column is COLLATE NOCASE). */
 export function findUserCredential(db: D1Database, email: string): Promise<UserCredentialRow | null> {
   return db
-    .prepare("SELECT id, email, admin, created_at, password_hash FROM users WHERE email = ?")
+    .prepare("SELECT id,email,admin,created_at,password_hash FROM users WHERE email=?")
     .bind(email)
     .first<UserCredentialRow>();
 }
 
 /** A new password hash for an account. */
 export async function setPasswordHash(db: D1Database, userId: string, passwordHash: string): Promise<void> {
-  await db.prepare("UPDATE users SET password_hash = ? WHERE id = ?").bind(passwordHash, userId).run();
+  await db.prepare("UPDATE users SET password_hash=? WHERE id=?").bind(passwordHash, userId).run();
 }
 
 export async function listUsers(db: D1Database): Promise<UserRow[]> {
   const { results } = await db
-    .prepare("SELECT id, email, admin, created_at FROM users ORDER BY created_at, email")
+    .prepare("SELECT id,email,admin,created_at FROM users ORDER BY created_at,email")
     .all<UserRow>();
   return results;
 }
@@ -55,8 +55,8 @@ export async function hasAccounts(db: D1Database): Promise<boolean> {
 export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admin">): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      "INSERT INTO users (id, email, password_hash, admin, created_at) " +
-        "SELECT ?, ?, ?, 1, ? WHERE NOT EXISTS (SELECT 1 FROM users)",
+      "INSERT INTO users (id,email,password_hash,admin,created_at) " +
+        "SELECT ?,?,?,1,? WHERE NOT EXISTS (SELECT 1 FROM users)",
     )
     .bind(user.id, user.email, user.passwordHash, user.now)
     .run();
@@ -67,8 +67,8 @@ export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admi
 export async function insertUser(db: D1Database, user: NewUser): Promise<boolean> {
   const { meta } = await db
     .prepare(
-      "INSERT INTO users (id, email, password_hash, admin, created_at) " +
-        "SELECT ?, ?, ?, ?, ? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email = ?)",
+      "INSERT INTO users (id,email,password_hash,admin,created_at) " +
+        "SELECT ?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email=?)",
     )
     .bind(user.id, user.email, user.passwordHash, user.admin ? 1 : 0, user.now, user.email)
     .run();
@@ -83,10 +83,8 @@ export type DeleteUserOutcome = { deleted: true; deviceIds: string[] } | { delet
  */
 export async function deleteUserUnlessLastAdmin(db: D1Database, id: string): Promise<DeleteUserOutcome> {
   const [devices, deletion] = await db.batch<{ id: string }>([
-    db.prepare("SELECT id FROM devices WHERE user_id = ?").bind(id),
-    db
-      .prepare("DELETE FROM users WHERE id = ? AND (admin = 0 OR (SELECT COUNT(*) FROM users WHERE admin = 1) > 1)")
-      .bind(id),
+    db.prepare("SELECT id FROM devices WHERE user_id=?").bind(id),
+    db.prepare("DELETE FROM users WHERE id=? AND (admin=0 OR (SELECT COUNT(*) FROM users WHERE admin=1)>1)").bind(id),
   ]);
   if (deletion!.meta.changes === 0) return { deleted: false };
   return { deleted: true, deviceIds: devices!.results.map((d) => d.id) };

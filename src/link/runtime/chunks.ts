@@ -23,7 +23,7 @@ export class Chunks {
       // Never split a surrogate pair: half of one would not survive the trip through UTF-8.
       if (end < text.length && isHighSurrogate(text.charCodeAt(end - 1))) end--;
       this.sql.exec(
-        "INSERT INTO chunks (owner, key, seq, data) VALUES (?, ?, ?, ?)",
+        "INSERT INTO chunks (owner,key,seq,data) VALUES (?,?,?,?)",
         this.owner,
         key,
         seq,
@@ -36,7 +36,7 @@ export class Chunks {
   /** The text stored under `key`, or null. */
   get(key: string): string | null {
     const rows = this.sql
-      .exec<{ data: string }>("SELECT data FROM chunks WHERE owner = ? AND key = ? ORDER BY seq", this.owner, key)
+      .exec<{ data: string }>("SELECT data FROM chunks WHERE owner=? AND key=? ORDER BY seq", this.owner, key)
       .toArray();
     return rows.length === 0 ? null : rows.map((row) => row.data).join("");
   }
@@ -45,13 +45,13 @@ export class Chunks {
   totalBytes(): number {
     return this.sql
       .exec<{ bytes: number }>(
-        "SELECT COALESCE(SUM(length(CAST(data AS BLOB))), 0) AS bytes FROM chunks WHERE owner = ?",
+        "SELECT COALESCE(SUM(length(CAST(data AS BLOB))),0) AS bytes FROM chunks WHERE owner=?",
         this.owner,
       )
       .one().bytes;
   }
 
   delete(key: string): void {
-    this.sql.exec("DELETE FROM chunks WHERE owner = ? AND key = ?", this.owner, key);
+    this.sql.exec("DELETE FROM chunks WHERE owner=? AND key=?", this.owner, key);
   }
 }

@@ -7,21 +7,21 @@ import type { LinkFeature } from "./runtime";
 
 const TABLES = [
   "CREATE TABLE IF NOT EXISTS link (" +
-    "one INTEGER PRIMARY KEY CHECK (one = 1), " +
-    "link_id TEXT NOT NULL, state TEXT NOT NULL, protocol INTEGER, hello TEXT, initialize TEXT, " +
-    "connected_at INTEGER NOT NULL, up_at INTEGER, down_at INTEGER)",
-  `CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY, v TEXT NOT NULL)`,
+    "one INTEGER PRIMARY KEY CHECK (one=1)," +
+    "link_id TEXT NOT NULL,state TEXT NOT NULL,protocol INTEGER,hello TEXT,initialize TEXT," +
+    "connected_at INTEGER NOT NULL,up_at INTEGER,down_at INTEGER)",
+  `CREATE TABLE IF NOT EXISTS meta (k TEXT PRIMARY KEY,v TEXT NOT NULL)`,
   "CREATE TABLE IF NOT EXISTS outbound (" +
-    "id INTEGER PRIMARY KEY, link_id TEXT NOT NULL, origin TEXT NOT NULL, origin_id TEXT, method TEXT NOT NULL, " +
-    "session_id TEXT, purpose TEXT, keep INTEGER NOT NULL DEFAULT 0, memo TEXT, created_at INTEGER NOT NULL, " +
+    "id INTEGER PRIMARY KEY,link_id TEXT NOT NULL,origin TEXT NOT NULL,origin_id TEXT,method TEXT NOT NULL," +
+    "session_id TEXT,purpose TEXT,keep INTEGER NOT NULL DEFAULT 0,memo TEXT,created_at INTEGER NOT NULL," +
     "due INTEGER)",
-  `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin, origin_id)`,
+  `CREATE INDEX IF NOT EXISTS outbound_origin ON outbound (origin,origin_id)`,
   `CREATE INDEX IF NOT EXISTS outbound_link ON outbound (link_id)`,
   "CREATE TABLE IF NOT EXISTS deadlines (" +
-    "kind TEXT NOT NULL, key TEXT NOT NULL, due INTEGER NOT NULL, PRIMARY KEY (kind, key))",
+    "kind TEXT NOT NULL,key TEXT NOT NULL,due INTEGER NOT NULL,PRIMARY KEY (kind,key))",
   "CREATE TABLE IF NOT EXISTS chunks (" +
-    "owner TEXT NOT NULL, key TEXT NOT NULL, seq INTEGER NOT NULL, data TEXT NOT NULL, " +
-    "PRIMARY KEY (owner, key, seq))",
+    "owner TEXT NOT NULL,key TEXT NOT NULL,seq INTEGER NOT NULL,data TEXT NOT NULL," +
+    "PRIMARY KEY (owner,key,seq))",
 ];
 
 export const core: LinkFeature = {

@@ -21,8 +21,8 @@ const STEPS: readonly SchemaStep[] = [
     step: 1,
     run: [
       "CREATE TABLE d1_queue (" +
-        "id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL, args TEXT NOT NULL, " +
-        "attempts INTEGER NOT NULL DEFAULT 0, not_before INTEGER NOT NULL DEFAULT 0, last_error TEXT, " +
+        "id INTEGER PRIMARY KEY,kind TEXT NOT NULL,key TEXT NOT NULL,args TEXT NOT NULL," +
+        "attempts INTEGER NOT NULL DEFAULT 0,not_before INTEGER NOT NULL DEFAULT 0,last_error TEXT," +
         "created_at INTEGER NOT NULL)",
     ],
   },
@@ -51,7 +51,7 @@ const working = new WeakMap<LinkRuntime, Promise<void>>();
  */
 export function oweD1<A>(rt: LinkRuntime, write: D1Write<A>, key: string, args: A): void {
   rt.sql.exec(
-    "INSERT INTO d1_queue (kind, key, args, created_at) VALUES (?, ?, ?, ?)",
+    "INSERT INTO d1_queue (kind,key,args,created_at) VALUES (?,?,?,?)",
     write.kind,
     key,
     JSON.stringify(args),
@@ -95,10 +95,7 @@ async function drain(rt: LinkRuntime): Promise<void> {
   };
   for (;;) {
     const row = rt.sql
-      .exec<QueueRow>(
-        "SELECT id, kind, key, args, attempts, not_before FROM d1_queue WHERE id > ? ORDER BY id LIMIT 1",
-        after,
-      )
+      .exec<QueueRow>("SELECT id,kind,key,args,attempts,not_before FROM d1_queue WHERE id>? ORDER BY id LIMIT 1", after)
       .toArray()[0];
     if (!row) break;
     after = row.id;
@@ -112,13 +109,13 @@ async function drain(rt: LinkRuntime): Promise<void> {
     try {
       if (!run) throw new Error(`no feature writes ${row.kind} any more`);
       await run(rt.env.DB, JSON.parse(row.args));
-      rt.sql.exec("DELETE FROM d1_queue WHERE id = ?", row.id);
+      rt.sql.exec("DELETE FROM d1_queue WHERE id=?", row.id);
     } catch (err) {
       held.add(row.key);
       const attempts = row.attempts + 1;
       const notBefore = Date.now() + backoff(attempts);
       rt.sql.exec(
-        "UPDATE d1_queue SET attempts = ?, not_before = ?, last_error = ? WHERE id = ?",
+        "UPDATE d1_queue SET attempts=?,not_before=?,last_error=? WHERE id=?",
         attempts,
         notBefore,
         String(err).slice(0, 500),

@@ -49,14 +49,14 @@ export class Deadlines {
   /** Sets (or moves) a deadline. */
   set(kind: string, key: string, due: number): void {
     const armed = this.#armedFor();
-    this.sql.exec("INSERT OR REPLACE INTO deadlines (kind, key, due) VALUES (?, ?, ?)", kind, key, due);
+    this.sql.exec("INSERT OR REPLACE INTO deadlines (kind,key,due) VALUES (?,?,?)", kind, key, due);
     this.#ringBy(armed, due);
   }
 
   /** Sets a deadline unless one of that kind and key is already set. */
   ensure(kind: string, key: string, due: number): void {
     // Read first: an INSERT OR IGNORE that is ignored is still a write, and would hold the object's next output.
-    if (this.sql.exec("SELECT 1 FROM deadlines WHERE kind = ? AND key = ?", kind, key).toArray().length > 0) return;
+    if (this.sql.exec("SELECT 1 FROM deadlines WHERE kind=? AND key=?", kind, key).toArray().length > 0) return;
     this.set(kind, key, due);
   }
 
@@ -66,7 +66,7 @@ export class Deadlines {
   }
 
   clear(kind: string, key: string): void {
-    this.sql.exec("DELETE FROM deadlines WHERE kind = ? AND key = ?", kind, key);
+    this.sql.exec("DELETE FROM deadlines WHERE kind=? AND key=?", kind, key);
   }
 
   /**
@@ -89,13 +89,13 @@ export class Deadlines {
     this.#armed = null;
     const due = this.sql
       .exec<{ kind: string; key: string; due: number }>(
-        "DELETE FROM deadlines WHERE due <= ? RETURNING kind, key, due",
+        "DELETE FROM deadlines WHERE due<=? RETURNING kind,key,due",
         now,
       )
       .toArray();
     for (const { kind, table, key } of this.columns) {
       for (const row of this.sql.exec<{ key: SqlStorageValue; due: number }>(
-        `SELECT ${key} AS key, due FROM ${table} WHERE due <= ?`,
+        `SELECT ${key} AS key,due FROM ${table} WHERE due<=?`,
         now,
       )) {
         due.push({ kind, key: String(row.key), due: row.due });

@@ -178,7 +178,7 @@ export class Outbound {
 
   #insert(row: Row, createdAt: number): void {
     this.sql.exec(
-      "INSERT INTO outbound (id, link_id, origin, origin_id, method, session_id, purpose, keep, memo, created_at, due) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+      "INSERT INTO outbound (id,link_id,origin,origin_id,method,session_id,purpose,keep,memo,created_at,due) VALUES (?,?,?,?,?,?,?,?,?,?,?)",
       row.id,
       row.link_id,
       row.origin,
@@ -201,7 +201,7 @@ export class Outbound {
 
   remove(id: number): void {
     const row = this.#memory().get(id);
-    if (!this.#held.has(id)) this.sql.exec("DELETE FROM outbound WHERE id = ?", id);
+    if (!this.#held.has(id)) this.sql.exec("DELETE FROM outbound WHERE id=?", id);
     if (row) this.#forgetRow(row);
   }
 
@@ -210,7 +210,7 @@ export class Outbound {
     const held = this.#held.get(id);
     if (held) return this.#removed([held.row])[0]!;
     this.#memory();
-    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE id = ? RETURNING *", id).toArray();
+    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE id=? RETURNING *", id).toArray();
     return this.#removed(rows)[0] ?? null;
   }
 
@@ -229,11 +229,7 @@ export class Outbound {
     const request = this.findByOrigin(origin, originId);
     if (request && this.#held.has(request.id)) return this.take(request.id);
     const rows = this.sql
-      .exec<Row>(
-        "DELETE FROM outbound WHERE origin = ? AND origin_id = ? RETURNING *",
-        origin,
-        JSON.stringify(originId),
-      )
+      .exec<Row>("DELETE FROM outbound WHERE origin=? AND origin_id=? RETURNING *", origin, JSON.stringify(originId))
       .toArray();
     return this.#removed(rows)[0] ?? null;
   }
@@ -249,7 +245,7 @@ export class Outbound {
   takeAllOf(origin: string): OutboundRequest[] {
     this.#memory();
     const held = this.#heldWhere((row) => row.origin === origin);
-    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE origin = ? RETURNING *", origin).toArray();
+    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE origin=? RETURNING *", origin).toArray();
     return this.#removed([...rows, ...held]);
   }
 
@@ -257,9 +253,7 @@ export class Outbound {
   takeUnkeptOf(linkId: string): OutboundRequest[] {
     this.#memory();
     const held = this.#heldWhere((row) => row.link_id === linkId && row.keep === 0);
-    const rows = this.sql
-      .exec<Row>("DELETE FROM outbound WHERE link_id = ? AND keep = 0 RETURNING *", linkId)
-      .toArray();
+    const rows = this.sql.exec<Row>("DELETE FROM outbound WHERE link_id=? AND keep=0 RETURNING *", linkId).toArray();
     return this.#removed([...rows, ...held]);
   }
 

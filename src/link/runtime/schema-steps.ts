@@ -53,14 +53,14 @@ export interface Migrating {
  */
 export const OWN_NAME = `name NOT LIKE 'sqlite\\_%' ESCAPE '\\' AND name NOT LIKE '\\_cf\\_%' ESCAPE '\\' AND name != '__miniflare_do_name'`;
 /** The object's own tables. */
-export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type = 'table' AND ${OWN_NAME}`;
+export const OWN_TABLES = `SELECT name FROM sqlite_master WHERE type='table' AND ${OWN_NAME}`;
 const STEPS_TABLE =
   "CREATE TABLE schema_steps (" +
-  "feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))";
+  "feature TEXT NOT NULL,step INTEGER NOT NULL,applied_at INTEGER NOT NULL,PRIMARY KEY (feature,step))";
 
 /** Records the steps applied, given as a JSON array of [feature, step] pairs. */
 const RECORD_STEPS =
-  "INSERT INTO schema_steps (feature, step, applied_at) " + "SELECT value ->> 0, value ->> 1, ?1 FROM json_each(?2)";
+  "INSERT INTO schema_steps (feature,step,applied_at) " + "SELECT value ->> 0,value ->> 1,?1 FROM json_each(?2)";
 
 /**
  * Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out), and a
@@ -150,7 +150,7 @@ export function applySteps(
   const fresh = tables.length === 0;
   const recorded = tables.some(({ name }) => name === "schema_steps");
   const steps = recorded
-    ? sql.exec<{ feature: string; step: number }>("SELECT feature, step FROM schema_steps").toArray()
+    ? sql.exec<{ feature: string; step: number }>("SELECT feature,step FROM schema_steps").toArray()
     : [];
   const applied = new Set(steps.map((row) => `${row.feature}/${row.step}`));
   const withSteps = new Set(steps.map((row) => row.feature));

@@ -76,7 +76,7 @@ export class LinkStore {
 
   current(): LinkRecord | null {
     if (this.#cached !== undefined) return this.#cached;
-    const row = this.sql.exec<LinkRow>("SELECT * FROM link WHERE one = 1").toArray()[0];
+    const row = this.sql.exec<LinkRow>("SELECT * FROM link WHERE one=1").toArray()[0];
     const stored: LinkRecord | null = row
       ? {
           linkId: row.link_id,
@@ -98,7 +98,7 @@ export class LinkStore {
   begin(linkId: string, at: number): LinkRecord {
     this.#unwritten = null;
     this.sql.exec(
-      "INSERT OR REPLACE INTO link (one, link_id, state, protocol, hello, initialize, connected_at, up_at, down_at) VALUES (1, ?, 'hello', NULL, NULL, NULL, ?, NULL, NULL)",
+      "INSERT OR REPLACE INTO link (one,link_id,state,protocol,hello,initialize,connected_at,up_at,down_at) VALUES (1,?,'hello',NULL,NULL,NULL,?,NULL,NULL)",
       linkId,
       at,
     );
@@ -147,7 +147,7 @@ export class LinkStore {
     const names = Object.keys(columns);
     if (names.length === 0) return;
     this.sql.exec(
-      `UPDATE link SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE link_id = ?`,
+      `UPDATE link SET ${names.map((n) => `${n} = ?`).join(", ")} WHERE link_id=?`,
       ...Object.values(columns),
       linkId,
     );
@@ -163,7 +163,7 @@ export class LinkStore {
    */
   meta(key: string): string | null {
     if (!this.#metaRead) {
-      for (const { k, v } of this.sql.exec<{ k: string; v: string }>("SELECT k, v FROM meta")) this.#meta.set(k, v);
+      for (const { k, v } of this.sql.exec<{ k: string; v: string }>("SELECT k,v FROM meta")) this.#meta.set(k, v);
       this.#metaRead = true;
     }
     return this.#meta.get(key) ?? null;
@@ -172,7 +172,7 @@ export class LinkStore {
   /** Writes a meta value, only when it changes (a write, even of the same value, holds the object's output). */
   setMeta(key: string, value: string): void {
     if (this.meta(key) === value) return;
-    this.sql.exec("INSERT OR REPLACE INTO meta (k, v) VALUES (?, ?)", key, value);
+    this.sql.exec("INSERT OR REPLACE INTO meta (k,v) VALUES (?,?)", key, value);
     this.#meta.set(key, value);
   }
 

@@ -54,8 +54,8 @@ const CARDS_COLUMNS =
   "ended_at INTEGER, ended_how TEXT, PRIMARY KEY (session_id, tool_call_id))";
 const CARD_REFUSALS =
   "CREATE TABLE card_refusals (" +
-  "session_id TEXT NOT NULL, tool_call_id TEXT NOT NULL, sid TEXT NOT NULL, " +
-  "PRIMARY KEY (session_id, tool_call_id, sid))";
+  "session_id TEXT NOT NULL,tool_call_id TEXT NOT NULL,sid TEXT NOT NULL," +
+  "PRIMARY KEY (session_id,tool_call_id,sid))";
 const CARDS_FRESH: readonly string[] = [`CREATE TABLE cards ${CARDS_COLUMNS}`, CARD_REFUSALS];
 
 const CARDS_STEPS: readonly SchemaStep[] = [
@@ -63,9 +63,9 @@ const CARDS_STEPS: readonly SchemaStep[] = [
     step: 1,
     run: [
       "CREATE TABLE IF NOT EXISTS cards (" +
-        "tool_call_id TEXT PRIMARY KEY, method TEXT NOT NULL, session_id TEXT NOT NULL, device_request_id TEXT NOT NULL, " +
-        "link_id TEXT NOT NULL, patient INTEGER NOT NULL, opened_at INTEGER NOT NULL, due_at INTEGER, " +
-        "ended_at INTEGER, ended_how TEXT)",
+        "tool_call_id TEXT PRIMARY KEY,method TEXT NOT NULL,session_id TEXT NOT NULL,device_request_id TEXT NOT NULL," +
+        "link_id TEXT NOT NULL,patient INTEGER NOT NULL,opened_at INTEGER NOT NULL,due_at INTEGER," +
+        "ended_at INTEGER,ended_how TEXT)",
     ],
   },
   {
@@ -75,14 +75,14 @@ const CARDS_STEPS: readonly SchemaStep[] = [
       sql.exec(`CREATE TABLE cards_by_session ${CARDS_COLUMNS}`);
       sql.exec(
         "INSERT INTO cards_by_session " +
-          "SELECT session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at, ended_at, " +
+          "SELECT session_id,tool_call_id,method,device_request_id,link_id,patient,opened_at,due_at,ended_at," +
           "ended_how FROM cards",
       );
-      const rows = sql.exec<{ session_id: string; tool_call_id: string }>("SELECT session_id, tool_call_id FROM cards");
+      const rows = sql.exec<{ session_id: string; tool_call_id: string }>("SELECT session_id,tool_call_id FROM cards");
       for (const row of rows.toArray()) {
         const text = keyText({ sessionId: row.session_id, toolCallId: row.tool_call_id });
-        sql.exec("UPDATE chunks SET key = ? WHERE owner = 'card' AND key = ?", text, row.tool_call_id);
-        sql.exec("UPDATE deadlines SET key = ? WHERE kind = 'card' AND key = ?", text, row.tool_call_id);
+        sql.exec("UPDATE chunks SET key=? WHERE owner='card' AND key=?", text, row.tool_call_id);
+        sql.exec("UPDATE deadlines SET key=? WHERE kind='card' AND key=?", text, row.tool_call_id);
       }
       sql.exec("DROP TABLE cards");
       sql.exec("ALTER TABLE cards_by_session RENAME TO cards");
@@ -173,7 +173,7 @@ export class CardStore {
   add(card: Omit<Card, "endedAt" | "endedHow">, params: string, whole: string | null = null): void {
     this.#tables.making((sql) =>
       sql.exec(
-        "INSERT OR REPLACE INTO cards (session_id, tool_call_id, method, device_request_id, link_id, patient, opened_at, due_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+        "INSERT OR REPLACE INTO cards (session_id,tool_call_id,method,device_request_id,link_id,patient,opened_at,due_at) VALUES (?,?,?,?,?,?,?,?)",
         card.key.sessionId,
         card.key.toolCallId,
         card.method,
@@ -205,14 +205,14 @@ export class CardStore {
     const row = this.#tables.ifMade(undefined, (sql) => {
       const ended = sql
         .exec<CardRow>(
-          "UPDATE cards SET ended_at = ?, ended_how = ? WHERE session_id = ? AND tool_call_id = ? AND ended_at IS NULL RETURNING *",
+          "UPDATE cards SET ended_at=?,ended_how=? WHERE session_id=? AND tool_call_id=? AND ended_at IS NULL RETURNING *",
           Date.now(),
           how,
           key.sessionId,
           key.toolCallId,
         )
         .toArray()[0];
-      if (ended) sql.exec("DELETE FROM card_refusals WHERE session_id = ? AND tool_call_id = ?", ...keyArgs(key));
+      if (ended) sql.exec("DELETE FROM card_refusals WHERE session_id=? AND tool_call_id=?", ...keyArgs(key));
       return ended;
     });
     if (!row) return null;
@@ -223,14 +223,14 @@ export class CardStore {
 
   /** Forgets cards that ended before `time`. */
   forgetEndedBefore(time: number): void {
-    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM cards WHERE ended_at < ?", time));
+    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM cards WHERE ended_at<?", time));
   }
 
   /** A client socket answered the card with an error: it cannot show it. */
   refuse(key: CardKey, sid: string): void {
     this.#tables.making((sql) =>
       sql.exec(
-        "INSERT OR IGNORE INTO card_refusals (session_id, tool_call_id, sid) VALUES (?, ?, ?)",
+        "INSERT OR IGNORE INTO card_refusals (session_id,tool_call_id,sid) VALUES (?,?,?)",
         ...keyArgs(key),
         sid,
       ),
@@ -241,10 +241,7 @@ export class CardStore {
   refusedBy(key: CardKey): Set<string> {
     const rows = this.#tables.ifMade([], (sql) =>
       sql
-        .exec<{ sid: string }>(
-          "SELECT sid FROM card_refusals WHERE session_id = ? AND tool_call_id = ?",
-          ...keyArgs(key),
-        )
+        .exec<{ sid: string }>("SELECT sid FROM card_refusals WHERE session_id=? AND tool_call_id=?", ...keyArgs(key))
         .toArray(),
     );
     return new Set(rows.map((row) => row.sid));
@@ -252,6 +249,6 @@ export class CardStore {
 
   /** A socket went away: its refusals no longer count. */
   forgetRefusalsOf(sid: string): void {
-    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM card_refusals WHERE sid = ?", sid));
+    this.#tables.ifMade(undefined, (sql) => sql.exec("DELETE FROM card_refusals WHERE sid=?", sid));
   }
 }

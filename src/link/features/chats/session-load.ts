@@ -23,7 +23,7 @@ function loaderOf(rt: LinkRuntime, message: NotificationMessage): string | null 
   let loads = loading.get(rt.sql);
   if (!loads) {
     const rows = rt.sql.exec<{ session_id: string; origin: string }>(
-      "SELECT session_id, origin FROM outbound WHERE method = ? AND session_id IS NOT NULL",
+      "SELECT session_id,origin FROM outbound WHERE method=? AND session_id IS NOT NULL",
       LOAD,
     );
     loads = new Map(rows.toArray().map((row) => [row.session_id, row.origin]));

@@ -34,11 +34,11 @@ export const PUSH_OUTBOX: Migrating = {
       step: 1,
       run: [
         "CREATE TABLE push_outbox (" +
-          "id INTEGER PRIMARY KEY, kind TEXT NOT NULL, session_id TEXT, tool_call_id TEXT, " +
-          "payload TEXT NOT NULL, ttl INTEGER NOT NULL, urgency TEXT NOT NULL, " +
-          "only_to TEXT, delivered TEXT NOT NULL DEFAULT '[]', finished TEXT NOT NULL DEFAULT '[]', " +
-          "attempts INTEGER NOT NULL DEFAULT 0, sent INTEGER NOT NULL DEFAULT 0, created_at INTEGER NOT NULL)",
-        `CREATE INDEX push_outbox_card ON push_outbox (session_id, tool_call_id)`,
+          "id INTEGER PRIMARY KEY,kind TEXT NOT NULL,session_id TEXT,tool_call_id TEXT," +
+          "payload TEXT NOT NULL,ttl INTEGER NOT NULL,urgency TEXT NOT NULL," +
+          "only_to TEXT,delivered TEXT NOT NULL DEFAULT '[]',finished TEXT NOT NULL DEFAULT '[]'," +
+          "attempts INTEGER NOT NULL DEFAULT 0,sent INTEGER NOT NULL DEFAULT 0,created_at INTEGER NOT NULL)",
+        `CREATE INDEX push_outbox_card ON push_outbox (session_id,tool_call_id)`,
       ],
     },
   ],
@@ -84,8 +84,8 @@ export function queuePush(rt: LinkRuntime, draft: PushDraft): void {
     (sql) =>
       sql
         .exec<{ id: number }>(
-          "INSERT INTO push_outbox (kind, session_id, tool_call_id, payload, ttl, urgency, only_to, created_at) " +
-            "VALUES (?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+          "INSERT INTO push_outbox (kind,session_id,tool_call_id,payload,ttl,urgency,only_to,created_at) " +
+            "VALUES (?,?,?,?,?,?,?,?) RETURNING id",
           draft.kind,
           payload.sessionId,
           toolCallId,
@@ -130,7 +130,7 @@ function decorate(payload: PushPayload, context: PushContext): PushPayload {
 async function attempt(rt: LinkRuntime, id: number): Promise<void> {
   const row = outboxOf(rt).ifMade(
     undefined,
-    (sql) => sql.exec<OutboxRow>("SELECT * FROM push_outbox WHERE id = ?", id).toArray()[0],
+    (sql) => sql.exec<OutboxRow>("SELECT * FROM push_outbox WHERE id=?", id).toArray()[0],
   );
   if (!row || row.sent === 1) return;
   const setup = await pushSetup(rt.env);
@@ -175,7 +175,7 @@ async function attempt(rt: LinkRuntime, id: number): Promise<void> {
   const stored = outboxOf(rt).ifMade(
     undefined,
     (sql) =>
-      sql.exec<OutboxRow>("UPDATE push_outbox SET attempts = attempts + 1 WHERE id = ? RETURNING *", id).toArray()[0],
+      sql.exec<OutboxRow>("UPDATE push_outbox SET attempts=attempts + 1 WHERE id=? RETURNING *", id).toArray()[0],
   );
   // The card ended while this was being sent: what was delivered was settled as it came (record).
   if (!stored) return;
@@ -196,15 +196,12 @@ function record(rt: LinkRuntime, row: OutboxRow, payload: PushPayload, endpoint:
   const delivered = delivery.outcome === "delivered";
   const stored = outboxOf(rt).ifMade(undefined, (sql) => {
     const current = sql
-      .exec<Pick<OutboxRow, "delivered" | "finished">>(
-        "SELECT delivered, finished FROM push_outbox WHERE id = ?",
-        row.id,
-      )
+      .exec<Pick<OutboxRow, "delivered" | "finished">>("SELECT delivered,finished FROM push_outbox WHERE id=?", row.id)
       .toArray()[0];
     if (!current) return undefined;
     const wasDelivered = list(current.delivered) ?? [];
     sql.exec(
-      "UPDATE push_outbox SET delivered = ?, finished = ? WHERE id = ?",
+      "UPDATE push_outbox SET delivered=?,finished=? WHERE id=?",
       JSON.stringify(delivered ? [...wasDelivered, endpoint] : wasDelivered),
       JSON.stringify([...(list(current.finished) ?? []), endpoint]),
       row.id,
@@ -219,8 +216,8 @@ function record(rt: LinkRuntime, row: OutboxRow, payload: PushPayload, endpoint:
 function finish(rt: LinkRuntime, row: OutboxRow, delivered: string[]): void {
   rt.deadlines.clear(PUSH_DEADLINE, String(row.id));
   outboxOf(rt).ifMade(undefined, (sql) => {
-    if (row.kind === "cards" && delivered.length > 0) sql.exec("UPDATE push_outbox SET sent = 1 WHERE id = ?", row.id);
-    else sql.exec("DELETE FROM push_outbox WHERE id = ?", row.id);
+    if (row.kind === "cards" && delivered.length > 0) sql.exec("UPDATE push_outbox SET sent=1 WHERE id=?", row.id);
+    else sql.exec("DELETE FROM push_outbox WHERE id=?", row.id);
   });
 }
 
@@ -244,7 +241,7 @@ export function cardEnded(rt: LinkRuntime, sessionId: string, toolCallId: string
   const rows = outboxOf(rt).ifMade([], (sql) =>
     sql
       .exec<OutboxRow>(
-        "DELETE FROM push_outbox WHERE kind = 'cards' AND session_id = ? AND tool_call_id = ? RETURNING *",
+        "DELETE FROM push_outbox WHERE kind='cards' AND session_id=? AND tool_call_id=? RETURNING *",
         sessionId,
         toolCallId,
       )

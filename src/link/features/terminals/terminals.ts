@@ -34,7 +34,7 @@ const EXIT = "_lembas/terminal/exit";
 const ORPHANED_OPEN = "terminals/orphaned-open";
 
 const STEPS: readonly SchemaStep[] = [
-  { step: 1, run: [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY, owner TEXT NOT NULL)`] },
+  { step: 1, run: [`CREATE TABLE IF NOT EXISTS terminals (terminal_id TEXT PRIMARY KEY,owner TEXT NOT NULL)`] },
 ];
 
 const tablesOf = (rt: LinkRuntime) => new OnDemandTables(rt.sql, terminals);
@@ -43,12 +43,12 @@ const ownerOf = (rt: LinkRuntime, terminalId: string): string | null =>
   tablesOf(rt).ifMade(
     null,
     (sql) =>
-      sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id = ?", terminalId).toArray()[0]
-        ?.owner ?? null,
+      sql.exec<{ owner: string }>("SELECT owner FROM terminals WHERE terminal_id=?", terminalId).toArray()[0]?.owner ??
+      null,
   );
 
 const forget = (rt: LinkRuntime, terminalId: string): void => {
-  tablesOf(rt).ifMade(undefined, (sql) => sql.exec("DELETE FROM terminals WHERE terminal_id = ?", terminalId));
+  tablesOf(rt).ifMade(undefined, (sql) => sql.exec("DELETE FROM terminals WHERE terminal_id=?", terminalId));
 };
 
 /** The terminals of whoever `where` picks, removed, each with its owner. */
@@ -56,7 +56,7 @@ const removeTerminals = (rt: LinkRuntime, where: string, ...args: string[]) =>
   tablesOf(rt).ifMade([], (sql) =>
     sql
       .exec<{ terminal_id: string; owner: string }>(
-        `DELETE FROM terminals ${where} RETURNING terminal_id, owner`,
+        `DELETE FROM terminals ${where} RETURNING terminal_id,owner`,
         ...args,
       )
       .toArray(),
@@ -145,7 +145,7 @@ export const terminals: LinkFeature = {
       // A terminal of a link that has since gone closed with it.
       if (terminalId === null || rt.upLink()?.linkId !== request.linkId) return;
       tablesOf(rt).making((sql) =>
-        sql.exec("INSERT OR REPLACE INTO terminals (terminal_id, owner) VALUES (?, ?)", terminalId, request.origin),
+        sql.exec("INSERT OR REPLACE INTO terminals (terminal_id,owner) VALUES (?,?)", terminalId, request.origin),
       );
     },
   },

@@ -91,11 +91,11 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
     step: 1,
     run: [
       // No index: the table holds only running turns' bounded buffers, and rows are read in seq order.
-      `CREATE TABLE IF NOT EXISTS replay_batches (seq INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL, frames INTEGER NOT NULL, bytes INTEGER NOT NULL, texts TEXT NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS replay_batches (seq INTEGER PRIMARY KEY AUTOINCREMENT,session_id TEXT NOT NULL,frames INTEGER NOT NULL,bytes INTEGER NOT NULL,texts TEXT NOT NULL)`,
       // A row a frame, as objects from before batches kept them (a turn running then loses what it had kept).
       `DROP TABLE IF EXISTS replay`,
       // Written only when a frame is dropped; a buffer's size is counted from its rows (and kept in memory meanwhile).
-      `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY, dropped INTEGER NOT NULL)`,
+      `CREATE TABLE IF NOT EXISTS replay_dropped (session_id TEXT PRIMARY KEY,dropped INTEGER NOT NULL)`,
       // Where the counts used to be written with every frame.
       `DROP TABLE IF EXISTS replay_sessions`,
     ],
@@ -106,7 +106,7 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
       // The number of a row's last frame (frames carry their numbers: see numbering below).
       `ALTER TABLE replay_batches ADD COLUMN last_seq INTEGER`,
       // Where a session's numbering goes on when its rows cannot say: after a reset, or a last frame not kept.
-      `CREATE TABLE replay_seq (session_id TEXT PRIMARY KEY, next INTEGER NOT NULL)`,
+      `CREATE TABLE replay_seq (session_id TEXT PRIMARY KEY,next INTEGER NOT NULL)`,
     ],
   },
   {
@@ -120,18 +120,18 @@ const REPLAY_STEPS: readonly SchemaStep[] = [
         bytes: number;
         texts: string;
         lastSeq: number | null;
-      }>("SELECT session_id AS session, frames, bytes, texts, last_seq AS lastSeq FROM replay_batches ORDER BY seq")) {
+      }>("SELECT session_id AS session,frames,bytes,texts,last_seq AS lastSeq FROM replay_batches ORDER BY seq")) {
         n += 1;
         kv.put<Batch>(batchKey(n), { ...row });
       }
       const counts: Record<string, Counts> = {};
       for (const { session, dropped } of sql.exec<{ session: string; dropped: number }>(
-        "SELECT session_id AS session, dropped FROM replay_dropped",
+        "SELECT session_id AS session,dropped FROM replay_dropped",
       )) {
         counts[session] = { dropped };
       }
       for (const { session, next } of sql.exec<{ session: string; next: number }>(
-        "SELECT session_id AS session, next FROM replay_seq",
+        "SELECT session_id AS session,next FROM replay_seq",
       )) {
         counts[session] = { ...counts[session], next };
       }

@@ -20,10 +20,10 @@ export const TURN_TABLES: Migrating = {
       step: 1,
       run: [
         "CREATE TABLE IF NOT EXISTS turns (" +
-          "id INTEGER PRIMARY KEY, session_id TEXT NOT NULL, turn_id TEXT, since INTEGER NOT NULL, " +
-          "running INTEGER NOT NULL DEFAULT 1, " +
-          "origin TEXT, origin_id TEXT, device_request_id INTEGER, " +
-          "kept INTEGER NOT NULL DEFAULT 0, link_id TEXT)",
+          "id INTEGER PRIMARY KEY,session_id TEXT NOT NULL,turn_id TEXT,since INTEGER NOT NULL," +
+          "running INTEGER NOT NULL DEFAULT 1," +
+          "origin TEXT,origin_id TEXT,device_request_id INTEGER," +
+          "kept INTEGER NOT NULL DEFAULT 0,link_id TEXT)",
         `CREATE INDEX IF NOT EXISTS turns_session ON turns (session_id)`,
         `CREATE INDEX IF NOT EXISTS turns_turn_id ON turns (turn_id)`,
       ],
@@ -130,7 +130,7 @@ class TurnStore {
     const { id } = this.#tables.making((sql) =>
       sql
         .exec<{ id: number }>(
-          "INSERT INTO turns (session_id, turn_id, since, origin, origin_id, kept, link_id) VALUES (?, ?, ?, ?, ?, ?, ?) RETURNING id",
+          "INSERT INTO turns (session_id,turn_id,since,origin,origin_id,kept,link_id) VALUES (?,?,?,?,?,?,?) RETURNING id",
           turn.sessionId,
           turn.turnId,
           Date.now(),
@@ -170,7 +170,7 @@ class TurnStore {
   runningCount(): number {
     return this.#tables.ifMade(
       0,
-      (sql) => sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM turns WHERE running = 1").one().count,
+      (sql) => sql.exec<{ count: number }>("SELECT COUNT(*) AS count FROM turns WHERE running=1").one().count,
     );
   }
 
@@ -192,7 +192,7 @@ class TurnStore {
     this.#running ??= new Set(
       this.#tables
         .ifMade([], (sql) =>
-          sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running = 1").toArray(),
+          sql.exec<{ session_id: string }>("SELECT DISTINCT session_id FROM turns WHERE running=1").toArray(),
         )
         .map((row) => row.session_id),
     );
@@ -200,32 +200,29 @@ class TurnStore {
   }
 
   setRunning(id: number, running: boolean): void {
-    this.#change("UPDATE turns SET running = ? WHERE id = ?", running ? 1 : 0, id);
+    this.#change("UPDATE turns SET running=? WHERE id=?", running ? 1 : 0, id);
     this.#running = null;
   }
 
   /** Nobody waits for the prompt's answer any more (its client went away). */
   forgetOrigin(id: number): void {
-    this.#change("UPDATE turns SET origin = NULL, origin_id = NULL WHERE id = ?", id);
+    this.#change("UPDATE turns SET origin=NULL,origin_id=NULL WHERE id=?", id);
   }
 
   /** The prompt went out again on `linkId`, awaited by its client or (deviceRequestId) by the instance. */
   resent(id: number, linkId: string, deviceRequestId: number | null): void {
-    this.#change("UPDATE turns SET link_id = ?, device_request_id = ? WHERE id = ?", linkId, deviceRequestId, id);
+    this.#change("UPDATE turns SET link_id=?,device_request_id=? WHERE id=?", linkId, deviceRequestId, id);
   }
 
   /** A kept prompt is withdrawn: never sent again, nobody waits for it; the row stays until the next link. */
   withdraw(id: number): void {
-    this.#change(
-      "UPDATE turns SET running = 0, origin = NULL, origin_id = NULL, device_request_id = NULL WHERE id = ?",
-      id,
-    );
+    this.#change("UPDATE turns SET running=0,origin=NULL,origin_id=NULL,device_request_id=NULL WHERE id=?", id);
     this.#running = null;
     this.prompts.delete(String(id));
   }
 
   remove(id: number): void {
-    this.#change("DELETE FROM turns WHERE id = ?", id);
+    this.#change("DELETE FROM turns WHERE id=?", id);
     this.#running = null;
     this.prompts.delete(String(id));
   }
