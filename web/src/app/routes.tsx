@@ -4,7 +4,7 @@
  */
 import type { ComponentChildren } from "preact";
 import { ApprovePage } from "../pages/approve";
-import { DevicePage } from "../pages/device";
+import { LazyDevicePage } from "../pages/device-chunk";
 import { DevicesPage } from "../pages/devices";
 import { LibraryPage } from "../pages/library";
 
@@ -22,11 +22,11 @@ export const ROUTES: readonly Route[] = [
   {
     pattern: "/devices/:deviceId",
     title: "Device",
-    page: (p) => <DevicePage key={p.deviceId} deviceId={p.deviceId!} />,
+    page: (p) => <LazyDevicePage key={p.deviceId} deviceId={p.deviceId!} />,
   },
   {
     pattern: "/devices/:deviceId/chats/:sessionId",
     title: "Chat",
-    page: (p) => <DevicePage key={p.deviceId} deviceId={p.deviceId!} sessionId={p.sessionId} />,
+    page: (p) => <LazyDevicePage key={p.deviceId} deviceId={p.deviceId!} sessionId={p.sessionId} />,
   },
 ];

@@ -10,6 +10,7 @@ import { ago } from "../app/format";
 import { Confirm, RenameForm } from "../app/inline-forms";
 import { type DeviceInfo, devices, messageOf, renameDevice, revokeDevice } from "../app/http";
 import { preloadedDevices } from "../app/preloaded";
+import { fetchDevicePage } from "./device-chunk";
 import { NotificationsPanel } from "./notifications";
 
 const REFRESH_MS = 3_000;
@@ -44,6 +45,9 @@ export function DevicesPage() {
       setError(messageOf(err));
     }
   };
+  useEffect(() => {
+    if (list !== null) fetchDevicePage();
+  }, [list !== null]);
   useEffect(() => {
     if (list === null) background(load());
     const timer = setInterval(() => background(load()), REFRESH_MS);
