@@ -3,6 +3,7 @@
  * personalization is available (tables `account_settings`, `credits`, and `users.admin`).
  */
 import { MAX_MICRO } from "./micro-credits";
+import { prepared } from "./prepared";
 
 export interface AccountRef {
   id: string;
@@ -13,7 +14,7 @@ export interface AccountRef {
 /** An account by id or, when the reference holds an @, by email (any case). */
 export function findAccount(db: D1Database, ref: string): Promise<AccountRef | null> {
   const column = ref.includes("@") ? "email" : "id";
-  return db.prepare(`SELECT id,email,admin FROM users WHERE ${column}=?`).bind(ref).first<AccountRef>();
+  return prepared(db, `SELECT id,email,admin FROM users WHERE ${column}=?`, ref).first<AccountRef>();
 }
 
 /** The UTC month of a time, as the ledger keys it: "2026-11". */
@@ -27,21 +28,25 @@ export function monthKey(now: number): string {
  */
 export async function assignPlan(db: D1Database, userId: string, plan: string | null, now: number): Promise<void> {
   const statements = [
-    db
-      .prepare(
-        "INSERT INTO account_settings (user_id,plan) VALUES (?,?) ON CONFLICT(user_id) DO UPDATE SET plan=excluded.plan",
-      )
-      .bind(userId, plan),
+    prepared(
+      db,
+      "INSERT INTO account_settings (user_id,plan) VALUES (?,?) ON CONFLICT(user_id) DO UPDATE SET plan=excluded.plan",
+      userId,
+      plan,
+    ),
   ];
   if (plan !== null) {
     statements.push(
-      db
-        .prepare(
-          "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
-            "SELECT ?,'plan',?,monthly_micro,? FROM plans WHERE name=? " +
-            "ON CONFLICT(user_id,month) WHERE source='plan' DO UPDATE SET amount_micro=excluded.amount_micro",
-        )
-        .bind(userId, monthKey(now), now, plan),
+      prepared(
+        db,
+        "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
+          "SELECT ?,'plan',?,monthly_micro,? FROM plans WHERE name=? " +
+          "ON CONFLICT(user_id,month) WHERE source='plan' DO UPDATE SET amount_micro=excluded.amount_micro",
+        userId,
+        monthKey(now),
+        now,
+        plan,
+      ),
     );
   }
   await db.batch(statements);
@@ -58,26 +63,29 @@ export async function grantCredits(
   note: string | null,
   now: number,
 ): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO credits (user_id,source,amount_micro,note,created_at) " +
-        "SELECT ?1,'grant',?2,?3,?4 " +
-        "WHERE ABS((SELECT COALESCE(SUM(amount_micro),0) FROM credits WHERE user_id=?1) " +
-        "- (SELECT COALESCE(SUM(cost_micro),0) FROM usage WHERE user_id=?1) + ?2)<=?5",
-    )
-    .bind(userId, amountMicro, note, now, MAX_MICRO)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO credits (user_id,source,amount_micro,note,created_at) " +
+      "SELECT ?1,'grant',?2,?3,?4 " +
+      "WHERE ABS((SELECT COALESCE(SUM(amount_micro),0) FROM credits WHERE user_id=?1) " +
+      "- (SELECT COALESCE(SUM(cost_micro),0) FROM usage WHERE user_id=?1) + ?2)<=?5",
+    userId,
+    amountMicro,
+    note,
+    now,
+    MAX_MICRO,
+  ).run();
   return meta.changes > 0;
 }
 
 export async function setPersonalizationAvailable(db: D1Database, userId: string, available: boolean): Promise<void> {
-  await db
-    .prepare(
-      "INSERT INTO account_settings (user_id,personalization_available) VALUES (?,?) " +
-        "ON CONFLICT(user_id) DO UPDATE SET personalization_available=excluded.personalization_available",
-    )
-    .bind(userId, available ? 1 : 0)
-    .run();
+  await prepared(
+    db,
+    "INSERT INTO account_settings (user_id,personalization_available) VALUES (?,?) " +
+      "ON CONFLICT(user_id) DO UPDATE SET personalization_available=excluded.personalization_available",
+    userId,
+    available ? 1 : 0,
+  ).run();
 }
 
 /**
@@ -92,14 +100,16 @@ export async function setAdmin(
   admin: boolean,
 ): Promise<"done" | "not admin" | "last admin"> {
   const [update, asker] = await db.batch<{ admin: number }>([
-    db
-      .prepare(
-        "UPDATE users SET admin=?3 WHERE id=?2 " +
-          "AND EXISTS (SELECT 1 FROM users WHERE id=?1 AND admin=1) " +
-          "AND (?3=1 OR EXISTS (SELECT 1 FROM users WHERE admin=1 AND id!=?2))",
-      )
-      .bind(byAdmin, userId, admin ? 1 : 0),
-    db.prepare("SELECT admin FROM users WHERE id=?").bind(byAdmin),
+    prepared(
+      db,
+      "UPDATE users SET admin=?3 WHERE id=?2 " +
+        "AND EXISTS (SELECT 1 FROM users WHERE id=?1 AND admin=1) " +
+        "AND (?3=1 OR EXISTS (SELECT 1 FROM users WHERE admin=1 AND id!=?2))",
+      byAdmin,
+      userId,
+      admin ? 1 : 0,
+    ),
+    prepared(db, "SELECT admin FROM users WHERE id=?", byAdmin),
   ]);
   if (update!.meta.changes > 0) return "done";
   return asker!.results[0]?.admin === 1 ? "last admin" : "not admin";

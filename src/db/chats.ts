@@ -7,6 +7,7 @@ import type { SessionAnnounce } from "../protocol/lembas";
 import type { ChatInfo } from "../protocol/http-api";
 import { hasVisibleCharacter } from "../protocol/names";
 import { BOUNDS, cut, cutOrNull } from "./bounds";
+import { prepared } from "./prepared";
 
 export type { ChatInfo };
 
@@ -41,24 +42,21 @@ export async function chatFromSessionNew(
   if (!storable(result.sessionId, cwd)) return false;
   const lembas = result._meta?.lembas;
   const now = Date.now();
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO chats (device_id,session_id,user_id,cwd,origin,model,mode,created_at,updated_at) " +
-        `SELECT ?1,?2,?3,?4,'web',?5,?6,?7,?7 WHERE ${withinQuota(8)} ` +
-        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
-        "cwd=excluded.cwd,model=excluded.model,mode=excluded.mode,updated_at=excluded.updated_at",
-    )
-    .bind(
-      deviceId,
-      result.sessionId,
-      userId,
-      cwd,
-      cutOrNull(lembas?.model, BOUNDS.model),
-      cutOrNull(lembas?.mode ?? result.modes?.currentModeId, BOUNDS.mode),
-      now,
-      quota,
-    )
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO chats (device_id,session_id,user_id,cwd,origin,model,mode,created_at,updated_at) " +
+      `SELECT ?1,?2,?3,?4,'web',?5,?6,?7,?7 WHERE ${withinQuota(8)} ` +
+      "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+      "cwd=excluded.cwd,model=excluded.model,mode=excluded.mode,updated_at=excluded.updated_at",
+    deviceId,
+    result.sessionId,
+    userId,
+    cwd,
+    cutOrNull(lembas?.model, BOUNDS.model),
+    cutOrNull(lembas?.mode ?? result.modes?.currentModeId, BOUNDS.mode),
+    now,
+    quota,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -77,30 +75,27 @@ export async function chatFromAnnounce(
 ): Promise<boolean> {
   if (!storable(announce.sessionId, announce.cwd)) return false;
   const now = Date.now();
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO chats (device_id,session_id,user_id,title,cwd,origin,model,mode,busy,created_at,updated_at) " +
-        "SELECT ?1,?2,?3,?4,?5,'terminal',?6,?7,?8,?9,?9 " +
-        "WHERE NOT EXISTS (" +
-        "SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') " +
-        `AND ${withinQuota(10)} ` +
-        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
-        "title=coalesce(excluded.title,chats.title),cwd=excluded.cwd,model=excluded.model,mode=excluded.mode," +
-        "busy=excluded.busy,left_at=NULL,available=1,updated_at=excluded.updated_at",
-    )
-    .bind(
-      deviceId,
-      announce.sessionId,
-      userId,
-      cutOrNull(announce.title, BOUNDS.title),
-      announce.cwd,
-      cutOrNull(announce.model, BOUNDS.model),
-      cutOrNull(announce.mode, BOUNDS.mode),
-      announce.busy ? 1 : 0,
-      now,
-      quota,
-    )
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO chats (device_id,session_id,user_id,title,cwd,origin,model,mode,busy,created_at,updated_at) " +
+      "SELECT ?1,?2,?3,?4,?5,'terminal',?6,?7,?8,?9,?9 " +
+      "WHERE NOT EXISTS (" +
+      "SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') " +
+      `AND ${withinQuota(10)} ` +
+      "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+      "title=coalesce(excluded.title,chats.title),cwd=excluded.cwd,model=excluded.model,mode=excluded.mode," +
+      "busy=excluded.busy,left_at=NULL,available=1,updated_at=excluded.updated_at",
+    deviceId,
+    announce.sessionId,
+    userId,
+    cutOrNull(announce.title, BOUNDS.title),
+    announce.cwd,
+    cutOrNull(announce.model, BOUNDS.model),
+    cutOrNull(announce.mode, BOUNDS.mode),
+    announce.busy ? 1 : 0,
+    now,
+    quota,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -115,13 +110,14 @@ export async function setChatTitle(
   title: string,
   { untitledOnly = false }: { untitledOnly?: boolean } = {},
 ): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      `UPDATE chats SET title=?,updated_at=? WHERE device_id=? AND session_id=?${untitledOnly ? " AND title IS NULL" : ""}`,
-    )
-    // A title drawn as nothing (the device's to take, the spec says) shows the chat untitled, never invisible.
-    .bind(hasVisibleCharacter(title) ? cut(title, BOUNDS.title) : null, Date.now(), deviceId, sessionId)
-    .run();
+  const { meta } = await prepared(
+    db,
+    `UPDATE chats SET title=?,updated_at=? WHERE device_id=? AND session_id=?${untitledOnly ? " AND title IS NULL" : ""}`,
+    hasVisibleCharacter(title) ? cut(title, BOUNDS.title) : null,
+    Date.now(),
+    deviceId,
+    sessionId,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -133,10 +129,15 @@ export async function markChatLeft(
   available: boolean,
 ): Promise<boolean> {
   const now = Date.now();
-  const { meta } = await db
-    .prepare("UPDATE chats SET left_at=?,available=?,busy=0,updated_at=? WHERE device_id=? AND session_id=?")
-    .bind(now, available ? 1 : 0, now, deviceId, sessionId)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "UPDATE chats SET left_at=?,available=?,busy=0,updated_at=? WHERE device_id=? AND session_id=?",
+    now,
+    available ? 1 : 0,
+    now,
+    deviceId,
+    sessionId,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -148,7 +149,7 @@ export async function deleteChat(db: D1Database, deviceId: string, sessionId: st
 
 /** The delete as a statement, for a batch that must go with it. */
 export function deleteChatStatement(db: D1Database, deviceId: string, sessionId: string): D1PreparedStatement {
-  return db.prepare("DELETE FROM chats WHERE device_id=? AND session_id=?").bind(deviceId, sessionId);
+  return prepared(db, "DELETE FROM chats WHERE device_id=? AND session_id=?", deviceId, sessionId);
 }
 
 const CHAT_INFO_SELECT =
@@ -167,12 +168,13 @@ const toChatInfo = (row: ChatInfoRow): ChatInfo => ({
 export async function listChats(db: D1Database, userId: string, deviceId?: string): Promise<ChatInfo[]> {
   const statement =
     deviceId === undefined
-      ? db.prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.session_id`).bind(userId)
-      : db
-          .prepare(
-            `${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? ORDER BY c.updated_at DESC, c.session_id`,
-          )
-          .bind(userId, deviceId);
+      ? prepared(db, `${CHAT_INFO_SELECT} WHERE c.user_id = ? ORDER BY c.updated_at DESC, c.session_id`, userId)
+      : prepared(
+          db,
+          `${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? ORDER BY c.updated_at DESC, c.session_id`,
+          userId,
+          deviceId,
+        );
   const { results } = await statement.all<ChatInfoRow>();
   return results.map(toChatInfo);
 }
@@ -184,14 +186,17 @@ export async function findChat(
   deviceId: string,
   sessionId: string,
 ): Promise<ChatInfo | null> {
-  const row = await db
-    .prepare(`${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? AND c.session_id = ?`)
-    .bind(userId, deviceId, sessionId)
-    .first<ChatInfoRow>();
+  const row = await prepared(
+    db,
+    `${CHAT_INFO_SELECT} WHERE c.user_id = ? AND c.device_id = ? AND c.session_id = ?`,
+    userId,
+    deviceId,
+    sessionId,
+  ).first<ChatInfoRow>();
   return row && toChatInfo(row);
 }
 
 /** Whether the device is this person's. */
 export async function ownsDevice(db: D1Database, userId: string, deviceId: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 FROM devices WHERE id=? AND user_id=?").bind(deviceId, userId).first()) !== null;
+  return (await prepared(db, "SELECT 1 FROM devices WHERE id=? AND user_id=?", deviceId, userId).first()) !== null;
 }

@@ -4,6 +4,7 @@
  */
 import type { Scope } from "../protocol/http-api";
 import { readScopes, writeScopes } from "./scopes";
+import { prepared } from "./prepared";
 
 export type DeviceCodeStatus = "pending" | "approved" | "denied" | "issued";
 
@@ -42,44 +43,39 @@ const COLUMNS =
 
 /** False when the user code collides with a kept one (the caller draws another). */
 export async function insertDeviceCode(db: D1Database, code: NewDeviceCode): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO device_codes (id,secret_hash,user_code_hash,name,host,platform,status,interval_s,created_at,expires_at) " +
-        "VALUES (?,?,?,?,?,?,'pending',?,?,?) ON CONFLICT (user_code_hash) DO NOTHING",
-    )
-    .bind(
-      code.id,
-      code.secretHash,
-      code.userCodeHash,
-      code.name,
-      code.host,
-      code.platform,
-      code.intervalS,
-      code.now,
-      code.expiresAt,
-    )
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO device_codes (id,secret_hash,user_code_hash,name,host,platform,status,interval_s,created_at,expires_at) " +
+      "VALUES (?,?,?,?,?,?,'pending',?,?,?) ON CONFLICT (user_code_hash) DO NOTHING",
+    code.id,
+    code.secretHash,
+    code.userCodeHash,
+    code.name,
+    code.host,
+    code.platform,
+    code.intervalS,
+    code.now,
+    code.expiresAt,
+  ).run();
   return meta.changes > 0;
 }
 
 /** Deletes the codes that expired more than a day ago (by the expiry index); how many went. */
 export async function sweepDeviceCodes(db: D1Database, now: number): Promise<number> {
-  const { meta } = await db
-    .prepare("DELETE FROM device_codes WHERE expires_at<?")
-    .bind(now - KEEP_EXPIRED_MS)
-    .run();
+  const { meta } = await prepared(db, "DELETE FROM device_codes WHERE expires_at<?", now - KEEP_EXPIRED_MS).run();
   return meta.changes;
 }
 
 export function findDeviceCode(db: D1Database, id: string): Promise<DeviceCodeRow | null> {
-  return db.prepare(`SELECT ${COLUMNS} FROM device_codes WHERE id=?`).bind(id).first<DeviceCodeRow>();
+  return prepared(db, `SELECT ${COLUMNS} FROM device_codes WHERE id=?`, id).first<DeviceCodeRow>();
 }
 
 export function findDeviceCodeByUserCode(db: D1Database, userCodeHash: string): Promise<DeviceCodeRow | null> {
-  return db
-    .prepare(`SELECT ${COLUMNS} FROM device_codes WHERE user_code_hash=?`)
-    .bind(userCodeHash)
-    .first<DeviceCodeRow>();
+  return prepared(
+    db,
+    `SELECT ${COLUMNS} FROM device_codes WHERE user_code_hash=?`,
+    userCodeHash,
+  ).first<DeviceCodeRow>();
 }
 
 /**
@@ -95,21 +91,30 @@ export async function approveDeviceCode(
 ): Promise<"approved" | "gone" | "quota"> {
   const { codeId, userId, deviceId, name, scopes, now } = approval;
   const [insert, update, devices] = await db.batch<{ n: number }>([
-    db
-      .prepare(
-        "INSERT INTO devices (id,user_id,name,secret_hash,host,platform,scopes,created_at) " +
-          "SELECT ?1,?2,?3,'',host,platform,?4,?5 FROM device_codes " +
-          "WHERE id=?6 AND status='pending' AND expires_at>?5 " +
-          "AND (SELECT COUNT(*) FROM devices WHERE user_id=?2)<?7",
-      )
-      .bind(deviceId, userId, name, writeScopes(scopes), now, codeId, quota),
-    db
-      .prepare(
-        "UPDATE device_codes SET status='approved',user_id=?1,device_id=?2 " +
-          "WHERE id=?3 AND status='pending' AND expires_at>?4 AND EXISTS (SELECT 1 FROM devices WHERE id=?2)",
-      )
-      .bind(userId, deviceId, codeId, now),
-    db.prepare("SELECT COUNT(*) AS n FROM devices WHERE user_id=?").bind(userId),
+    prepared(
+      db,
+      "INSERT INTO devices (id,user_id,name,secret_hash,host,platform,scopes,created_at) " +
+        "SELECT ?1,?2,?3,'',host,platform,?4,?5 FROM device_codes " +
+        "WHERE id=?6 AND status='pending' AND expires_at>?5 " +
+        "AND (SELECT COUNT(*) FROM devices WHERE user_id=?2)<?7",
+      deviceId,
+      userId,
+      name,
+      writeScopes(scopes),
+      now,
+      codeId,
+      quota,
+    ),
+    prepared(
+      db,
+      "UPDATE device_codes SET status='approved',user_id=?1,device_id=?2 " +
+        "WHERE id=?3 AND status='pending' AND expires_at>?4 AND EXISTS (SELECT 1 FROM devices WHERE id=?2)",
+      userId,
+      deviceId,
+      codeId,
+      now,
+    ),
+    prepared(db, "SELECT COUNT(*) AS n FROM devices WHERE user_id=?", userId),
   ]);
   if (update!.meta.changes > 0) return "approved";
   return insert!.meta.changes === 0 && devices!.results[0]!.n >= quota ? "quota" : "gone";
@@ -117,10 +122,13 @@ export async function approveDeviceCode(
 
 /** False when the code was no longer pending or had expired. */
 export async function denyDeviceCode(db: D1Database, codeId: string, userId: string, now: number): Promise<boolean> {
-  const { meta } = await db
-    .prepare("UPDATE device_codes SET status='denied',user_id=? WHERE id=? AND status='pending' AND expires_at>?")
-    .bind(userId, codeId, now)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "UPDATE device_codes SET status='denied',user_id=? WHERE id=? AND status='pending' AND expires_at>?",
+    userId,
+    codeId,
+    now,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -129,18 +137,21 @@ export async function denyDeviceCode(db: D1Database, codeId: string, userId: str
  * network jitter) is too fast: the interval grows by 5 s, as RFC 8628 §3.5 says, and false is returned.
  */
 export async function recordPoll(db: D1Database, codeId: string, now: number, slackMs: number): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      "UPDATE device_codes SET last_polled_at=?1 " +
-        "WHERE id=?2 AND (last_polled_at IS NULL OR ?1 - last_polled_at>=interval_s * 1000 - ?3)",
-    )
-    .bind(now, codeId, slackMs)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "UPDATE device_codes SET last_polled_at=?1 " +
+      "WHERE id=?2 AND (last_polled_at IS NULL OR ?1 - last_polled_at>=interval_s * 1000 - ?3)",
+    now,
+    codeId,
+    slackMs,
+  ).run();
   if (meta.changes > 0) return true;
-  await db
-    .prepare("UPDATE device_codes SET interval_s=interval_s + 5,last_polled_at=? WHERE id=?")
-    .bind(now, codeId)
-    .run();
+  await prepared(
+    db,
+    "UPDATE device_codes SET interval_s=interval_s + 5,last_polled_at=? WHERE id=?",
+    now,
+    codeId,
+  ).run();
   return false;
 }
 
@@ -158,10 +169,13 @@ export async function issueDeviceSecret(
   secretHash: string,
 ): Promise<IssueOutcome> {
   const [code, device] = await db.batch<{ scopes: string }>([
-    db.prepare("UPDATE device_codes SET status='issued' WHERE id=? AND status='approved'").bind(codeId),
-    db
-      .prepare("UPDATE devices SET secret_hash=? WHERE id=? AND secret_hash='' RETURNING scopes")
-      .bind(secretHash, deviceId),
+    prepared(db, "UPDATE device_codes SET status='issued' WHERE id=? AND status='approved'", codeId),
+    prepared(
+      db,
+      "UPDATE devices SET secret_hash=? WHERE id=? AND secret_hash='' RETURNING scopes",
+      secretHash,
+      deviceId,
+    ),
   ]);
   if (code!.meta.changes === 0) return "already-issued";
   const [row] = device!.results;

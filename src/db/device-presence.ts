@@ -1,10 +1,9 @@
 /** What the link writes to and reads from a device's row (table `devices`): its owner, and whether it is online. */
 import { BOUNDS, boundedJson, cutOrNull } from "./bounds";
+import { prepared } from "./prepared";
 
 export function deviceOwner(db: D1Database, deviceId: string): Promise<string | null> {
-  return db
-    .prepare("SELECT user_id FROM devices WHERE id=?")
-    .bind(deviceId)
+  return prepared(db, "SELECT user_id FROM devices WHERE id=?", deviceId)
     .first<{ user_id: string }>()
     .then((row) => row?.user_id ?? null);
 }
@@ -26,26 +25,23 @@ export interface LinkedDevice {
  * cut, a JSON value too long to keep stored as null).
  */
 export async function markLinked(db: D1Database, deviceId: string, device: LinkedDevice, at: number): Promise<void> {
-  await db
-    .prepare(
-      "UPDATE devices SET online=1,last_seen=?,protocol=?,host=COALESCE(?,host),platform=COALESCE(?,platform),capabilities=?,agent_info=?,agent_capabilities=?,auth_methods=? WHERE id=?",
-    )
-    .bind(
-      at,
-      device.protocol,
-      cutOrNull(device.host, BOUNDS.host),
-      cutOrNull(device.platform, BOUNDS.platform),
-      boundedJson(device.capabilities, BOUNDS.deviceJson),
-      boundedJson(device.agentInfo, BOUNDS.deviceJson),
-      boundedJson(device.agentCapabilities, BOUNDS.deviceJson),
-      boundedJson(device.authMethods, BOUNDS.deviceJson),
-      deviceId,
-    )
-    .run();
+  await prepared(
+    db,
+    "UPDATE devices SET online=1,last_seen=?,protocol=?,host=COALESCE(?,host),platform=COALESCE(?,platform),capabilities=?,agent_info=?,agent_capabilities=?,auth_methods=? WHERE id=?",
+    at,
+    device.protocol,
+    cutOrNull(device.host, BOUNDS.host),
+    cutOrNull(device.platform, BOUNDS.platform),
+    boundedJson(device.capabilities, BOUNDS.deviceJson),
+    boundedJson(device.agentInfo, BOUNDS.deviceJson),
+    boundedJson(device.agentCapabilities, BOUNDS.deviceJson),
+    boundedJson(device.authMethods, BOUNDS.deviceJson),
+    deviceId,
+  ).run();
 }
 
 export async function markUnlinked(db: D1Database, deviceId: string, at: number): Promise<void> {
-  await db.prepare("UPDATE devices SET online=0,last_seen=? WHERE id=?").bind(at, deviceId).run();
+  await prepared(db, "UPDATE devices SET online=0,last_seen=? WHERE id=?", at, deviceId).run();
 }
 
 /** What a device's object said of a link D1 showed online, read with the row's `last_seen`. */
@@ -63,12 +59,13 @@ export async function confirmPresence(db: D1Database, checks: readonly PresenceC
   if (checks.length === 0) return;
   await db.batch(
     checks.map(({ deviceId, seenAt, up }) =>
-      db
-        .prepare(
-          `UPDATE devices SET ${up ? "last_seen = ?1" : "online = 0"} ` +
-            "WHERE id=?2 AND online=1 AND last_seen IS ?3",
-        )
-        .bind(now, deviceId, seenAt),
+      prepared(
+        db,
+        `UPDATE devices SET ${up ? "last_seen=?1" : "online=0"} WHERE id=?2 AND online=1 AND last_seen IS ?3`,
+        now,
+        deviceId,
+        seenAt,
+      ),
     ),
   );
 }

@@ -1,6 +1,7 @@
 /** Devices (table `devices`): logins of LLeMbas CLI or the bridge, and what their last link said. */
 import type { DeviceInfo, Scope } from "../protocol/http-api";
 import { readScopes, writeScopes } from "./scopes";
+import { prepared } from "./prepared";
 
 export interface DeviceCredentialRow {
   id: string;
@@ -11,10 +12,7 @@ export interface DeviceCredentialRow {
 }
 
 export function findDeviceCredential(db: D1Database, id: string): Promise<DeviceCredentialRow | null> {
-  return db
-    .prepare("SELECT id,user_id,secret_hash,scopes FROM devices WHERE id=?")
-    .bind(id)
-    .first<DeviceCredentialRow>();
+  return prepared(db, "SELECT id,user_id,secret_hash,scopes FROM devices WHERE id=?", id).first<DeviceCredentialRow>();
 }
 
 export type { DeviceInfo };
@@ -49,10 +47,11 @@ function toDeviceInfo(row: DeviceInfoRow): DeviceInfo {
 }
 
 export async function listDevices(db: D1Database, userId: string): Promise<DeviceInfo[]> {
-  const { results } = await db
-    .prepare(`SELECT ${DEVICE_INFO_COLUMNS} FROM devices WHERE user_id=? ORDER BY created_at,id`)
-    .bind(userId)
-    .all<DeviceInfoRow>();
+  const { results } = await prepared(
+    db,
+    `SELECT ${DEVICE_INFO_COLUMNS} FROM devices WHERE user_id=? ORDER BY created_at,id`,
+    userId,
+  ).all<DeviceInfoRow>();
   return results.map(toDeviceInfo);
 }
 
@@ -64,18 +63,20 @@ export async function updateDevice(
   change: { name?: string; scopes?: readonly Scope[] },
 ): Promise<DeviceInfo | null> {
   const scopes = change.scopes === undefined ? null : writeScopes(change.scopes);
-  const row = await db
-    .prepare(
-      "UPDATE devices SET name=COALESCE(?,name),scopes=COALESCE(?,scopes) WHERE id=? AND user_id=? " +
-        `RETURNING ${DEVICE_INFO_COLUMNS}`,
-    )
-    .bind(change.name ?? null, scopes, id, userId)
-    .first<DeviceInfoRow>();
+  const row = await prepared(
+    db,
+    "UPDATE devices SET name=COALESCE(?,name),scopes=COALESCE(?,scopes) WHERE id=? AND user_id=? " +
+      `RETURNING ${DEVICE_INFO_COLUMNS}`,
+    change.name ?? null,
+    scopes,
+    id,
+    userId,
+  ).first<DeviceInfoRow>();
   return row && toDeviceInfo(row);
 }
 
 /** Revokes a device by deleting its row: its token stops working at once. False when the person has no such device. */
 export async function deleteDevice(db: D1Database, id: string, userId: string): Promise<boolean> {
-  const { meta } = await db.prepare("DELETE FROM devices WHERE id=? AND user_id=?").bind(id, userId).run();
+  const { meta } = await prepared(db, "DELETE FROM devices WHERE id=? AND user_id=?", id, userId).run();
   return meta.changes > 0;
 }

@@ -14,6 +14,7 @@
  */
 import type { Currency } from "./plans";
 import { monthKey } from "./account-settings";
+import { prepared } from "./prepared";
 
 export interface WindowSpend {
   window: string;
@@ -56,31 +57,35 @@ const IN_WINDOW = "usage WHERE created_at>?2-w.seconds*1000 AND ";
 /** The statements every read of the standing runs (?1 the account, ?2 now), after the month's credits. */
 function standingStatements(db: D1Database, userId: string, now: number): D1PreparedStatement[] {
   return [
-    db
-      .prepare(
-        `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent,` +
-          `${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan ` +
-          "WHERE u.id=?1",
-      )
-      .bind(userId, now),
-    db
-      .prepare(
-        `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro,` +
-          `(SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest ` +
-          "FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds",
-      )
-      .bind(userId, now),
+    prepared(
+      db,
+      `SELECT u.admin,p.name plan,p.monthly_micro,p.currency,p.credit_value,${CREDITED} credited,${SPENT} spent,` +
+        `${HELD} held FROM users u LEFT JOIN account_settings s ON s.user_id=u.id LEFT JOIN plans p ON p.name=s.plan ` +
+        "WHERE u.id=?1",
+      userId,
+      now,
+    ),
+    prepared(
+      db,
+      `SELECT w.name "window",w.seconds,w.limit_micro limitMicro,${sum("cost_micro", IN_WINDOW)} spentMicro,` +
+        `(SELECT MIN(created_at) FROM ${IN_WINDOW}user_id=?1) oldest ` +
+        "FROM account_settings s JOIN plan_windows w ON w.plan=s.plan WHERE s.user_id=?1 ORDER BY w.seconds",
+      userId,
+      now,
+    ),
   ];
 }
 
 function monthCredits(db: D1Database, userId: string, now: number): D1PreparedStatement {
-  return db
-    .prepare(
-      "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
-        "SELECT s.user_id,'plan',?2,p.monthly_micro,?3 FROM account_settings s JOIN plans p ON p.name=s.plan " +
-        "WHERE s.user_id=?1 ON CONFLICT(user_id,month) WHERE source='plan' DO NOTHING",
-    )
-    .bind(userId, monthKey(now), now);
+  return prepared(
+    db,
+    "INSERT INTO credits (user_id,source,month,amount_micro,created_at) " +
+      "SELECT s.user_id,'plan',?2,p.monthly_micro,?3 FROM account_settings s JOIN plans p ON p.name=s.plan " +
+      "WHERE s.user_id=?1 ON CONFLICT(user_id,month) WHERE source='plan' DO NOTHING",
+    userId,
+    monthKey(now),
+    now,
+  );
 }
 
 function toStanding(standing: D1Result, windows: D1Result): AccountStanding {
@@ -139,13 +144,18 @@ export type Measured = Omit<UsageRecord, "userId" | "estimated" | "at">;
 
 /** Renews a running request's lease and records what it has measured (nothing, once its hold is settled). */
 export async function renewHold(db: D1Database, holdId: string, until: number, m: Measured): Promise<void> {
-  await db
-    .prepare(
-      "UPDATE holds SET expires_at=?2,tokens_in=?3,tokens_out=?4,audio_ms=?5,characters=?6,measured_micro=?7 " +
-        "WHERE id=?1",
-    )
-    .bind(holdId, until, m.tokensIn, m.tokensOut, m.audioMs, m.characters, m.costMicro)
-    .run();
+  await prepared(
+    db,
+    "UPDATE holds SET expires_at=?2,tokens_in=?3,tokens_out=?4,audio_ms=?5,characters=?6,measured_micro=?7 " +
+      "WHERE id=?1",
+    holdId,
+    until,
+    m.tokensIn,
+    m.tokensOut,
+    m.audioMs,
+    m.characters,
+    m.costMicro,
+  ).run();
 }
 
 /** Whether an account on a plan is limited: admins and accounts without a plan never are. */
@@ -174,29 +184,27 @@ export async function reserve(
   const [, , , hold, standing, windows] = await db.batch([
     monthCredits(db, userId, now),
     ...settleLapsed(db, now, userId),
-    db
-      .prepare(
-        "INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms," +
-          "characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13 " +
-          "FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan " +
-          `WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w ` +
-          `WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
-      )
-      .bind(
-        userId,
-        now,
-        holdId,
-        amountMicro,
-        need,
-        lease.ms,
-        m.deviceId,
-        m.model,
-        m.tokensIn,
-        m.tokensOut,
-        m.audioMs,
-        m.characters,
-        m.costMicro,
-      ),
+    prepared(
+      db,
+      "INSERT INTO holds (id,user_id,amount_micro,created_at,expires_at,device_id,model,tokens_in,tokens_out,audio_ms," +
+        "characters,measured_micro) SELECT ?3,?1,?4,?2,?2+?6,?7,?8,?9,?10,?11,?12,?13 " +
+        "FROM users u JOIN account_settings s ON s.user_id=u.id JOIN plans p ON p.name=s.plan " +
+        `WHERE u.id=?1 AND u.admin=0 AND ${CREDITED}-${SPENT}-${HELD}>=?5 AND NOT EXISTS (SELECT 1 FROM plan_windows w ` +
+        `WHERE w.plan=s.plan AND ${sum("cost_micro", IN_WINDOW)}+${HELD}+?5>w.limit_micro)`,
+      userId,
+      now,
+      holdId,
+      amountMicro,
+      need,
+      lease.ms,
+      m.deviceId,
+      m.model,
+      m.tokensIn,
+      m.tokensOut,
+      m.audioMs,
+      m.characters,
+      m.costMicro,
+    ),
     ...standingStatements(db, userId, now),
   ]);
   const s = toStanding(standing!, windows!);
@@ -224,31 +232,29 @@ export interface UsageRecord {
  * hold been settled already, the row it became is corrected to what the request really used: charged once.
  */
 export async function settle(db: D1Database, holdId: string | null, u: UsageRecord): Promise<void> {
-  const insert = db
-    .prepare(
-      "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at," +
-        "hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in," +
-        "tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters," +
-        "cost_micro=excluded.cost_micro,estimated=excluded.estimated",
-    )
-    .bind(
-      u.userId,
-      u.deviceId,
-      u.model,
-      u.tokensIn,
-      u.tokensOut,
-      u.audioMs,
-      u.characters,
-      u.costMicro,
-      u.estimated ? 1 : 0,
-      u.at,
-      holdId,
-    );
+  const insert = prepared(
+    db,
+    "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated,created_at," +
+      "hold_id) VALUES (?,?,?,?,?,?,?,?,?,?,?) ON CONFLICT(hold_id) DO UPDATE SET tokens_in=excluded.tokens_in," +
+      "tokens_out=excluded.tokens_out,audio_ms=excluded.audio_ms,characters=excluded.characters," +
+      "cost_micro=excluded.cost_micro,estimated=excluded.estimated",
+    u.userId,
+    u.deviceId,
+    u.model,
+    u.tokensIn,
+    u.tokensOut,
+    u.audioMs,
+    u.characters,
+    u.costMicro,
+    u.estimated ? 1 : 0,
+    u.at,
+    holdId,
+  );
   if (holdId === null) await insert.run();
-  else await db.batch([db.prepare("DELETE FROM holds WHERE id=?").bind(holdId), insert]);
+  else await db.batch([prepared(db, "DELETE FROM holds WHERE id=?", holdId), insert]);
 }
 
 /** Drops a hold whose request was not served (the provider refused it): it costs nothing. */
 export async function release(db: D1Database, holdId: string): Promise<void> {
-  await db.prepare("DELETE FROM holds WHERE id=?").bind(holdId).run();
+  await prepared(db, "DELETE FROM holds WHERE id=?", holdId).run();
 }

@@ -1,5 +1,6 @@
 /** The account's library in D1 (tables `library_documents`, `library_chunks`). */
 import type { LibraryDocument as DocumentInfo, LibraryDocumentText as DocumentFull } from "../protocol/http-api";
+import { prepared } from "./prepared";
 
 export type { DocumentFull, DocumentInfo };
 
@@ -23,26 +24,31 @@ export interface ChunkHit {
 const INFO = "id,title,source,chunks,created_at";
 
 export async function listDocuments(db: D1Database, userId: string, limit: number): Promise<DocumentInfo[]> {
-  const { results } = await db
-    .prepare(`SELECT ${INFO} FROM library_documents WHERE user_id=? ORDER BY created_at DESC,id LIMIT ?`)
-    .bind(userId, limit)
-    .all<DocumentInfo>();
+  const { results } = await prepared(
+    db,
+    `SELECT ${INFO} FROM library_documents WHERE user_id=? ORDER BY created_at DESC,id LIMIT ?`,
+    userId,
+    limit,
+  ).all<DocumentInfo>();
   return results;
 }
 
 export function getDocument(db: D1Database, userId: string, id: string): Promise<DocumentFull | null> {
-  return db
-    .prepare(`SELECT ${INFO},text FROM library_documents WHERE id=? AND user_id=?`)
-    .bind(id, userId)
-    .first<DocumentFull>();
+  return prepared(
+    db,
+    `SELECT ${INFO},text FROM library_documents WHERE id=? AND user_id=?`,
+    id,
+    userId,
+  ).first<DocumentFull>();
 }
 
 /** What an account holds: its documents and chunks, counted for its quota. */
 export async function holdings(db: D1Database, userId: string): Promise<{ documents: number; chunks: number }> {
-  const row = await db
-    .prepare("SELECT COUNT(*) documents,COALESCE(SUM(chunks),0) chunks FROM library_documents WHERE user_id=?")
-    .bind(userId)
-    .first<{ documents: number; chunks: number }>();
+  const row = await prepared(
+    db,
+    "SELECT COUNT(*) documents,COALESCE(SUM(chunks),0) chunks FROM library_documents WHERE user_id=?",
+    userId,
+  ).first<{ documents: number; chunks: number }>();
   return row ?? { documents: 0, chunks: 0 };
 }
 
@@ -58,31 +64,33 @@ export async function insertDocument(
   quota: { documents: number; chunks: number },
 ): Promise<boolean> {
   const [added] = await db.batch([
-    db
-      .prepare(
-        "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) " +
-          "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2)<?9 " +
-          "AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6<=?10",
-      )
-      .bind(
-        doc.id,
-        doc.userId,
-        doc.title,
-        doc.source,
-        doc.text,
-        chunks.length,
-        doc.model,
-        doc.created_at,
-        quota.documents,
-        quota.chunks,
-      ),
+    prepared(
+      db,
+      "INSERT INTO library_documents (id,user_id,title,source,text,chunks,model,created_at) " +
+        "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 WHERE (SELECT COUNT(*) FROM library_documents WHERE user_id=?2)<?9 " +
+        "AND (SELECT COALESCE(SUM(chunks),0) FROM library_documents WHERE user_id=?2) + ?6<=?10",
+      doc.id,
+      doc.userId,
+      doc.title,
+      doc.source,
+      doc.text,
+      chunks.length,
+      doc.model,
+      doc.created_at,
+      quota.documents,
+      quota.chunks,
+    ),
     ...chunks.map((c, seq) =>
-      db
-        .prepare(
-          "INSERT INTO library_chunks (document_id,seq,user_id,text,vector) " +
-            "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM library_documents WHERE id=?1)",
-        )
-        .bind(doc.id, seq, doc.userId, c.text, c.vector),
+      prepared(
+        db,
+        "INSERT INTO library_chunks (document_id,seq,user_id,text,vector) " +
+          "SELECT ?,?,?,?,? WHERE EXISTS (SELECT 1 FROM library_documents WHERE id=?1)",
+        doc.id,
+        seq,
+        doc.userId,
+        c.text,
+        c.vector,
+      ),
     ),
   ]);
   return added!.meta.changes > 0;
@@ -90,10 +98,12 @@ export async function insertDocument(
 
 /** Deletes a document and its chunks; its chunk count, or null when the person has no such document. */
 export async function deleteDocument(db: D1Database, userId: string, id: string): Promise<number | null> {
-  const row = await db
-    .prepare("DELETE FROM library_documents WHERE id=? AND user_id=? RETURNING chunks")
-    .bind(id, userId)
-    .first<{ chunks: number }>();
+  const row = await prepared(
+    db,
+    "DELETE FROM library_documents WHERE id=? AND user_id=? RETURNING chunks",
+    id,
+    userId,
+  ).first<{ chunks: number }>();
   return row?.chunks ?? null;
 }
 
@@ -104,12 +114,13 @@ export async function chunkVectors(
   after: number,
   limit: number,
 ): Promise<ChunkVectorRow[]> {
-  const { results } = await db
-    .prepare(
-      "SELECT rowid,document_id,seq,vector FROM library_chunks WHERE user_id=? AND rowid>? ORDER BY rowid LIMIT ?",
-    )
-    .bind(userId, after, limit)
-    .all<ChunkVectorRow>();
+  const { results } = await prepared(
+    db,
+    "SELECT rowid,document_id,seq,vector FROM library_chunks WHERE user_id=? AND rowid>? ORDER BY rowid LIMIT ?",
+    userId,
+    after,
+    limit,
+  ).all<ChunkVectorRow>();
   return results;
 }
 
@@ -120,12 +131,12 @@ export async function chunksAt(
   keys: readonly { documentId: string; seq: number }[],
 ): Promise<ChunkHit[]> {
   if (keys.length === 0) return [];
-  const { results } = await db
-    .prepare(
-      "SELECT c.document_id,c.seq,c.text,d.title,d.source FROM library_chunks c JOIN library_documents d " +
-        `ON d.id=c.document_id WHERE c.user_id=? AND (c.document_id,c.seq) IN (VALUES ${keys.map(() => "(?,?)").join()})`,
-    )
-    .bind(userId, ...keys.flatMap((k) => [k.documentId, k.seq]))
-    .all<ChunkHit>();
+  const { results } = await prepared(
+    db,
+    "SELECT c.document_id,c.seq,c.text,d.title,d.source FROM library_chunks c JOIN library_documents d " +
+      `ON d.id=c.document_id WHERE c.user_id=? AND (c.document_id,c.seq) IN (VALUES ${keys.map(() => "(?,?)").join()})`,
+    userId,
+    ...keys.flatMap((k) => [k.documentId, k.seq]),
+  ).all<ChunkHit>();
   return results;
 }

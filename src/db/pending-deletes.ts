@@ -6,6 +6,7 @@
 import type { DeleteOutcome } from "../protocol/http-api";
 import { BOUNDS, cut } from "./bounds";
 import { deleteChat, deleteChatStatement } from "./chats";
+import { prepared } from "./prepared";
 
 export const MAX_REFUSALS = 5;
 
@@ -27,14 +28,15 @@ export async function deleteAdmission(
   userId: string,
   sessionId: string,
 ): Promise<{ chat: boolean; pending: boolean; count: number }> {
-  const row = await db
-    .prepare(
-      "SELECT EXISTS (SELECT 1 FROM chats WHERE device_id=?1 AND session_id=?2) AS chat," +
-        "EXISTS (SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') AS pending," +
-        "(SELECT COUNT(*) FROM pending_deletes WHERE user_id=?3 AND state='pending') AS count",
-    )
-    .bind(deviceId, sessionId, userId)
-    .first<{ chat: number; pending: number; count: number }>();
+  const row = await prepared(
+    db,
+    "SELECT EXISTS (SELECT 1 FROM chats WHERE device_id=?1 AND session_id=?2) AS chat," +
+      "EXISTS (SELECT 1 FROM pending_deletes WHERE device_id=?1 AND session_id=?2 AND state='pending') AS pending," +
+      "(SELECT COUNT(*) FROM pending_deletes WHERE user_id=?3 AND state='pending') AS count",
+    deviceId,
+    sessionId,
+    userId,
+  ).first<{ chat: number; pending: number; count: number }>();
   return { chat: row!.chat === 1, pending: row!.pending === 1, count: row!.count };
 }
 
@@ -51,17 +53,20 @@ export async function recordPendingDelete(
   reason: string,
 ): Promise<void> {
   const now = Date.now();
-  await db
-    .prepare(
-      "INSERT INTO pending_deletes (device_id,session_id,user_id,last_error,created_at,updated_at) " +
-        "VALUES (?1,?2,?3,?4,?5,?5) " +
-        "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
-        "refusals=CASE WHEN state='given_up' THEN 0 ELSE refusals END," +
-        "created_at=CASE WHEN state='given_up' THEN excluded.created_at ELSE created_at END," +
-        "state='pending',given_up_at=NULL,last_error=excluded.last_error,updated_at=excluded.updated_at",
-    )
-    .bind(deviceId, sessionId, userId, cut(reason, BOUNDS.reason), now)
-    .run();
+  await prepared(
+    db,
+    "INSERT INTO pending_deletes (device_id,session_id,user_id,last_error,created_at,updated_at) " +
+      "VALUES (?1,?2,?3,?4,?5,?5) " +
+      "ON CONFLICT (device_id,session_id) DO UPDATE SET " +
+      "refusals=CASE WHEN state='given_up' THEN 0 ELSE refusals END," +
+      "created_at=CASE WHEN state='given_up' THEN excluded.created_at ELSE created_at END," +
+      "state='pending',given_up_at=NULL,last_error=excluded.last_error,updated_at=excluded.updated_at",
+    deviceId,
+    sessionId,
+    userId,
+    cut(reason, BOUNDS.reason),
+    now,
+  ).run();
 }
 
 /**
@@ -70,7 +75,7 @@ export async function recordPendingDelete(
  */
 export async function clearPendingDelete(db: D1Database, deviceId: string, sessionId: string): Promise<boolean> {
   const [pending] = await db.batch([
-    db.prepare("DELETE FROM pending_deletes WHERE device_id=? AND session_id=?").bind(deviceId, sessionId),
+    prepared(db, "DELETE FROM pending_deletes WHERE device_id=? AND session_id=?", deviceId, sessionId),
     deleteChatStatement(db, deviceId, sessionId),
   ]);
   return (pending?.meta.changes ?? 0) > 0;
@@ -87,17 +92,20 @@ export async function recordRefusal(
   error: string,
 ): Promise<{ refusals: number; givenUp: boolean } | null> {
   const now = Date.now();
-  const row = await db
-    .prepare(
-      "UPDATE pending_deletes SET " +
-        "refusals=refusals + 1,last_error=?3,updated_at=?4," +
-        "state=CASE WHEN refusals + 1>=?5 THEN 'given_up' ELSE 'pending' END," +
-        "given_up_at=CASE WHEN refusals + 1>=?5 THEN ?4 ELSE NULL END " +
-        "WHERE device_id=?1 AND session_id=?2 AND state='pending' " +
-        "RETURNING refusals,state",
-    )
-    .bind(deviceId, sessionId, cut(error, BOUNDS.reason), now, MAX_REFUSALS)
-    .first<{ refusals: number; state: "pending" | "given_up" }>();
+  const row = await prepared(
+    db,
+    "UPDATE pending_deletes SET " +
+      "refusals=refusals + 1,last_error=?3,updated_at=?4," +
+      "state=CASE WHEN refusals + 1>=?5 THEN 'given_up' ELSE 'pending' END," +
+      "given_up_at=CASE WHEN refusals + 1>=?5 THEN ?4 ELSE NULL END " +
+      "WHERE device_id=?1 AND session_id=?2 AND state='pending' " +
+      "RETURNING refusals,state",
+    deviceId,
+    sessionId,
+    cut(error, BOUNDS.reason),
+    now,
+    MAX_REFUSALS,
+  ).first<{ refusals: number; state: "pending" | "given_up" }>();
   if (!row) return null;
   const givenUp = row.state === "given_up";
   if (givenUp) await deleteChat(db, deviceId, sessionId);
@@ -106,13 +114,12 @@ export async function recordRefusal(
 
 /** The deletes to send again after a link's initialize, oldest first. */
 export async function listPendingDeletes(db: D1Database, deviceId: string): Promise<PendingDelete[]> {
-  const { results } = await db
-    .prepare(
-      "SELECT session_id,user_id,refusals,last_error,created_at FROM pending_deletes " +
-        "WHERE device_id=? AND state='pending' ORDER BY created_at,rowid",
-    )
-    .bind(deviceId)
-    .all<PendingDelete>();
+  const { results } = await prepared(
+    db,
+    "SELECT session_id,user_id,refusals,last_error,created_at FROM pending_deletes " +
+      "WHERE device_id=? AND state='pending' ORDER BY created_at,rowid",
+    deviceId,
+  ).all<PendingDelete>();
   return results;
 }
 

@@ -1,4 +1,5 @@
 /** An account's saved personalization (table `personalization`) and whether the operator made it available. */
+import { prepared } from "./prepared";
 
 export interface Personalization {
   enabled: boolean;
@@ -19,14 +20,13 @@ interface Row {
 }
 
 export async function readPersonalization(db: D1Database, userId: string): Promise<Personalization> {
-  const row = await db
-    .prepare(
-      "SELECT p.enabled,s.personalization_available AS available,p.personality,p.personality_custom,p.instructions " +
-        "FROM users u LEFT JOIN personalization p ON p.user_id=u.id LEFT JOIN account_settings s ON s.user_id=u.id " +
-        "WHERE u.id=?",
-    )
-    .bind(userId)
-    .first<Row>();
+  const row = await prepared(
+    db,
+    "SELECT p.enabled,s.personalization_available AS available,p.personality,p.personality_custom,p.instructions " +
+      "FROM users u LEFT JOIN personalization p ON p.user_id=u.id LEFT JOIN account_settings s ON s.user_id=u.id " +
+      "WHERE u.id=?",
+    userId,
+  ).first<Row>();
   return {
     enabled: row?.enabled === 1,
     available: row?.available === 1,
@@ -48,11 +48,12 @@ export async function updatePersonalization(
   const given = COLUMNS.filter((c) => change[c] !== undefined);
   const values = given.map((c) => (c === "enabled" ? Number(change.enabled) : change[c]!));
   const sets = given.map((c) => `${c} = excluded.${c}`).concat("updated_at = excluded.updated_at");
-  await db
-    .prepare(
-      `INSERT INTO personalization (user_id,${[...given, "updated_at"].join(", ")}) VALUES (?,${[...given, "updated_at"].map(() => "?").join(", ")}) ` +
-        `ON CONFLICT(user_id) DO UPDATE SET ${sets.join(", ")}`,
-    )
-    .bind(userId, ...values, now)
-    .run();
+  await prepared(
+    db,
+    `INSERT INTO personalization (user_id,${[...given, "updated_at"].join(", ")}) VALUES (?,${[...given, "updated_at"].map(() => "?").join(", ")}) ` +
+      `ON CONFLICT(user_id) DO UPDATE SET ${sets.join(", ")}`,
+    userId,
+    ...values,
+    now,
+  ).run();
 }

@@ -3,6 +3,7 @@
  * is given and taken in credits; the tables keep micro-credits.
  */
 import { toCredits, toMicro } from "./micro-credits";
+import { prepared } from "./prepared";
 
 import type { Currency } from "../protocol/http-api";
 
@@ -59,18 +60,27 @@ export async function listPlans(db: D1Database): Promise<Plan[]> {
 /** Creates or replaces a plan and its windows in one transaction. */
 export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<void> {
   await db.batch([
-    db
-      .prepare(
-        "INSERT INTO plans (name,monthly_micro,currency,credit_value,created_at) VALUES (?,?,?,?,?) " +
-          "ON CONFLICT(name) DO UPDATE SET monthly_micro=excluded.monthly_micro," +
-          "currency=excluded.currency,credit_value=excluded.credit_value",
-      )
-      .bind(plan.name, toMicro(plan.credits_per_month), plan.currency, plan.credit_value, now),
-    db.prepare("DELETE FROM plan_windows WHERE plan=?").bind(plan.name),
+    prepared(
+      db,
+      "INSERT INTO plans (name,monthly_micro,currency,credit_value,created_at) VALUES (?,?,?,?,?) " +
+        "ON CONFLICT(name) DO UPDATE SET monthly_micro=excluded.monthly_micro," +
+        "currency=excluded.currency,credit_value=excluded.credit_value",
+      plan.name,
+      toMicro(plan.credits_per_month),
+      plan.currency,
+      plan.credit_value,
+      now,
+    ),
+    prepared(db, "DELETE FROM plan_windows WHERE plan=?", plan.name),
     ...plan.windows.map((w) =>
-      db
-        .prepare("INSERT INTO plan_windows (plan,name,seconds,limit_micro) VALUES (?,?,?,?)")
-        .bind(plan.name, w.window, w.seconds, toMicro(w.limit)),
+      prepared(
+        db,
+        "INSERT INTO plan_windows (plan,name,seconds,limit_micro) VALUES (?,?,?,?)",
+        plan.name,
+        w.window,
+        w.seconds,
+        toMicro(w.limit),
+      ),
     ),
   ]);
 }
@@ -78,9 +88,9 @@ export async function putPlan(db: D1Database, plan: Plan, now: number): Promise<
 /** False when there was no such plan. Accounts on it are left without a plan (not limited). */
 export async function deletePlan(db: D1Database, name: string): Promise<boolean> {
   // RETURNING rather than meta.changes, which also counts the windows and settings the foreign keys change.
-  return (await db.prepare("DELETE FROM plans WHERE name=? RETURNING name").bind(name).first()) !== null;
+  return (await prepared(db, "DELETE FROM plans WHERE name=? RETURNING name", name).first()) !== null;
 }
 
 export async function planExists(db: D1Database, name: string): Promise<boolean> {
-  return (await db.prepare("SELECT 1 FROM plans WHERE name=?").bind(name).first()) !== null;
+  return (await prepared(db, "SELECT 1 FROM plans WHERE name=?", name).first()) !== null;
 }

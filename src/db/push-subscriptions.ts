@@ -1,6 +1,7 @@
 /** Web Push subscriptions (table `push_subscriptions`): a person's browsers and what each wants to be told of. */
 import type { PushSubscriptionInfo } from "../protocol/http-api";
 import type { PushKind } from "../protocol/push";
+import { prepared } from "./prepared";
 
 export type { PushSubscriptionInfo };
 
@@ -40,52 +41,50 @@ export async function savePushSubscription(
   sub: NewPushSubscription,
 ): Promise<PushSubscriptionInfo | null> {
   const { cards, turn_end, link_down } = sub.kinds;
-  const row = await db
-    .prepare(
-      "INSERT INTO push_subscriptions (endpoint,user_id,p256dh,auth,cards,turn_end,link_down,created_at) " +
-        "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 " +
-        "WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id=?2 AND endpoint!=?1)<?9 " +
-        "ON CONFLICT (endpoint) DO UPDATE SET user_id=excluded.user_id,p256dh=excluded.p256dh,auth=excluded.auth," +
-        "cards=excluded.cards,turn_end=excluded.turn_end,link_down=excluded.link_down " +
-        "RETURNING endpoint,cards,turn_end,link_down,created_at",
-    )
-    .bind(
-      sub.endpoint,
-      userId,
-      sub.p256dh,
-      sub.auth,
-      Number(cards),
-      Number(turn_end),
-      Number(link_down),
-      Date.now(),
-      MAX_SUBSCRIPTIONS_PER_PERSON,
-    )
-    .first<InfoRow>();
+  const row = await prepared(
+    db,
+    "INSERT INTO push_subscriptions (endpoint,user_id,p256dh,auth,cards,turn_end,link_down,created_at) " +
+      "SELECT ?1,?2,?3,?4,?5,?6,?7,?8 " +
+      "WHERE (SELECT COUNT(*) FROM push_subscriptions WHERE user_id=?2 AND endpoint!=?1)<?9 " +
+      "ON CONFLICT (endpoint) DO UPDATE SET user_id=excluded.user_id,p256dh=excluded.p256dh,auth=excluded.auth," +
+      "cards=excluded.cards,turn_end=excluded.turn_end,link_down=excluded.link_down " +
+      "RETURNING endpoint,cards,turn_end,link_down,created_at",
+    sub.endpoint,
+    userId,
+    sub.p256dh,
+    sub.auth,
+    Number(cards),
+    Number(turn_end),
+    Number(link_down),
+    Date.now(),
+    MAX_SUBSCRIPTIONS_PER_PERSON,
+  ).first<InfoRow>();
   return row ? toInfo(row) : null;
 }
 
 export async function listPushSubscriptions(db: D1Database, userId: string): Promise<PushSubscriptionInfo[]> {
-  const { results } = await db
-    .prepare(
-      "SELECT endpoint,cards,turn_end,link_down,created_at FROM push_subscriptions WHERE user_id=? ORDER BY created_at,endpoint",
-    )
-    .bind(userId)
-    .all<InfoRow>();
+  const { results } = await prepared(
+    db,
+    "SELECT endpoint,cards,turn_end,link_down,created_at FROM push_subscriptions WHERE user_id=? ORDER BY created_at,endpoint",
+    userId,
+  ).all<InfoRow>();
   return results.map(toInfo);
 }
 
 /** False when the person has no such subscription (someone else's counts as none). */
 export async function deletePushSubscription(db: D1Database, userId: string, endpoint: string): Promise<boolean> {
-  const { meta } = await db
-    .prepare("DELETE FROM push_subscriptions WHERE endpoint=? AND user_id=?")
-    .bind(endpoint, userId)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "DELETE FROM push_subscriptions WHERE endpoint=? AND user_id=?",
+    endpoint,
+    userId,
+  ).run();
   return meta.changes > 0;
 }
 
 /** The push service said the subscription is gone (404/410). */
 export async function forgetPushEndpoint(db: D1Database, endpoint: string): Promise<void> {
-  await db.prepare("DELETE FROM push_subscriptions WHERE endpoint=?").bind(endpoint).run();
+  await prepared(db, "DELETE FROM push_subscriptions WHERE endpoint=?", endpoint).run();
 }
 
 export interface PushRecipient {
@@ -111,9 +110,9 @@ export async function pushContext(
 ): Promise<PushContext> {
   const wants = kind === null ? "" : ` AND ${kind} = 1`;
   const [subs, device, chat] = await db.batch([
-    db.prepare(`SELECT endpoint,p256dh,auth FROM push_subscriptions WHERE user_id=?${wants}`).bind(userId),
-    db.prepare("SELECT name FROM devices WHERE id=? AND user_id=?").bind(deviceId, userId),
-    db.prepare("SELECT title FROM chats WHERE device_id=? AND session_id=?").bind(deviceId, sessionId ?? ""),
+    prepared(db, `SELECT endpoint,p256dh,auth FROM push_subscriptions WHERE user_id=?${wants}`, userId),
+    prepared(db, "SELECT name FROM devices WHERE id=? AND user_id=?", deviceId, userId),
+    prepared(db, "SELECT title FROM chats WHERE device_id=? AND session_id=?", deviceId, sessionId ?? ""),
   ]);
   return {
     recipients: (subs?.results ?? []) as PushRecipient[],

@@ -1,4 +1,5 @@
 /** Browser sign-in sessions (table `sessions`). */
+import { prepared } from "./prepared";
 
 export interface SessionRow {
   id: string;
@@ -8,7 +9,7 @@ export interface SessionRow {
 }
 
 export function findSession(db: D1Database, id: string): Promise<SessionRow | null> {
-  return db.prepare("SELECT id,user_id,secret_hash,expires_at FROM sessions WHERE id=?").bind(id).first<SessionRow>();
+  return prepared(db, "SELECT id,user_id,secret_hash,expires_at FROM sessions WHERE id=?", id).first<SessionRow>();
 }
 
 /** A sign-in as its person sees it (GET /api/auth/sessions). */
@@ -29,48 +30,58 @@ export async function insertSession(
   quota: number,
 ): Promise<string[]> {
   const [, , ended] = await db.batch<{ id: string }>([
-    db.prepare("DELETE FROM sessions WHERE user_id=? AND expires_at<=?").bind(session.userId, session.now),
-    db
-      .prepare("INSERT INTO sessions (id,user_id,secret_hash,created_at,expires_at,user_agent) VALUES (?,?,?,?,?,?)")
-      .bind(session.id, session.userId, session.secretHash, session.now, session.expiresAt, session.userAgent),
-    db
-      .prepare(
-        "DELETE FROM sessions WHERE user_id=?1 AND id NOT IN (" +
-          "SELECT id FROM sessions WHERE user_id=?1 ORDER BY created_at DESC,id LIMIT ?2) RETURNING id",
-      )
-      .bind(session.userId, quota),
+    prepared(db, "DELETE FROM sessions WHERE user_id=? AND expires_at<=?", session.userId, session.now),
+    prepared(
+      db,
+      "INSERT INTO sessions (id,user_id,secret_hash,created_at,expires_at,user_agent) VALUES (?,?,?,?,?,?)",
+      session.id,
+      session.userId,
+      session.secretHash,
+      session.now,
+      session.expiresAt,
+      session.userAgent,
+    ),
+    prepared(
+      db,
+      "DELETE FROM sessions WHERE user_id=?1 AND id NOT IN (" +
+        "SELECT id FROM sessions WHERE user_id=?1 ORDER BY created_at DESC,id LIMIT ?2) RETURNING id",
+      session.userId,
+      quota,
+    ),
   ]);
   return ended!.results.map((row) => row.id);
 }
 
 /** A person's sign-ins that have not expired, newest first. */
 export async function listSessions(db: D1Database, userId: string, now: number): Promise<SignInRow[]> {
-  const { results } = await db
-    .prepare(
-      "SELECT id,created_at,expires_at,user_agent FROM sessions WHERE user_id=? AND expires_at>? ORDER BY created_at DESC,id",
-    )
-    .bind(userId, now)
-    .all<SignInRow>();
+  const { results } = await prepared(
+    db,
+    "SELECT id,created_at,expires_at,user_agent FROM sessions WHERE user_id=? AND expires_at>? ORDER BY created_at DESC,id",
+    userId,
+    now,
+  ).all<SignInRow>();
   return results;
 }
 
 /** Ends one of a person's sign-ins; false when they have no such sign-in. */
 export async function deleteSession(db: D1Database, id: string, userId: string): Promise<boolean> {
-  const { meta } = await db.prepare("DELETE FROM sessions WHERE id=? AND user_id=?").bind(id, userId).run();
+  const { meta } = await prepared(db, "DELETE FROM sessions WHERE id=? AND user_id=?", id, userId).run();
   return meta.changes > 0;
 }
 
 /** Ends every sign-in of a person but `keep` (none: all of them); the ids of those ended. */
 export async function deleteSessionsOf(db: D1Database, userId: string, keep: string | null): Promise<string[]> {
-  const { results } = await db
-    .prepare("DELETE FROM sessions WHERE user_id=? AND id IS NOT ? RETURNING id")
-    .bind(userId, keep)
-    .all<{ id: string }>();
+  const { results } = await prepared(
+    db,
+    "DELETE FROM sessions WHERE user_id=? AND id IS NOT ? RETURNING id",
+    userId,
+    keep,
+  ).all<{ id: string }>();
   return results.map((row) => row.id);
 }
 
 /** Deletes every sign-in that has expired; how many went. */
 export async function sweepSessions(db: D1Database, now: number): Promise<number> {
-  const { meta } = await db.prepare("DELETE FROM sessions WHERE expires_at<=?").bind(now).run();
+  const { meta } = await prepared(db, "DELETE FROM sessions WHERE expires_at<=?", now).run();
   return meta.changes;
 }

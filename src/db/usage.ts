@@ -1,4 +1,5 @@
 /** Settled requests (table `usage`): the sums /v1/usage reports, and when a rolling window frees. */
+import { prepared } from "./prepared";
 
 export interface Spend {
   tokens_in: number;
@@ -17,10 +18,8 @@ export async function spendSince(
   from: number,
 ): Promise<{ account: Spend; device: Spend }> {
   const [account, device] = await db.batch<Spend>([
-    db.prepare(`SELECT ${SUMS} FROM usage WHERE user_id=? AND created_at>=?`).bind(userId, from),
-    db
-      .prepare(`SELECT ${SUMS} FROM usage WHERE user_id=? AND device_id=? AND created_at>=?`)
-      .bind(userId, deviceId, from),
+    prepared(db, `SELECT ${SUMS} FROM usage WHERE user_id=? AND created_at>=?`, userId, from),
+    prepared(db, `SELECT ${SUMS} FROM usage WHERE user_id=? AND device_id=? AND created_at>=?`, userId, deviceId, from),
   ]);
   return { account: account!.results[0]!, device: device!.results[0]! };
 }
@@ -39,13 +38,15 @@ export async function windowFreesAt(
 ): Promise<number | null> {
   if (room < 0) return null;
   const since = now - seconds * 1000;
-  const row = await db
-    .prepare(
-      "SELECT created_at FROM (" +
-        "SELECT created_at,SUM(cost_micro) OVER (ORDER BY created_at,id) AS gone FROM usage WHERE user_id=? AND created_at>? " +
-        ") WHERE ? - gone<=? ORDER BY created_at LIMIT 1",
-    )
-    .bind(userId, since, spentMicro, room)
-    .first<{ created_at: number }>();
+  const row = await prepared(
+    db,
+    "SELECT created_at FROM (" +
+      "SELECT created_at,SUM(cost_micro) OVER (ORDER BY created_at,id) AS gone FROM usage WHERE user_id=? AND created_at>? " +
+      ") WHERE ? - gone<=? ORDER BY created_at LIMIT 1",
+    userId,
+    since,
+    spentMicro,
+    room,
+  ).first<{ created_at: number }>();
   return row ? row.created_at + seconds * 1000 : null;
 }

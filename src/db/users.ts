@@ -1,4 +1,5 @@
 /** People's accounts (table `users`). */
+import { prepared } from "./prepared";
 
 export interface UserRow {
   id: string;
@@ -20,20 +21,21 @@ export interface NewUser {
 }
 
 export function findUser(db: D1Database, id: string): Promise<UserRow | null> {
-  return db.prepare("SELECT id,email,admin,created_at FROM users WHERE id=?").bind(id).first<UserRow>();
+  return prepared(db, "SELECT id,email,admin,created_at FROM users WHERE id=?", id).first<UserRow>();
 }
 
 /** By email, ignoring case (the column is COLLATE NOCASE). */
 export function findUserCredential(db: D1Database, email: string): Promise<UserCredentialRow | null> {
-  return db
-    .prepare("SELECT id,email,admin,created_at,password_hash FROM users WHERE email=?")
-    .bind(email)
-    .first<UserCredentialRow>();
+  return prepared(
+    db,
+    "SELECT id,email,admin,created_at,password_hash FROM users WHERE email=?",
+    email,
+  ).first<UserCredentialRow>();
 }
 
 /** A new password hash for an account. */
 export async function setPasswordHash(db: D1Database, userId: string, passwordHash: string): Promise<void> {
-  await db.prepare("UPDATE users SET password_hash=? WHERE id=?").bind(passwordHash, userId).run();
+  await prepared(db, "UPDATE users SET password_hash=? WHERE id=?", passwordHash, userId).run();
 }
 
 export async function listUsers(db: D1Database): Promise<UserRow[]> {
@@ -53,25 +55,31 @@ export async function hasAccounts(db: D1Database): Promise<boolean> {
  * cannot both pass the check: false when someone else got there first.
  */
 export async function insertFirstAdmin(db: D1Database, user: Omit<NewUser, "admin">): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO users (id,email,password_hash,admin,created_at) " +
-        "SELECT ?,?,?,1,? WHERE NOT EXISTS (SELECT 1 FROM users)",
-    )
-    .bind(user.id, user.email, user.passwordHash, user.now)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO users (id,email,password_hash,admin,created_at) " +
+      "SELECT ?,?,?,1,? WHERE NOT EXISTS (SELECT 1 FROM users)",
+    user.id,
+    user.email,
+    user.passwordHash,
+    user.now,
+  ).run();
   return meta.changes > 0;
 }
 
 /** False when the email is taken (in any case). */
 export async function insertUser(db: D1Database, user: NewUser): Promise<boolean> {
-  const { meta } = await db
-    .prepare(
-      "INSERT INTO users (id,email,password_hash,admin,created_at) " +
-        "SELECT ?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email=?)",
-    )
-    .bind(user.id, user.email, user.passwordHash, user.admin ? 1 : 0, user.now, user.email)
-    .run();
+  const { meta } = await prepared(
+    db,
+    "INSERT INTO users (id,email,password_hash,admin,created_at) " +
+      "SELECT ?,?,?,?,? WHERE NOT EXISTS (SELECT 1 FROM users WHERE email=?)",
+    user.id,
+    user.email,
+    user.passwordHash,
+    user.admin ? 1 : 0,
+    user.now,
+    user.email,
+  ).run();
   return meta.changes > 0;
 }
 
@@ -83,8 +91,8 @@ export type DeleteUserOutcome = { deleted: true; deviceIds: string[] } | { delet
  */
 export async function deleteUserUnlessLastAdmin(db: D1Database, id: string): Promise<DeleteUserOutcome> {
   const [devices, deletion] = await db.batch<{ id: string }>([
-    db.prepare("SELECT id FROM devices WHERE user_id=?").bind(id),
-    db.prepare("DELETE FROM users WHERE id=? AND (admin=0 OR (SELECT COUNT(*) FROM users WHERE admin=1)>1)").bind(id),
+    prepared(db, "SELECT id FROM devices WHERE user_id=?", id),
+    prepared(db, "DELETE FROM users WHERE id=? AND (admin=0 OR (SELECT COUNT(*) FROM users WHERE admin=1)>1)", id),
   ]);
   if (deletion!.meta.changes === 0) return { deleted: false };
   return { deleted: true, deviceIds: devices!.results.map((d) => d.id) };
