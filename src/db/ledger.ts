@@ -227,6 +227,8 @@ export interface UsageRecord {
   at: number;
 }
 
+const dropHold = (db: D1Database, holdId: string) => prepared(db, "DELETE FROM holds WHERE id=?", holdId);
+
 /**
  * Replaces the request's hold (if it had one) with its usage row, in one transaction. Had its lease lapsed and the
  * hold been settled already, the row it became is corrected to what the request really used: charged once.
@@ -251,10 +253,10 @@ export async function settle(db: D1Database, holdId: string | null, u: UsageReco
     holdId,
   );
   if (holdId === null) await insert.run();
-  else await db.batch([prepared(db, "DELETE FROM holds WHERE id=?", holdId), insert]);
+  else await db.batch([dropHold(db, holdId), insert]);
 }
 
 /** Drops a hold whose request was not served (the provider refused it): it costs nothing. */
 export async function release(db: D1Database, holdId: string): Promise<void> {
-  await prepared(db, "DELETE FROM holds WHERE id=?", holdId).run();
+  await dropHold(db, holdId).run();
 }

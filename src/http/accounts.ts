@@ -6,7 +6,7 @@ import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
-import { personWriting } from "./guards";
+import { accountGone, personWriting } from "./guards";
 import { closeCredentialSockets } from "./devices";
 import { assertSameOrigin } from "./origin";
 import { clearedSessionCookie, SESSION_TTL_MS, sessionCookie } from "./session-cookie";
@@ -111,6 +111,6 @@ export const logout: Handler = async (request, env) => {
 export const me: Handler = async (request, env) => {
   const person = await authenticatePerson(request, env);
   const user = await findUser(env.DB, person.userId);
-  if (!user) throw new HttpError(401, "this account no longer exists");
+  if (!user) throw accountGone();
   return json(userView(user));
 };

@@ -15,7 +15,7 @@ import * as z from "zod/mini";
 import type { IRequest } from "itty-router";
 import type { Env } from "../env";
 import type { Handler } from "./handler";
-import { requireAdmin } from "./guards";
+import { lastAdmin, requireAdmin } from "./guards";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { deletePlan, listPlans, planExists, putPlan } from "../db/plans";
@@ -161,7 +161,7 @@ export const adminSetAdmin: Handler = async (request, env) => {
     throw new HttpError(409, "you cannot remove your own admin rights; ask another admin");
   const outcome = await setAdmin(env.DB, me.id, target.id, admin);
   if (outcome === "not admin") throw new HttpError(403, "you are no longer an admin");
-  if (outcome === "last admin") throw new HttpError(409, "this is the last admin; make another admin first");
+  if (outcome === "last admin") throw lastAdmin();
   return json(await accountView(env, target.id));
 };
 

@@ -5,15 +5,12 @@
 import * as z from "zod/mini";
 import type { Handler } from "./handler";
 import { authenticatePerson } from "./auth";
-import { personWriting } from "./guards";
+import { noSuchDevice, personWriting } from "./guards";
 import { HttpError, json } from "../respond";
 import { findChat, listChats, ownsDevice } from "../db/chats";
 import { check } from "../protocol/issues";
 import { deviceLinkOf } from "../link/device-link";
 import { limitsOf } from "../limits/config";
-
-/** Another person's device answers like a missing one, so its existence is never revealed. */
-const noSuchDevice = () => new HttpError(404, "no such device");
 
 const listQuery = z.object({ device: z.optional(z.string().check(z.minLength(1, "device must name a device"))) });
 

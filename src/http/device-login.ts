@@ -9,7 +9,7 @@ import type { ApprovedDevice, WaitingLogin } from "../protocol/http-api";
 import { readJson } from "./body";
 import { readJsonOrForm } from "./form-body";
 import { HttpError, json } from "../respond";
-import { personWriting } from "./guards";
+import { accountGone, personWriting } from "./guards";
 import type { Scope } from "../protocol/http-api";
 import { writeScopes } from "../db/scopes";
 import { requireHeld } from "./scopes";
@@ -60,6 +60,7 @@ const userCodeBody = z.object({
 /** RFC 8628 §3.5 / RFC 6749 §5.2 error: 400 with `error`, `error_description` and this API's `detail`. */
 const oauthError = (error: string, description: string) =>
   new HttpError(400, description, { error, error_description: description });
+const codeUsed = () => oauthError("invalid_grant", "this device code was already used; start the login again");
 
 export const authorize: Handler = async (request, env) => {
   await countAttempt(env, [["authorize_address", clientAddress(request)]], "too many device logins started from here");
@@ -142,7 +143,7 @@ const deviceName = (code: DeviceCodeRow) => cut(code.name ?? code.host ?? "devic
  */
 async function waitingLogin(env: Env, code: DeviceCodeRow, person: Person, now: number): Promise<WaitingLogin> {
   const account = await findUser(env.DB, person.userId);
-  if (!account) throw new HttpError(401, "this account no longer exists");
+  if (!account) throw accountGone();
   return {
     name: deviceName(code),
     host: code.host,
@@ -201,8 +202,7 @@ export const token: Handler = async (request, env) => {
   if (!parsed || !code || !(await secretMatches(parsed.secret, code.secret_hash))) {
     throw oauthError("invalid_grant", "unknown device code; start the login again");
   }
-  if (code.status === "issued")
-    throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  if (code.status === "issued") throw codeUsed();
   const now = Date.now();
   if (code.expires_at <= now) throw oauthError("expired_token", "the device code has expired; start the login again");
   if (code.status === "denied") throw oauthError("access_denied", "the login was denied");
@@ -215,8 +215,7 @@ export const token: Handler = async (request, env) => {
   const deviceId = code.device_id!;
   const device = await issueToken("lbd", deviceId);
   const outcome = await issueDeviceSecret(env.DB, code.id, deviceId, device.hash);
-  if (outcome === "already-issued")
-    throw oauthError("invalid_grant", "this device code was already used; start the login again");
+  if (outcome === "already-issued") throw codeUsed();
   if (outcome === "device-gone")
     throw oauthError("access_denied", "the device was removed before its token was issued");
   // RFC 6749 §5.1: the scopes granted, space-separated (empty: none), so the CLI knows whether to offer the library.

@@ -8,17 +8,14 @@ import { deviceLinkOf } from "../link/device-link";
 import type { DeviceLink } from "../link/device-link";
 import type { Handler } from "./handler";
 import { readJson } from "./body";
-import { HttpError, json } from "../respond";
+import { json } from "../respond";
 import { authenticatePerson } from "./auth";
-import { personWriting } from "./guards";
+import { noSuchDevice, personWriting } from "./guards";
 import { deleteDevice, listDevices, updateDevice } from "../db/devices";
 import { confirmPresence, type PresenceCheck } from "../db/device-presence";
 import type { DeviceInfo } from "../protocol/http-api";
 import { requireHeld, ScopeList } from "./scopes";
 import { displayName } from "../db/bounds";
-
-/** Another person's device answers like a missing one, so its existence is never revealed. */
-const noSuchDevice = () => new HttpError(404, "no such device");
 
 const changeBody = z
   .object({ name: z.optional(displayName()), scopes: z.optional(ScopeList) })

@@ -11,6 +11,15 @@ export async function personWriting(request: Request, env: Env): Promise<Person>
   return authenticatePerson(request, env);
 }
 
+/** Another person's device answers like a missing one, so its existence is never revealed. */
+export const noSuchDevice = () => new HttpError(404, "no such device");
+
+/** A signed-in person whose account was deleted meanwhile. */
+export const accountGone = () => new HttpError(401, "this account no longer exists");
+
+/** Refused: the instance would be left without an admin. */
+export const lastAdmin = () => new HttpError(409, "this is the last admin; make another admin first");
+
 /** An admin's account; anyone else is refused with 403. */
 export async function requireAdmin(request: Request, env: Env, writing: boolean): Promise<UserRow> {
   const person = writing ? await personWriting(request, env) : await authenticatePerson(request, env);

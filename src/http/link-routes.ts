@@ -16,6 +16,7 @@ import { authenticateDevice, authenticatePerson } from "./auth";
 import { assertSameOrigin } from "./origin";
 import { readBodyBytes } from "./body";
 import { countAttempt } from "./rate-limit";
+import { noSuchDevice } from "./guards";
 import { HttpError } from "../respond";
 import type { Handler } from "./handler";
 
@@ -33,7 +34,7 @@ export async function ownersDevice(request: Parameters<Handler>[0], env: Env): P
   assertSameOrigin(request);
   const person = await authenticatePerson(request, env);
   const deviceId = request.params.deviceId ?? "";
-  if ((await deviceOwner(env.DB, deviceId)) !== person.userId) throw new HttpError(404, "no such device");
+  if ((await deviceOwner(env.DB, deviceId)) !== person.userId) throw noSuchDevice();
   return { userId: person.userId, deviceId, credential: person.credential, expiresAt: person.expiresAt };
 }
 

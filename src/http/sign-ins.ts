@@ -11,7 +11,7 @@
 import * as z from "zod/mini";
 import type { Handler } from "./handler";
 import { authenticatePerson, signInCredential, signInOf } from "./auth";
-import { personWriting } from "./guards";
+import { accountGone, personWriting } from "./guards";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
 import { closeCredentialSockets } from "./devices";
@@ -58,7 +58,7 @@ export const changePassword: Handler = async (request, env) => {
   const person = await personWriting(request, env);
   const body = await readJson(request, passwordChange);
   const account = await findUser(env.DB, person.userId);
-  if (!account) throw new HttpError(401, "this account no longer exists");
+  if (!account) throw accountGone();
   const attempt = await countAttempt(env, passwordGuessLimits(request, account.email), TOO_MANY_SIGN_INS);
   const user = await findUserCredential(env.DB, account.email);
   if (!user || !(await verifyPassword(body.current_password, user.password_hash)))

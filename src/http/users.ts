@@ -3,7 +3,7 @@ import * as z from "zod/mini";
 import type { Handler } from "./handler";
 import { readJson } from "./body";
 import { HttpError, json } from "../respond";
-import { requireAdmin } from "./guards";
+import { lastAdmin, requireAdmin } from "./guards";
 import { email, newPassword, userView } from "./accounts";
 import { closeDeviceLinks } from "./devices";
 import { hashPassword } from "../crypto/password";
@@ -38,7 +38,7 @@ export const deleteAccount: Handler = async (request, env) => {
   const id = request.params.id!;
   const outcome = await deleteUserUnlessLastAdmin(env.DB, id);
   if (!outcome.deleted) {
-    if (await findUser(env.DB, id)) throw new HttpError(409, "this is the last admin; make another admin first");
+    if (await findUser(env.DB, id)) throw lastAdmin();
     throw new HttpError(404, "no such account");
   }
   await closeDeviceLinks(env, outcome.deviceIds);
