@@ -16,7 +16,7 @@ import type { CardKey } from "../protocol/cards";
 import { CloseCode } from "../protocol/close-codes";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
 import { onClientSocketMessage, onDeviceMessage, onSocketGone } from "./runtime/dispatch";
-import { logFailure } from "./runtime/failures";
+import { logFailure, STORAGE_FAILED } from "./runtime/failures";
 import { buildRegistry } from "./runtime/registry";
 import { flood } from "./runtime/flood-buckets";
 import { forwarding } from "./runtime/forwarding";
@@ -321,7 +321,7 @@ export class DeviceLink extends DurableObject<Env> {
       if (err instanceof RpcError && err.code === ErrorCode.LimitReached)
         return { status: "refused", reason: err.message };
       logFailure(this.#rt, "deleteSession", err);
-      return { status: "failed", reason: "the instance's storage failed; try again" };
+      return { status: "failed", reason: STORAGE_FAILED };
     }
   }
   /**
@@ -337,7 +337,7 @@ export class DeviceLink extends DurableObject<Env> {
       return { code: refusal.code, message: refusal.message, reason: typeof reason === "string" ? reason : null };
     } catch (err) {
       logFailure(this.#rt, "answerCard", err);
-      return { code: ErrorCode.InternalError, message: "the instance's storage failed; try again", reason: null };
+      return { code: ErrorCode.InternalError, message: STORAGE_FAILED, reason: null };
     }
   }
 }

@@ -80,8 +80,7 @@ export class Deadlines {
     const earliest = this.#earliest();
     if (armed === null || (earliest !== null && earliest <= armed)) return;
     this.#armed = earliest;
-    const change = earliest === null ? this.storage.deleteAlarm() : this.storage.setAlarm(earliest);
-    change.catch((err: unknown) => console.error("moving the alarm failed", err));
+    this.#point(earliest, "moving the alarm failed");
   }
 
   /** The alarm rang (the runtime has consumed it): removes and returns every deadline due by `now`, earliest first. */
@@ -113,15 +112,23 @@ export class Deadlines {
     const next = earliest === null || notBefore === undefined ? earliest : Math.max(earliest, notBefore);
     if (next === this.#armed) return;
     this.#armed = next;
-    // Storage writes are ordered and confirmed before any output leaves the object; no need to await them here.
-    const change = next === null ? this.storage.deleteAlarm() : this.storage.setAlarm(next);
-    change.catch((err: unknown) => console.error("moving the alarm failed", err));
+    this.#point(next, "moving the alarm failed");
   }
 
   /** The alarm could not do its work (the storage failed): it rings again at `at`, whatever the rows say. */
   retryAt(at: number): void {
     this.#armed = at;
-    this.storage.setAlarm(at).catch((err: unknown) => console.error("setting the alarm failed", err));
+    this.#point(at, "setting the alarm failed");
+  }
+
+  /**
+   * Points the stored alarm at `at`, or removes it (null). Storage writes are ordered and confirmed before any
+   * output leaves the object; no need to await them here.
+   */
+  #point(at: number | null, failing: string): void {
+    (at === null ? this.storage.deleteAlarm() : this.storage.setAlarm(at)).catch((err: unknown) =>
+      console.error(failing, err),
+    );
   }
 
   #earliest(): number | null {
@@ -138,6 +145,6 @@ export class Deadlines {
   #ringBy(armed: number | null, due: number): void {
     if (armed !== null && armed <= due) return;
     this.#armed = due;
-    this.storage.setAlarm(due).catch((err: unknown) => console.error("setting the alarm failed", err));
+    this.#point(due, "setting the alarm failed");
   }
 }

@@ -22,6 +22,9 @@ function reasonOf(err: unknown): "storage" | "internal" {
   return /SQLITE|D1_|storage/i.test(text) ? "storage" : "internal";
 }
 
+/** What a caller is told when the instance's storage failed under its request. */
+export const STORAGE_FAILED = "the instance's storage failed; try again";
+
 /**
  * The answer to a request whose handler threw: an RpcError as it says (not logged: it is an answer), anything else
  * logged and answered -32603 with data.reason "storage" or "internal".
@@ -30,6 +33,6 @@ export function failureAnswer(on: Failing, id: JsonRpcId | null, hook: string, e
   if (err instanceof RpcError) return rpcError(id, err.code, err.message, err.data);
   logFailure(on, hook, err);
   const reason = reasonOf(err);
-  const text = reason === "storage" ? "the instance's storage failed; try again" : "the instance failed to handle this";
+  const text = reason === "storage" ? STORAGE_FAILED : "the instance failed to handle this";
   return rpcError(id, ErrorCode.InternalError, text, { reason });
 }
