@@ -39,6 +39,11 @@ const STREAMED = 200;
 /** Opened by the long case's test, between the two halves of its stream. */
 let openSecondHalf = () => {};
 const secondHalf = new Promise<void>((resolve) => (openSecondHalf = resolve));
+/** An answer in Markdown, streamed three characters a chunk; its turn ends once the Markdown case's test says. */
+const MARKDOWN =
+  "Intro with **bold** and `code`.\n\n- one\n- two\n\n```ts\nconst a = 1;\n\nconst b = 2;\n```\n\nSee [the docs](https://example.com/docs).";
+let endMarkdown = () => {};
+const markdownSeen = new Promise<void>((resolve) => (endMarkdown = resolve));
 
 let instance: Instance;
 let browser: Browser;
@@ -134,6 +139,10 @@ const CASES: Record<string, (sessionId: string) => Promise<void>> = {
       content: [{ type: "content", content: { type: "text", text: `${lines.join("\n")}\n` } }],
       rawOutput: { stdout: "PASS  src/a.test.ts\nPASS  src/b.test.ts\n", exitCode: 0 },
     });
+  },
+  markdown: async (s) => {
+    for (let i = 0; i < MARKDOWN.length; i += 3) await text(s, MARKDOWN.slice(i, i + 3));
+    await markdownSeen;
   },
   long: async (s) => {
     await streamWords(s, 0);
@@ -390,6 +399,24 @@ describe("the transcript and its cards", () => {
     }
   });
 
+  it("draws a streamed answer's Markdown as the finished turn shows it", async () => {
+    await startChat("markdown", "Answer in Markdown");
+    const answer = page.getByRole("log", { name: "Conversation" }).locator(".msg.agent");
+    /** What the answer shows: its words, and its Markdown's elements in order. */
+    const drawn = () =>
+      answer.evaluate((el) => ({
+        text: el.textContent?.replace(/\s+/g, " ").trim(),
+        tags: Array.from(el.querySelectorAll("strong, code, ul > li, pre, a"), (e) => e.tagName),
+      }));
+    // Streamed, the turn still open: its last chunk is in, each block drawn as Markdown.
+    await answer.getByText("See the docs.").waitFor();
+    const streamed = await drawn();
+    expect(streamed.tags).toEqual(["STRONG", "CODE", "LI", "LI", "PRE", "CODE", "A"]);
+    endMarkdown();
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    expect(await drawn()).toEqual(streamed);
+  });
+
   it("keeps a turn streamed into a long chat on its newest line, holds still when scrolled up, and keeps every turn", async () => {
     // A chat the device already has (shared from its terminal), opened with its history.
     await device.client.notify("_lembas/session/announce", {
@@ -458,5 +485,6 @@ describe("the transcript and its cards", () => {
     await page.getByLabel("Message").press("Enter");
     await expect.poll(() => page.locator(".transcript-live .turn-end").count()).toBe(2);
     await expect.poll(atBottom).toEqual({ gap: 0, inside: true });
+    await page.screenshot({ path: path.join(SHOTS, "chat-stream-done-phone.png") });
   });
 });

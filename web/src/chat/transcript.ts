@@ -28,10 +28,16 @@ const STOP_TEXT: Record<string, string> = {
 const PLAN_MARK: Record<string, string> = { completed: "✓", in_progress: "▸", pending: "○" };
 
 /**
- * A block of streamed text, rendered as Markdown at most once a frame however fast chunks come. Only its open end
- * is rendered again: the text up to its last blank line outside a code fence is rendered once, into blocks of its
- * own, so a long answer costs a frame no more than its last paragraph does. The block is rendered whole, once, when
- * the turn ends (a list or a link reference spanning a blank line then comes out as Markdown means it).
+ * How long a streamed text waits after a chunk before it is drawn, with what came meanwhile: on a throttled phone a
+ * frame that changes the page costs more than a frame's time, and drawn every frame, no frame came on time.
+ */
+const DRAW_EVERY_MS = 50;
+
+/**
+ * A block of streamed text, rendered as Markdown at most once every DRAW_EVERY_MS however fast chunks come. Only its
+ * open end is rendered again: the text up to its last blank line outside a code fence is rendered once, into blocks
+ * of its own, so a long answer costs a frame no more than its last paragraph does. The block is rendered whole, once,
+ * when the turn ends (a list or a link reference spanning a blank line then comes out as Markdown means it).
  */
 class TextBlock {
   text = "";
@@ -51,10 +57,14 @@ class TextBlock {
     this.settled = false;
     if (this.scheduled) return;
     this.scheduled = true;
-    requestAnimationFrame(() => {
-      this.scheduled = false;
-      if (!this.settled) this.renderOpenEnd();
-    });
+    setTimeout(
+      () =>
+        requestAnimationFrame(() => {
+          this.scheduled = false;
+          if (!this.settled) this.renderOpenEnd();
+        }),
+      DRAW_EVERY_MS,
+    );
   }
   /** Renders now (history, tests of the final text). */
   set(text: string): void {
