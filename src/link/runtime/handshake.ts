@@ -20,6 +20,7 @@ import { oweLinked, oweUnlinked } from "./presence";
 import type { LinkRuntime, LinkDownReason, LinkFeature } from "./runtime";
 import { closeSocket, INTERNAL_ERROR_CLOSE, socketById } from "./sockets";
 import type { LinkChange, LinkRecord } from "./store";
+import { UNCONFIRMED } from "./unconfirmed";
 
 export const HELLO_WITHIN_MS = 10_000;
 export const INITIALIZE_WITHIN_MS = 30_000;
@@ -44,7 +45,6 @@ interface HeldHandshake {
   idsTo: number;
 }
 export const HELD_HANDSHAKE = "handshake";
-const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 const speaks = (protocol: number): protocol is LinkProtocol => (LINK_PROTOCOLS as readonly number[]).includes(protocol);
 

@@ -12,12 +12,12 @@
  */
 import { utf8Bytes } from "../../../protocol/prompt-limits";
 import type { KeptChatsResult, KeptTurn, KeptTurnsResult } from "../../../protocol/instance";
+import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
 
 const TURN = "kept/t/";
 const CHAT = "kept/c/";
 /** Zero-padded, so that keys list in write order. */
 const turnKey = (n: number) => `${TURN}${String(n).padStart(12, "0")}`;
-const UNCONFIRMED = { allowUnconfirmed: true } as const;
 /** The most one page of `_instance/kept/turns` carries (at least one turn, whatever its size). */
 export const PAGE_BYTES = 4 * 1024 * 1024;
 /** A chat's last message, as the chat list shows it, cut to this many characters. */
@@ -150,11 +150,11 @@ export class KeptStore {
   }
 
   #put(key: string, value: unknown): void {
-    this.storage.put(key, value, UNCONFIRMED).catch((err: unknown) => console.error("keeping a turn failed", err));
+    this.storage.put(key, value, UNCONFIRMED).catch(logged("keeping a turn"));
   }
 
   #delete(key: string): void {
-    this.storage.delete(key, UNCONFIRMED).catch((err: unknown) => console.error("dropping a kept turn failed", err));
+    this.storage.delete(key, UNCONFIRMED).catch(logged("dropping a kept turn"));
   }
 }
 

@@ -16,6 +16,7 @@ import type { SessionSettingsKept } from "../../../protocol/instance";
 import { EventParams, SessionAnnounce } from "../../../protocol/lembas";
 import { RpcError, ErrorCode } from "../../../protocol/jsonrpc";
 import type { BeforeForward, LinkFeature, LinkRuntime, RelayedAnswerObserver } from "../../runtime/runtime";
+import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
 
 /** How many sessions' settings a device keeps, and how large one may be (JSON characters). */
 export const SETTINGS_SESSIONS = 200;
@@ -23,7 +24,6 @@ export const SETTINGS_BYTES = 16 * 1024;
 
 const PREFIX = "settings/";
 const INDEX = "settings-index";
-const UNCONFIRMED = { allowUnconfirmed: true } as const;
 const MEMO = "settings";
 
 type Patch = Partial<Omit<SessionSettingsKept, "sessionId" | "at">>;
@@ -62,8 +62,6 @@ function read(rt: LinkRuntime, sessionId: string): SessionSettingsKept | null {
   if (stored) cache.sessions.set(sessionId, stored);
   return stored ?? null;
 }
-
-const logged = (what: string) => (err: unknown) => console.error(`${what} failed`, err);
 
 /**
  * A session's settings changed: written with `allowUnconfirmed` (no frame waits for the commit), dropping the

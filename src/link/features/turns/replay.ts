@@ -54,6 +54,7 @@ import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "../../
 import type { SchemaStep } from "../../runtime/schema-steps";
 import { socketById } from "../../runtime/sockets";
 import { turnsOf } from "./turn-store";
+import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
 
 const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
@@ -84,7 +85,6 @@ const BATCHES = "replay/";
 const COUNTS = "replay-counts";
 /** Zero-padded, so that keys list in write order. */
 const batchKey = (n: number) => `${BATCHES}${String(n).padStart(12, "0")}`;
-const UNCONFIRMED = { allowUnconfirmed: true } as const;
 
 const REPLAY_STEPS: readonly SchemaStep[] = [
   {
@@ -389,11 +389,11 @@ class Buffers {
 
   /** A write that holds no output (see Storing); a failure is logged, as the timer has no caller to tell. */
   #put<T>(key: string, value: T): void {
-    this.storage.put(key, value, UNCONFIRMED).catch((err: unknown) => console.error("keeping frames failed", err));
+    this.storage.put(key, value, UNCONFIRMED).catch(logged("keeping frames"));
   }
 
   #delete(key: string): void {
-    this.storage.delete(key, UNCONFIRMED).catch((err: unknown) => console.error("dropping kept frames failed", err));
+    this.storage.delete(key, UNCONFIRMED).catch(logged("dropping kept frames"));
   }
 
   /** Every session's stored batches, listed once: their texts are read now and then left to storage. */
