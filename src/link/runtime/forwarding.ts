@@ -225,8 +225,8 @@ function refusalOf(
   return null;
 }
 
-/** The session a relayed call's params name, if any (kept with its request). */
-const sessionOf = (params: unknown): string | null => {
+/** The session a relayed call's or notification's params name, if any (kept with its request). */
+export const sessionOf = (params: unknown): string | null => {
   const sessionId = (params as { sessionId?: unknown } | undefined)?.sessionId;
   return typeof sessionId === "string" ? sessionId : null;
 };

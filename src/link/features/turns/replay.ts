@@ -50,6 +50,7 @@ import { DEFAULT_LINK_CAPS, limitsOf } from "../../../limits/config";
 import type { InstanceFrameMeta, InstanceReplay } from "../../../protocol/instance";
 import { rpcNotification, type NotificationMessage } from "../../../protocol/jsonrpc";
 import { frameBytes, withMeta } from "../../runtime/frames";
+import { sessionOf } from "../../runtime/forwarding";
 import type { LinkRuntime, DeviceNotificationHandler, LinkFeature } from "../../runtime/runtime";
 import type { SchemaStep } from "../../runtime/schema-steps";
 import { socketById } from "../../runtime/sockets";
@@ -544,11 +545,6 @@ export function clearReplay(storage: DurableObjectStorage, sessionId: string): v
   buffersOf(storage).forget(sessionId);
 }
 
-const sessionOf = (message: NotificationMessage) => {
-  const sessionId = (message.params as { sessionId?: unknown } | undefined)?.sessionId;
-  return typeof sessionId === "string" ? sessionId : null;
-};
-
 /** A device task start event: the turn it starts opens only once the frame is out (turns.ts), yet it is numbered. */
 const startsTask = (message: NotificationMessage) => {
   const event = (message.params as { event?: { type?: unknown; state?: unknown } } | undefined)?.event;
@@ -559,13 +555,13 @@ const startsTask = (message: NotificationMessage) => {
 const buffered: DeviceNotificationHandler = {
   fanOut: true,
   stamp: (rt, message, text, paramsAt) => {
-    const sessionId = sessionOf(message);
+    const sessionId = sessionOf(message.params);
     if (sessionId === null || !(startsTask(message) || turnsOf(rt.sql).isRunning(sessionId))) return text;
     const meta: InstanceFrameMeta = { seq: buffersOf(rt.ctx.storage).number(sessionId) };
     return withMeta(text, paramsAt, message, { [SEQ_META]: meta });
   },
   handle: (rt, message, text) => {
-    const sessionId = sessionOf(message);
+    const sessionId = sessionOf(message.params);
     if (sessionId === null || !turnsOf(rt.sql).isRunning(sessionId)) return;
     const buffers = buffersOf(rt.ctx.storage);
     buffers.keep(rt, sessionId, text, buffers.lastNumber(sessionId));
