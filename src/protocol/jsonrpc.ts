@@ -3,7 +3,7 @@
  * the builders for what the instance sends. Batches are not part of the link: a frame is one message.
  */
 import * as z from "zod/mini";
-import { describeIssues } from "./issues";
+import { check, describeIssues } from "./issues";
 
 /** Ids are strings or numbers; a device's own request ids may start at 0. */
 export const JsonRpcId = z.union([z.string(), z.number()]);
@@ -86,6 +86,13 @@ export class RpcError extends Error {
   ) {
     super(message);
   }
+}
+
+/** A request's params checked with its method's schema, or -32602 "invalid params for <method>: <why>". */
+export function paramsOf<S extends z.ZodMiniType>(schema: S, method: string, params: unknown): z.output<S> {
+  const checked = check(schema, params);
+  if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${method}: ${checked.error}`);
+  return checked.value;
 }
 
 /** The id of something that looked like a message, when it has a usable one (for answering a bad request). */

@@ -32,6 +32,7 @@ import {
   type JsonRpcId,
   type Message,
   type ResponseMessage,
+  paramsOf,
 } from "../../../protocol/jsonrpc";
 import { SessionDeleted, SessionDeleteParams, SessionDeleteResult } from "../../../protocol/lembas";
 import { deviceOf, inBackground } from "../../runtime/background";
@@ -233,11 +234,10 @@ export const pendingDeletes: LinkFeature = {
   d1Writes: d1Writes(RECORD, CLEAR),
   clientMethods: {
     [DELETE]: async (rt, peer, params, message) => {
-      const checked = check(SessionDeleteParams, params);
-      if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${DELETE}: ${checked.error}`);
+      const { sessionId } = paramsOf(SessionDeleteParams, DELETE, params);
       const memo: DeleteMemo =
         "id" in message ? { userId: peer.userId, to: peer.sid, id: message.id } : { userId: peer.userId };
-      const unsent = await startDelete(rt, checked.value.sessionId, memo);
+      const unsent = await startDelete(rt, sessionId, memo);
       if (unsent === null) return ANSWER_LATER;
       // Gated like every method (-32601 naming the capability), and kept all the same when its chat exists.
       const up = rt.upLink();

@@ -14,10 +14,9 @@
  * deleted it; all of them when the device or its account is deleted (forgetAllKept). `kept_turns` 0 keeps none.
  */
 import { limitsOf } from "../../../limits/config";
-import { ErrorCode, isRecord, RpcError } from "../../../protocol/jsonrpc";
+import { isRecord, paramsOf } from "../../../protocol/jsonrpc";
 import type { PromptParams } from "../../../protocol/acp";
 import { KeptTurnsParams, type KeptTurn } from "../../../protocol/instance";
-import { check } from "../../../protocol/issues";
 import type { LinkFeature, LinkRuntime } from "../../runtime/runtime";
 import { writtenFrames } from "../turns/replay";
 import { turnsOf } from "../turns/turn-store";
@@ -135,10 +134,7 @@ export const kept: LinkFeature = {
   after: ["turns", "replay"],
   clientMethods: {
     "_instance/kept/turns": (rt, _peer, params) => {
-      const checked = check(KeptTurnsParams, params);
-      if (!checked.ok)
-        throw new RpcError(ErrorCode.InvalidParams, `invalid params for _instance/kept/turns: ${checked.error}`);
-      const { sessionId, before, limit } = checked.value;
+      const { sessionId, before, limit } = paramsOf(KeptTurnsParams, "_instance/kept/turns", params);
       return keptOf(rt.ctx.storage).page(sessionId, before, limit ?? PAGE_TURNS);
     },
     "_instance/kept/chats": (rt) => keptOf(rt.ctx.storage).chats(),

@@ -6,9 +6,8 @@
  * tells the person then.
  */
 import * as z from "zod/mini";
-import { ErrorCode, RpcError } from "../../../protocol/jsonrpc";
+import { ErrorCode, paramsOf, RpcError } from "../../../protocol/jsonrpc";
 import type { InstanceWatch } from "../../../protocol/instance";
-import { check } from "../../../protocol/issues";
 import type { LinkRuntime, ClientMethodHandler } from "../../runtime/runtime";
 import { attachmentOf, socketById, storeAttachment } from "../../runtime/sockets";
 
@@ -20,12 +19,11 @@ const WatchParams: z.ZodMiniType<InstanceWatch> = z.object({
 });
 
 export const watch: ClientMethodHandler = (rt, peer, params) => {
-  const checked = check(WatchParams, params);
-  if (!checked.ok) throw new RpcError(ErrorCode.InvalidParams, `invalid params for ${WATCH}: ${checked.error}`);
+  const { sessionId, visible } = paramsOf(WatchParams, WATCH, params);
   const ws = socketById(rt.ctx, peer.sid);
   const attachment = ws && attachmentOf(ws);
   if (!ws || !attachment) throw new RpcError(ErrorCode.InvalidRequest, `${WATCH} is for a client socket, not HTTP`);
-  storeAttachment(ws, { ...attachment, watch: { s: checked.value.sessionId, v: checked.value.visible } });
+  storeAttachment(ws, { ...attachment, watch: { s: sessionId, v: visible } });
   return {};
 };
 
