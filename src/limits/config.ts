@@ -14,7 +14,7 @@ import * as z from "zod/mini";
 import type { Env } from "../env";
 import { HttpError } from "../respond";
 import { ErrorCode, RpcError } from "../protocol/jsonrpc";
-import { checkSetting } from "../protocol/issues";
+import { checkSetting, errorText } from "../protocol/issues";
 
 const Seconds = z.number().check(z.positive(), z.lte(30 * 86_400));
 
@@ -155,7 +155,7 @@ export function limitsOf(env: Env): Limits {
     cached = { rates: env.RATE_LIMITS, quotas: env.QUOTAS, caps: env.LINK_CAPS, limits: build(env) };
     return cached.limits;
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
+    const why = errorText(err);
     console.error("the limits configuration is malformed:", why);
     throw new HttpError(500, `the instance's limits (wrangler.toml) are malformed: ${why}`);
   }

@@ -9,6 +9,9 @@ export function describeIssues(error: z.core.$ZodError): string {
     .join("; ");
 }
 
+/** What a thrown value says: an Error's message, or the value as text. */
+export const errorText = (err: unknown): string => (err instanceof Error ? err.message : String(err));
+
 /** A checked value, or the sentence saying why it was refused (a -32602's message). */
 export type Checked<T> = { ok: true; value: T } | { ok: false; error: string };
 
@@ -28,7 +31,7 @@ export function checkSetting<S extends z.ZodMiniType>(schema: S, source: unknown
     try {
       raw = JSON.parse(source);
     } catch (err) {
-      throw new Error(`it is text that is not JSON (${err instanceof Error ? err.message : String(err)})`);
+      throw new Error(`it is text that is not JSON (${errorText(err)})`);
     }
   }
   const checked = check(schema, raw);

@@ -5,7 +5,7 @@
  */
 import * as z from "zod/mini";
 import type { Env } from "../env";
-import { checkSetting } from "../protocol/issues";
+import { checkSetting, errorText } from "../protocol/issues";
 import { HttpError } from "../respond";
 import { MODEL_KINDS, type ModelKind } from "../protocol/http-api";
 
@@ -142,7 +142,7 @@ export function servedModels(env: Env): Map<string, ServedModel> {
     cached = { source: env.PROVIDERS, models: parseProviders(env.PROVIDERS) };
     return cached.models;
   } catch (err) {
-    const why = err instanceof Error ? err.message : String(err);
+    const why = errorText(err);
     console.error("PROVIDERS is malformed:", why);
     throw new HttpError(
       500,

@@ -2,6 +2,7 @@
 import type { Env } from "../env";
 import { providerKey, type ServedModel } from "./config";
 import { HttpError } from "../respond";
+import { errorText } from "../protocol/issues";
 
 /** The provider's own words from an error body: OpenAI's `{ error: { message } }`, or the start of the text. */
 async function upstreamReason(response: Response): Promise<string> {
@@ -49,7 +50,7 @@ export async function callUpstream(
   } catch (err) {
     throw new HttpError(
       502,
-      `provider ${model.provider} could not be reached: ${err instanceof Error ? err.message : String(err)}`,
+      `provider ${model.provider} could not be reached: ${errorText(err)}`,
       {},
       undefined,
       UPSTREAM,
