@@ -8,7 +8,8 @@
  * It also writes web/public/_headers, the pages' security headers (scripts/write-headers.ts), and the page itself,
  * web/public/index.html from web/src/index.html, naming the chunks main.js imports as `modulepreload`s: the
  * browser fetches them beside main.js rather than a round trip after it.
- * Entries: web/src/main.tsx → /js/main.js (+ /js/main.css, + /js/chunk-*.js), and a service worker at
+ * Entries: web/src/main.tsx → /js/main.js (+ /js/main.css, + /js/chunk-*.js), web/src/early.ts → /js/early.js
+ * (asks for the chunk a device's address needs without waiting for main.js to run), and a service worker at
  * web/src/sw.ts, when there is one, → /sw.js (at the root, so its scope is the whole app).
  * `--watch` rebuilds on change (for working on the UI beside `npm start`).
  */
@@ -42,7 +43,7 @@ const common: esbuild.BuildOptions = {
 
 const app: esbuild.BuildOptions = {
   ...common,
-  entryPoints: [path.join(SRC, "main.tsx")],
+  entryPoints: [path.join(SRC, "main.tsx"), path.join(SRC, "early.ts")],
   outdir: OUT,
   format: "esm",
   splitting: true,
@@ -81,13 +82,13 @@ function report(metafiles: esbuild.Metafile[]): FirstPage {
   const imported = new Set<string>();
   const outputs = Object.assign({}, ...metafiles.map((m) => m.outputs)) as esbuild.Metafile["outputs"];
   // What main.js imports statically (and main.css) is the first page; a dynamically imported chunk loads later.
-  const entry = Object.keys(outputs).find((f) => f.endsWith("js/main.js"));
+  const entries = Object.keys(outputs).filter((f) => f.endsWith("js/main.js") || f.endsWith("js/early.js"));
   const walk = (file: string) => {
     if (imported.has(file)) return;
     imported.add(file);
     for (const i of outputs[file]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
   };
-  if (entry) walk(entry);
+  for (const entry of entries) walk(entry);
   for (const [file, out] of Object.entries(outputs)) {
     if (file.endsWith(".map") || file.endsWith(".LEGAL.txt")) continue;
     const gzip = gzipSync(readFileSync(path.join(ROOT, file))).length;

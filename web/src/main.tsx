@@ -11,10 +11,7 @@ import { background } from "./app/background";
 import { readPreloaded } from "./app/preloaded";
 import { registerServiceWorker } from "./app/push";
 import { Shell } from "./app/shell";
-import { fetchDevicePage } from "./pages/device-chunk";
 
-// On a device's address its page's chunk is the first wait after main.js: asked for before anything else.
-if (location.pathname.startsWith("/devices/")) fetchDevicePage();
 background(refreshAccount(readPreloaded()));
 render(<Shell />, document.getElementById("root")!);
 registerServiceWorker();

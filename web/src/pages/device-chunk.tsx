@@ -1,7 +1,8 @@
 /**
- * The device page — chats, transcript, composer, cards, terminal, and the socket under them — is a chunk of its own:
- * most of the app's script, which the device list, the first screen, does without. It is fetched as the app starts
- * on a device's address, or once the device list has shown, so a tap on a device seldom waits for it.
+ * The device page — chats, transcript, composer, cards, terminal, and the socket under them — is a chunk of its
+ * own: most of the app's script, which the device list, the first screen, does without. It is fetched as the page
+ * loads on a device's address (web/src/early.ts), or once the device list has shown, so a tap on a device seldom
+ * waits for it.
  */
 import { useLayoutEffect, useState } from "preact/hooks";
 import { lazyModule } from "../lazy";
