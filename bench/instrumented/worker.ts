@@ -5,7 +5,9 @@
  *   - every construction of a DeviceLink — an object that was evicted (hibernated) is constructed again when its
  *     next event comes, so constructions after an idle period count the objects that had left memory;
  *   - while the bench asks for it, every storage commit of the objects and the outputs it held (commit-ledger.ts).
- * `GET /api/__bench/counters` answers the first two; `POST /api/__bench/commits/start` and `…/stop` bracket a
+ * `GET /api/__bench/counters` answers the first two; `GET /api/__bench/online` how many devices D1 shows online (the
+ * devices API lists every device's whole row, a megabyte at a thousand devices: polled while a wave of objects is in
+ * memory, its garbage raised the runtime's RSS for good, by tens of MiB at a time); `POST /api/__bench/commits/start` and `…/stop` bracket a
  * counted stretch, the stop answering its commits (under /api/ so the Worker, not the static assets, serves them).
  * In `wrangler dev` the Worker and its Durable Objects share one isolate, so module-level tallies see both.
  */
@@ -60,6 +62,11 @@ export default {
   fetch(request, env, ctx) {
     const path = new URL(request.url).pathname;
     if (path === "/api/__bench/counters") return Response.json({ constructions, d1: Object.fromEntries(d1) });
+    if (path === "/api/__bench/online") {
+      return env.DB.prepare("SELECT COUNT(*) AS online FROM devices WHERE online = 1")
+        .first<{ online: number }>()
+        .then((row) => Response.json({ online: row?.online ?? 0 }));
+    }
     if (path === "/api/__bench/commits/start" && request.method === "POST") {
       startCounting();
       return Response.json({});
