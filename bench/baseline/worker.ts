@@ -16,6 +16,12 @@ import { DurableObject } from "cloudflare:workers";
 
 interface Env {
   ROOM: DurableObjectNamespace<BareRoom>;
+  /**
+   * Bench-only experiments (bench/idle-memory.ts): a link's opening also writes one row to the object's SQLite
+   * storage ("sql"), one key ("kv"), or sets an alarm an hour away ("alarm") — one thing the relay's link does;
+   * or ("heavy") writes 1 MiB in 256 rows, so the object holds about as much memory while in memory as a DeviceLink.
+   */
+  STORAGE?: "sql" | "kv" | "alarm" | "heavy";
 }
 
 type Side = "a" | "b";
@@ -48,10 +54,26 @@ export class BareRoom extends DurableObject<Env> {
     const path = new URL(request.url).pathname.split("/")[1];
     if (path !== "a" && path !== "b" && path !== LINK) return new Response("no such side", { status: 404 });
     const tags = path === LINK ? ["b", LINK] : [path];
+    // Only when an experiment asks: the baseline's own link does nothing more than open.
+    if (path === LINK && this.env.STORAGE) await this.store(this.env.STORAGE);
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], tags);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
+
+  private async store(what: NonNullable<Env["STORAGE"]>): Promise<void> {
+    const storage = this.ctx.storage;
+    if (what === "sql") {
+      storage.sql.exec("CREATE TABLE IF NOT EXISTS link (one INTEGER PRIMARY KEY, at INTEGER)");
+      storage.sql.exec("INSERT OR REPLACE INTO link VALUES (1, ?)", Date.now());
+    } else if (what === "heavy") {
+      storage.sql.exec("CREATE TABLE IF NOT EXISTS heavy (n INTEGER PRIMARY KEY, data BLOB)");
+      for (let n = 0; n < 256; n++) storage.sql.exec("INSERT OR REPLACE INTO heavy VALUES (?, randomblob(4096))", n);
+    } else if (what === "kv") await storage.put("link", Date.now());
+    else await storage.setAlarm(Date.now() + 3_600_000);
+  }
+
+  override alarm(): void {}
 
   override webSocketMessage(ws: WebSocket, message: string | ArrayBuffer): void {
     const [side, link] = this.ctx.getTags(ws) as [Side, typeof LINK | undefined];
