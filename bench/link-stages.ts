@@ -79,7 +79,7 @@ export interface SetUpRate {
   links: number;
   parallel: number;
   perSecond: number;
-  /** The Worker's workerd CPU time per link over the same stretch (the devices API polls included). */
+  /** The Worker's workerd CPU time per link over the same stretch (allOnline's polls included). */
   cpuMsPerLink: number;
   /**
    * The baseline's links of the same waves, as many at a time, each doing the same exchange bare (bareLink), counted
