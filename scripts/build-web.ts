@@ -89,6 +89,13 @@ function report(metafiles: esbuild.Metafile[]): FirstPage {
     for (const i of outputs[file]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
   };
   for (const entry of entries) walk(entry);
+  // The chunk early.js asks for on a device's address is fetched beside main.js; what that chunk imports is in the
+  // first page too, so it comes with the page rather than one round trip after the chunk.
+  const early = entries.find((f) => f.endsWith("js/early.js"));
+  for (const asked of outputs[early ?? ""]?.imports ?? []) {
+    if (asked.kind !== "dynamic-import") continue;
+    for (const i of outputs[asked.path]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
+  }
   for (const [file, out] of Object.entries(outputs)) {
     if (file.endsWith(".map") || file.endsWith(".LEGAL.txt")) continue;
     const gzip = gzipSync(readFileSync(path.join(ROOT, file))).length;
