@@ -162,6 +162,7 @@ export async function startDev(options: DevOptions): Promise<Dev> {
 async function launch(
   options: DevOptions,
   prepared: { work: string; config: string | undefined; persistTo: string },
+  attempt = 1,
 ): Promise<Dev> {
   const { work, config, persistTo } = prepared;
   const configArgs = config ? ["--config", config] : [];
@@ -223,8 +224,15 @@ async function launch(
   let origin = publicOrigin;
   try {
     await waitUntilAnswering(`${publicOrigin}${options.probe}`, exited);
+    // A port found free can be taken before wrangler binds it (by another runtime's ephemeral socket): then another
+    // Worker answered the probe, and this one must start again on other ports.
+    if (!listenedByAny([child.pid!, ...descendants(child.pid!).map((p) => p.pid)], port)) throw new PortTaken(port);
     if (options.pastProxy) origin = await entryOf(runtimePid(), publicOrigin, options.probe);
   } catch (error) {
+    if (error instanceof PortTaken && attempt < LAUNCH_ATTEMPTS) {
+      await stopGroup(child, exited);
+      return launch(options, prepared, attempt + 1);
+    }
     await stop();
     throw new Error(`${options.label}: ${(error as Error).message}; wrangler said:\n${output}`);
   }
@@ -347,6 +355,25 @@ async function entryOf(runtimePid: number, publicOrigin: string, probe: string):
     if ((await answer(origin)) === expected) return origin;
   }
   throw new Error(`no port of workerd ${runtimePid} answers ${probe} as ${publicOrigin} does`);
+}
+
+const LAUNCH_ATTEMPTS = 3;
+
+class PortTaken extends Error {
+  constructor(port: number) {
+    super(`port ${port} was answered by a process other than this wrangler dev`);
+  }
+}
+
+/** Whether one of these processes listens on the port (a process gone meanwhile listens on nothing). */
+function listenedByAny(pids: number[], port: number): boolean {
+  return pids.some((pid) => {
+    try {
+      return listeningPorts(pid).includes(port);
+    } catch {
+      return false;
+    }
+  });
 }
 
 /** TCP ports the process listens on: its sockets' inodes matched against the kernel's table of IPv4 listeners. */
