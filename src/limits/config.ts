@@ -131,7 +131,7 @@ function parse(source: unknown, schema: z.ZodMiniType<Record<string, unknown>>, 
   try {
     return checkSetting(schema, source);
   } catch (err) {
-    throw new Error(`${name}: ${(err as Error).message}`);
+    throw new Error(`${name}: ${errorText(err)}`);
   }
 }
 

@@ -3,7 +3,7 @@
  * speech-to-text model (`POST /v1/audio/transcriptions`, with the sign-in cookie) and the text handed back to be
  * edited before sending.
  */
-import { ApiError } from "../app/http";
+import { ApiError, messageOf } from "../app/http";
 
 /** A recording under way; `stop()` ends it and resolves with its text. */
 export interface Recording {
@@ -65,5 +65,5 @@ export function microphoneProblem(err: unknown): string {
   if (err instanceof DOMException && err.name === "NotFoundError")
     return "This device has no microphone to record with.";
   if (err instanceof ApiError) return `The transcription failed: ${err.message}`;
-  return err instanceof Error ? err.message : String(err);
+  return messageOf(err);
 }
