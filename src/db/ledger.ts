@@ -119,17 +119,16 @@ export async function readStanding(db: D1Database, userId: string, now: number):
  */
 function settleLapsed(db: D1Database, now: number, userId: string | null): D1PreparedStatement[] {
   const whose = userId === null ? "" : "user_id=?2 AND ";
-  const bind = (statement: D1PreparedStatement) =>
-    userId === null ? statement.bind(now) : statement.bind(now, userId);
+  const values = userId === null ? [now] : [now, userId];
   return [
-    bind(
-      db.prepare(
-        "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated," +
-          "created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1," +
-          `expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
-      ),
+    prepared(
+      db,
+      "INSERT INTO usage (user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,cost_micro,estimated," +
+        "created_at,hold_id) SELECT user_id,device_id,model,tokens_in,tokens_out,audio_ms,characters,measured_micro,1," +
+        `expires_at,id FROM holds WHERE ${whose}expires_at<=?1 ON CONFLICT(hold_id) DO NOTHING`,
+      ...values,
     ),
-    bind(db.prepare(`DELETE FROM holds WHERE ${whose}expires_at<=?1`)),
+    prepared(db, `DELETE FROM holds WHERE ${whose}expires_at<=?1`, ...values),
   ];
 }
 
