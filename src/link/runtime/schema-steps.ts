@@ -60,7 +60,7 @@ const STEPS_TABLE =
 
 /** Records the steps applied, given as a JSON array of [feature, step] pairs. */
 const RECORD_STEPS =
-  "INSERT INTO schema_steps (feature,step,applied_at) " + "SELECT value ->> 0,value ->> 1,?1 FROM json_each(?2)";
+  "INSERT INTO schema_steps (feature,step,applied_at) SELECT value ->> 0,value ->> 1,?1 FROM json_each(?2)";
 
 /**
  * Refuses steps that are not numbered 1, 2, 3, … in order (two changes under one number, or one left out), and a
