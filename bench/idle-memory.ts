@@ -16,7 +16,8 @@
  *   did before — what that polling costs the memory readings.
  * IDLE_LINKS (default 1000) links in all, IDLE_WAVE (default 100) a wave.
  */
-import { readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { readFileSync } from "node:fs";
+import { openFileTargets } from "./proc.js";
 import { createDevices, createPerson } from "./accounts.js";
 import { collectedHeap } from "./devtools.js";
 import { allOnline, HIBERNATE_AFTER_MS, within } from "./link-stages.js";
@@ -66,13 +67,7 @@ function mappings(pid: number): Reading {
 /** Open files: sockets, and files by what backs them as for mappings. */
 function files(pid: number): Reading {
   const counts: Reading = { fdSocket: 0, fdSqlite: 0, fdShm: 0, fdFile: 0, fdAnon: 0 };
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    let target: string;
-    try {
-      target = readlinkSync(`/proc/${pid}/fd/${fd}`);
-    } catch {
-      continue;
-    }
+  for (const target of openFileTargets(pid)) {
     const kind = target.startsWith("socket:") ? "Socket" : kindOf(target).replace(/^./, (c) => c.toUpperCase());
     counts[`fd${kind}`]!++;
   }

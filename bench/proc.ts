@@ -1,5 +1,5 @@
 /** Reading processes from Linux's /proc: a process's children, its resident memory, open files and CPU time. */
-import { readdirSync, readFileSync } from "node:fs";
+import { readdirSync, readFileSync, readlinkSync } from "node:fs";
 
 export interface ProcessInfo {
   pid: number;
@@ -38,6 +38,17 @@ export function openFiles(pid: number): number {
   } catch {
     return Number.NaN;
   }
+}
+
+/** What each of the process's open files is (a path, `socket:[inode]`, …); a file closed meanwhile is left out. */
+export function openFileTargets(pid: number): string[] {
+  const targets = [];
+  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
+    try {
+      targets.push(readlinkSync(`/proc/${pid}/fd/${fd}`));
+    } catch {}
+  }
+  return targets;
 }
 
 /** The process's limit of open files (its soft limit), or NaN when gone. */

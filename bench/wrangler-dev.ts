@@ -5,14 +5,14 @@
  * the Worker, so its memory can be read.
  */
 import { execFile, spawn, type ChildProcess } from "node:child_process";
-import { existsSync, readdirSync, readFileSync, readlinkSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { cp, mkdtemp, rm, writeFile } from "node:fs/promises";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import path from "node:path";
 import { promisify } from "node:util";
 import { experimental_readRawConfig } from "wrangler";
-import { childrenOf, cpuMs } from "./proc.js";
+import { childrenOf, cpuMs, openFileTargets } from "./proc.js";
 
 /** The repository: the nearest directory up from here whose package.json is lembas-edge's (works bundled too). */
 export const ROOT = (() => {
@@ -379,14 +379,7 @@ function listenedByAny(pids: number[], port: number): boolean {
 /** TCP ports the process listens on: its sockets' inodes matched against the kernel's table of IPv4 listeners. */
 function listeningPorts(pid: number): number[] {
   const inodes = new Set<string>();
-  for (const fd of readdirSync(`/proc/${pid}/fd`)) {
-    const target = (() => {
-      try {
-        return readlinkSync(`/proc/${pid}/fd/${fd}`);
-      } catch {
-        return "";
-      }
-    })();
+  for (const target of openFileTargets(pid)) {
     const inode = /^socket:\[(\d+)\]$/.exec(target)?.[1];
     if (inode) inodes.add(inode);
   }
