@@ -7,8 +7,9 @@
  *   - while the bench asks for it, every storage commit of the objects and the outputs it held (commit-ledger.ts).
  * `GET /api/__bench/counters` answers the first two; `GET /api/__bench/online` how many devices D1 shows online (the
  * devices API lists every device's whole row, a megabyte at a thousand devices: polled while a wave of objects is in
- * memory, its garbage raised the runtime's RSS for good, by tens of MiB at a time); `POST /api/__bench/commits/start` and `…/stop` bracket a
- * counted stretch, the stop answering its commits (under /api/ so the Worker, not the static assets, serves them).
+ * memory, its garbage raised the runtime's RSS for good, by tens of MiB at a time); `POST /api/__bench/commits/start`
+ * and `…/stop` bracket a counted stretch, the stop answering its commits (under /api/ so the Worker, not the static
+ * assets, serves them).
  * In `wrangler dev` the Worker and its Durable Objects share one isolate, so module-level tallies see both.
  */
 import worker from "../../src/index";
