@@ -14,7 +14,7 @@
 import { mkdir } from "node:fs/promises";
 import path from "node:path";
 import * as acp from "@agentclientprotocol/sdk";
-import type { Browser, BrowserContext, Page } from "playwright-core";
+import type { Browser, BrowserContext, Locator, Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { launchChromium, signInWithDevice } from "./browser.js";
 import { ROOT, tempDir } from "../bridge/helpers/run-bridge.js";
@@ -22,6 +22,7 @@ import { firstPerson, loginDevice } from "../e2e/helpers/accounts.js";
 import { startInstance, type Instance } from "../e2e/helpers/instance.js";
 import { idleStatus, LembasDevice, sessionParams, turnIdOf } from "../e2e/helpers/lembas-device.js";
 import { ALLOW_ONCE, DENY } from "../shared/cards.js";
+import { renderMarkdown } from "../../web/src/chat/markdown-render.js";
 
 const SHOTS = path.join(ROOT, "test-results");
 const PHONE = { width: 390, height: 844 };
@@ -44,6 +45,19 @@ const MARKDOWN =
   "Intro with **bold** and `code`.\n\n- one\n- two\n\n```ts\nconst a = 1;\n\nconst b = 2;\n```\n\nSee [the docs](https://example.com/docs).";
 let endMarkdown = () => {};
 const markdownSeen = new Promise<void>((resolve) => (endMarkdown = resolve));
+/** Two paragraphs, the first of which a person selects before the turn ends (when its test says). */
+const SELECTED = "The first paragraph, which a person selects.";
+const TWO_PARAGRAPHS = `${SELECTED}\n\nThe second, still *streaming*.`;
+let endSelect = () => {};
+const selected = new Promise<void>((resolve) => (endSelect = resolve));
+let endSpans = () => {};
+const spansSeen = new Promise<void>((resolve) => (endSpans = resolve));
+/**
+ * Markdown whose meaning spans its blank lines (a loose list, a code fence, a link defined after its use), streamed;
+ * its turn ends once its test has seen it all drawn.
+ */
+const SPANNING =
+  "Intro.\n\n- a loose item\n\n- its second item\n\n```ts\nconst a = 1;\n\nconst b = 2;\n```\n\nSee [the docs][docs] first.\n\n1. one\n2. two\n\n[docs]: https://example.com/docs\n\nClosing words.";
 
 let instance: Instance;
 let browser: Browser;
@@ -143,6 +157,14 @@ const CASES: Record<string, (sessionId: string) => Promise<void>> = {
   markdown: async (s) => {
     for (let i = 0; i < MARKDOWN.length; i += 3) await text(s, MARKDOWN.slice(i, i + 3));
     await markdownSeen;
+  },
+  select: async (s) => {
+    for (let i = 0; i < TWO_PARAGRAPHS.length; i += 3) await text(s, TWO_PARAGRAPHS.slice(i, i + 3));
+    await selected;
+  },
+  spans: async (s) => {
+    for (let i = 0; i < SPANNING.length; i += 3) await text(s, SPANNING.slice(i, i + 3));
+    await spansSeen;
   },
   long: async (s) => {
     await streamWords(s, 0);
@@ -247,6 +269,18 @@ async function shoot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(SHOTS, `${name}-laptop.png`) });
   await page.setViewportSize(PHONE);
 }
+
+/**
+ * The answer's HTML, and `text` rendered whole as the page renders Markdown (parsed by the page, as it serializes
+ * its own): the same when the streamed answer shows what a whole render would.
+ */
+const drawnAndWhole = (answer: Locator, text: string) =>
+  answer.evaluate((el, html) => {
+    const template = document.createElement("template");
+    template.innerHTML = html;
+    for (const pre of template.content.querySelectorAll("pre")) pre.tabIndex = 0;
+    return { drawn: el.innerHTML, whole: template.innerHTML };
+  }, renderMarkdown(text));
 
 const decision = (toolCallId: string) => page.locator(`.msg.decision[data-card-decision="${toolCallId}"]`);
 
@@ -416,6 +450,32 @@ describe("the transcript and its cards", () => {
     endMarkdown();
     await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
     expect(await drawn()).toEqual(streamed);
+  });
+
+  it("keeps what a person selected in a streamed answer when its turn ends", async () => {
+    await startChat("select", "Answer in two paragraphs");
+    const answer = page.getByRole("log", { name: "Conversation" }).locator(".msg.agent");
+    await answer.getByText("The second, still streaming.").waitFor();
+    await answer.evaluate((el) => getSelection()!.selectAllChildren(el.querySelector("p")!));
+    expect(await page.evaluate(() => getSelection()!.toString())).toBe(SELECTED);
+    endSelect();
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    expect(await page.evaluate(() => getSelection()!.toString())).toBe(SELECTED);
+    const { drawn, whole } = await drawnAndWhole(answer, TWO_PARAGRAPHS);
+    expect(drawn).toBe(whole);
+  });
+
+  it("shows a streamed answer whose Markdown spans its blank lines as the whole text renders", async () => {
+    await startChat("spans", "Answer with lists, code and a link reference");
+    const answer = page.getByRole("log", { name: "Conversation" }).locator(".msg.agent");
+    await answer.getByText("Closing words.").waitFor();
+    endSpans();
+    await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
+    const { drawn, whole } = await drawnAndWhole(answer, SPANNING);
+    expect(drawn).toBe(whole);
+    // What differs from the blocks drawn apart: one list of two items, the reference a link.
+    expect(await answer.locator("ul > li").count()).toBe(2);
+    expect(await answer.getByRole("link", { name: "the docs" }).getAttribute("href")).toBe("https://example.com/docs");
   });
 
   it("keeps a turn streamed into a long chat on its newest line, holds still when scrolled up, and keeps every turn", async () => {

@@ -61,8 +61,15 @@ export function renderMarkdown(text: string): string {
   return md.render(text);
 }
 
-/** Fills `el` with `text` rendered as Markdown. A code block may scroll sideways, so it takes the focus. */
+/** Rendered Markdown (renderMarkdown's HTML) as nodes. A code block may scroll sideways, so it takes the focus. */
+export function markdownNodes(html: string): DocumentFragment {
+  const template = document.createElement("template");
+  template.innerHTML = html;
+  for (const pre of template.content.querySelectorAll("pre")) pre.tabIndex = 0;
+  return template.content;
+}
+
+/** Fills `el` with `text` rendered as Markdown. */
 export function setMarkdown(el: HTMLElement, text: string): void {
-  el.innerHTML = renderMarkdown(text);
-  for (const pre of el.querySelectorAll("pre")) pre.tabIndex = 0;
+  el.replaceChildren(markdownNodes(renderMarkdown(text)));
 }

@@ -4,9 +4,23 @@
  */
 import { lazyModule } from "../lazy";
 
+export type MarkdownRenderer = typeof import("./markdown-render");
+
 const renderer = lazyModule(() => import("./markdown-render"));
-/** Elements given text before the renderer came: each one's latest text. */
-const waiting = new Map<HTMLElement, string>();
+/** What waits for the renderer, each by its owner (an element, a streamed text): only the latest of each runs. */
+const waiting = new Map<object, (m: MarkdownRenderer) => void>();
+
+/** The renderer if it has come (else undefined, its fetch begun). */
+export function markdownRenderer(): MarkdownRenderer | undefined {
+  return renderer.loaded();
+}
+
+/** Runs `use` once the renderer has come, in place of what `owner` asked before. */
+export function whenMarkdownRenderer(owner: object, use: (m: MarkdownRenderer) => void): void {
+  waiting.set(owner, use);
+  // Asked each time, so a fetch that failed (offline) is tried again; the first to come runs them all.
+  renderer.whenLoaded(runWaiting);
+}
 
 /** Fills `el` with `text` rendered as Markdown (as plain text until the renderer has come). */
 export function setMarkdown(el: HTMLElement, text: string): void {
@@ -17,12 +31,10 @@ export function setMarkdown(el: HTMLElement, text: string): void {
     return;
   }
   el.textContent = text;
-  waiting.set(el, text);
-  // Asked each time, so a fetch that failed (offline) is tried again; the first to come renders them all.
-  renderer.whenLoaded(renderWaiting);
+  whenMarkdownRenderer(el, (m) => m.setMarkdown(el, text));
 }
 
-function renderWaiting(m: typeof import("./markdown-render")): void {
-  for (const [el, text] of waiting) m.setMarkdown(el, text);
+function runWaiting(m: MarkdownRenderer): void {
+  for (const use of waiting.values()) use(m);
   waiting.clear();
 }

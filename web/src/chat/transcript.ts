@@ -14,7 +14,7 @@ import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/proto
 import type { CardDecision } from "../../../src/protocol/instance";
 import { element } from "../dom";
 import { blockNode, locationsNode, outputNode, toolContentNode } from "./blocks";
-import { setMarkdown } from "./markdown";
+import { markdownRenderer, setMarkdown, whenMarkdownRenderer } from "./markdown";
 import { insertTurn, nextTurn, removeTurn } from "./turn-groups";
 
 const STOP_TEXT: Record<string, string> = {
@@ -35,19 +35,22 @@ const DRAW_EVERY_MS = 50;
 
 /**
  * A block of streamed text, rendered as Markdown at most once every DRAW_EVERY_MS however fast chunks come. Only its
- * open end is rendered again: the text up to its last blank line outside a code fence is rendered once, into blocks
- * of its own, so a long answer costs a frame no more than its last paragraph does. The block is rendered whole, once,
- * when the turn ends (a list or a link reference spanning a blank line then comes out as Markdown means it).
+ * open end is rendered again: the text up to its last blank line outside a code fence is rendered once, its blocks
+ * put straight in the element, so a long answer costs a frame no more than its last paragraph does. When the turn
+ * ends the whole text is rendered: if that is the blocks drawn and the open end, only the open end is drawn again
+ * (a layout of the open end alone, and a selection in the blocks stays); if not (a list or a link reference spanning
+ * a blank line), the whole is drawn in their place. Until the renderer has come it shows the text as it is.
  */
 class TextBlock {
   text = "";
   private scheduled = false;
-  /** Rendered whole: a frame still scheduled renders nothing. */
+  /** The turn ended: the text is rendered whole, and a frame still scheduled renders nothing. */
   private settled = false;
-  /** How much of the text is rendered into `done`, and where its open end is rendered. */
+  /** How much of the text is drawn as finished blocks, and their HTML. */
   private doneUpTo = 0;
-  private readonly done = element("div");
-  private readonly open = element("div");
+  private doneHtml = "";
+  /** The nodes the open end is drawn as, after the finished blocks. */
+  private open: ChildNode[] = [];
   constructor(
     readonly el: HTMLElement,
     private readonly body: HTMLElement = el,
@@ -61,7 +64,7 @@ class TextBlock {
       () =>
         requestAnimationFrame(() => {
           this.scheduled = false;
-          if (!this.settled) this.renderOpenEnd();
+          if (!this.settled) this.draw();
         }),
       DRAW_EVERY_MS,
     );
@@ -71,24 +74,52 @@ class TextBlock {
     this.text = text;
     this.settle();
   }
-  /** Renders the whole text as one (the turn ended). */
+  /** Renders the whole text (the turn ended). */
   settle(): void {
     this.settled = true;
-    this.doneUpTo = 0;
-    this.done.replaceChildren();
-    this.open.replaceChildren();
-    setMarkdown(this.body, this.text);
+    this.draw();
   }
-  private renderOpenEnd(): void {
-    if (this.open.parentNode !== this.body) this.body.replaceChildren(this.done, this.open);
+  private draw(): void {
+    const m = markdownRenderer();
+    if (!m) {
+      this.restart();
+      this.body.textContent = this.text;
+      this.open = [...this.body.childNodes];
+      whenMarkdownRenderer(this, () => this.draw());
+      return;
+    }
+    if (this.settled) {
+      const whole = m.renderMarkdown(this.text);
+      const open = m.renderMarkdown(this.text.slice(this.doneUpTo));
+      if (whole === this.doneHtml + open) this.drawOpen(m.markdownNodes(open));
+      else {
+        this.restart();
+        this.drawOpen(m.markdownNodes(whole));
+      }
+      return;
+    }
     const boundary = closedUpTo(this.text);
     if (boundary > this.doneUpTo) {
-      const block = element("div");
-      setMarkdown(block, this.text.slice(this.doneUpTo, boundary));
-      this.done.append(block);
+      const html = m.renderMarkdown(this.text.slice(this.doneUpTo, boundary));
+      // The finished blocks take the open end's place, and a new open end follows them.
+      this.drawOpen(m.markdownNodes(html));
+      this.open = [];
+      this.doneHtml += html;
       this.doneUpTo = boundary;
     }
-    setMarkdown(this.open, this.text.slice(this.doneUpTo));
+    this.drawOpen(m.markdownNodes(m.renderMarkdown(this.text.slice(this.doneUpTo))));
+  }
+  /** Nothing drawn: the whole text is the open end. */
+  private restart(): void {
+    this.body.replaceChildren();
+    this.open = [];
+    this.doneUpTo = 0;
+    this.doneHtml = "";
+  }
+  private drawOpen(nodes: DocumentFragment): void {
+    for (const node of this.open) node.remove();
+    this.open = [...nodes.childNodes];
+    this.body.append(nodes);
   }
 }
 
@@ -290,7 +321,10 @@ class TurnView {
   }
 
   add(node: HTMLElement): void {
-    // Text after anything else (an image, a tool, a note) starts a new block, so it reads in the frames' order.
+    // Text after anything else (an image, a tool, a note) starts a new block, so it reads in the frames' order; the
+    // block before it is finished, and drawn whole now rather than a frame later.
+    this.text?.settle();
+    this.thought?.settle();
     this.text = null;
     this.thought = null;
     this.items.append(node);
