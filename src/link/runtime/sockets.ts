@@ -3,6 +3,8 @@
  * `sid:<socket id>` to find it by id — and a tiny attachment (well under the 16 KiB limit) that survives eviction.
  * A device socket's id is also its link id: a replaced link's late events are told apart by it.
  */
+import { perObject } from "./per-object";
+
 export type Role = "device" | "client";
 
 export interface Attachment {
@@ -62,16 +64,7 @@ interface KnownSockets {
   clients: WebSocket[] | null;
 }
 
-const knownSockets = new WeakMap<DurableObjectState, KnownSockets>();
-
-function knownOf(ctx: DurableObjectState): KnownSockets {
-  let known = knownSockets.get(ctx);
-  if (!known) {
-    known = { byId: new Map(), clients: null };
-    knownSockets.set(ctx, known);
-  }
-  return known;
-}
+const knownOf = perObject((_ctx: DurableObjectState): KnownSockets => ({ byId: new Map(), clients: null }));
 
 /**
  * A socket went away: its entry goes (an object that stays in memory would otherwise keep one for every socket it ever

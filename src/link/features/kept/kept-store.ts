@@ -13,6 +13,7 @@
 import { utf8Bytes } from "../../../protocol/prompt-limits";
 import type { KeptChatsResult, KeptTurn, KeptTurnsResult } from "../../../protocol/instance";
 import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
+import { perObject } from "../../runtime/per-object";
 
 const TURN = "kept/t/";
 const CHAT = "kept/c/";
@@ -159,12 +160,4 @@ export class KeptStore {
 }
 
 /** Each object instance's store, by its storage. */
-const stores = new WeakMap<DurableObjectStorage, KeptStore>();
-export function keptOf(storage: DurableObjectStorage): KeptStore {
-  let store = stores.get(storage);
-  if (!store) {
-    store = new KeptStore(storage);
-    stores.set(storage, store);
-  }
-  return store;
-}
+export const keptOf = perObject((storage: DurableObjectStorage) => new KeptStore(storage));

@@ -22,6 +22,7 @@ import { writtenFrames } from "../turns/replay";
 import { turnsOf } from "../turns/turn-store";
 import { keptOf } from "./kept-store";
 import { promptOf, TurnRecord } from "./turn-record";
+import { perObject } from "../../runtime/per-object";
 
 const PAGE_TURNS = 20;
 
@@ -40,15 +41,8 @@ class Recording {
   timer: ReturnType<typeof setTimeout> | null = null;
 }
 
-const recordings = new WeakMap<DurableObjectStorage, Recording>();
-function recordingOf(rt: LinkRuntime): Recording {
-  let r = recordings.get(rt.ctx.storage);
-  if (!r) {
-    r = new Recording();
-    recordings.set(rt.ctx.storage, r);
-  }
-  return r;
-}
+const recordings = perObject((_storage: DurableObjectStorage) => new Recording());
+const recordingOf = (rt: LinkRuntime) => recordings(rt.ctx.storage);
 
 const caps = (rt: LinkRuntime) => limitsOf(rt.env).caps;
 const on = (rt: LinkRuntime) => caps(rt).kept_turns > 0;

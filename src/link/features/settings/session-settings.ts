@@ -17,6 +17,7 @@ import { EventParams, SessionAnnounce } from "../../../protocol/lembas";
 import { RpcError, ErrorCode } from "../../../protocol/jsonrpc";
 import type { BeforeForward, LinkFeature, LinkRuntime, RelayedAnswerObserver } from "../../runtime/runtime";
 import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
+import { perObject } from "../../runtime/per-object";
 
 /** How many sessions' settings a device keeps, and how large one may be (JSON characters). */
 export const SETTINGS_SESSIONS = 200;
@@ -33,14 +34,7 @@ interface Cache {
   index: Record<string, number> | null;
   sessions: Map<string, SessionSettingsKept>;
 }
-const caches = new WeakMap<DurableObjectState, Cache>();
-const cacheOf = (ctx: DurableObjectState): Cache => {
-  const known = caches.get(ctx);
-  if (known) return known;
-  const cache: Cache = { index: null, sessions: new Map() };
-  caches.set(ctx, cache);
-  return cache;
-};
+const cacheOf = perObject((_ctx: DurableObjectState): Cache => ({ index: null, sessions: new Map() }));
 
 const empty = (sessionId: string): SessionSettingsKept => ({
   sessionId,

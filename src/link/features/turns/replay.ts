@@ -56,6 +56,7 @@ import type { SchemaStep } from "../../runtime/schema-steps";
 import { socketById } from "../../runtime/sockets";
 import { turnsOf } from "./turn-store";
 import { logged, UNCONFIRMED } from "../../runtime/unconfirmed";
+import { perObject } from "../../runtime/per-object";
 
 const MiB = 1024 * 1024;
 export const REPLAY_LIMITS = { frames: 1000, bytes: 4 * MiB, frameBytes: 1 * MiB } as const;
@@ -175,6 +176,15 @@ interface Stored {
   lastSeq: number | null;
   reserved?: number;
 }
+
+/** A batch as listed: where it is and its sizes, without its texts. */
+const storedOf = (key: string, { frames, bytes, lastSeq, reserved }: Batch): Stored => ({
+  key,
+  frames,
+  bytes,
+  lastSeq,
+  reserved,
+});
 
 /** One object instance's buffers: what is stored (listed once), the sizes, and what is not written yet. */
 class Buffers {
@@ -324,13 +334,7 @@ class Buffers {
           reserved,
         };
         this.#put(key, batch);
-        batches.push({
-          key,
-          frames: batch.frames,
-          bytes: batch.bytes,
-          lastSeq: batch.lastSeq,
-          reserved,
-        });
+        batches.push(storedOf(key, batch));
       }
       this.#trim(sessionId, (size) => size.frames > REPLAY_LIMITS.frames || size.bytes > REPLAY_LIMITS.bytes);
     }
@@ -403,13 +407,7 @@ class Buffers {
       const stored = new Map<string, Stored[]>();
       for (const [key, batch] of this.storage.kv.list<Batch>({ prefix: BATCHES })) {
         const batches = stored.get(batch.session) ?? [];
-        batches.push({
-          key,
-          frames: batch.frames,
-          bytes: batch.bytes,
-          lastSeq: batch.lastSeq,
-          reserved: batch.reserved,
-        });
+        batches.push(storedOf(key, batch));
         stored.set(batch.session, batches);
         this.#lastKey = Number(key.slice(BATCHES.length));
       }
@@ -524,15 +522,7 @@ function rows(held: Held[]): Held[][] {
 }
 
 /** The buffers of each object instance, by its storage. */
-const instances = new WeakMap<DurableObjectStorage, Buffers>();
-function buffersOf(storage: DurableObjectStorage): Buffers {
-  let buffers = instances.get(storage);
-  if (!buffers) {
-    buffers = new Buffers(storage);
-    instances.set(storage, buffers);
-  }
-  return buffers;
-}
+const buffersOf = perObject((storage: DurableObjectStorage) => new Buffers(storage));
 
 /** The frames of a session's running turns written so far, and how many were dropped (kept.ts rebuilds a turn). */
 export function writtenFrames(storage: DurableObjectStorage, sessionId: string): { texts: string[]; dropped: number } {

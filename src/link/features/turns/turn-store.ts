@@ -10,6 +10,7 @@ import type { JsonRpcId } from "../../../protocol/jsonrpc";
 import { Chunks } from "../../runtime/chunks";
 import type { Migrating } from "../../runtime/schema-steps";
 import { OnDemandTables } from "../../runtime/tables-on-demand";
+import { perObject } from "../../runtime/per-object";
 
 /** The turns feature's tables (turns.ts): made by the first turn. */
 export const TURN_TABLES: Migrating = {
@@ -75,16 +76,7 @@ const toTurn = (row: TurnRow): Turn => ({
 });
 
 /** Each object's one store, by its storage: what it knows of running sessions is asked on every frame of a turn. */
-const stores = new WeakMap<SqlStorage, TurnStore>();
-
-export function turnsOf(sql: SqlStorage): TurnStore {
-  let store = stores.get(sql);
-  if (!store) {
-    store = new TurnStore(sql);
-    stores.set(sql, store);
-  }
-  return store;
-}
+export const turnsOf = perObject((sql: SqlStorage) => new TurnStore(sql));
 
 /** Reached through turnsOf only, so an object's running sessions are known in one place. */
 class TurnStore {
