@@ -24,6 +24,7 @@ import { cancel } from "./features/turns/cancel";
 import { answerCard, cards } from "./features/cards/cards";
 import { chats } from "./features/chats/chats";
 import { sessionSettings } from "./features/settings/session-settings";
+import { chunks } from "./runtime/chunks";
 import { core } from "./runtime/core";
 import { d1Queue } from "./runtime/d1-queue";
 import { drain } from "./runtime/drain-answers";
@@ -61,6 +62,7 @@ import { turns } from "./features/turns/turns";
  */
 const FEATURES: readonly LinkFeature[] = [
   core,
+  chunks,
   d1Queue,
   presence,
   flood,

@@ -173,7 +173,7 @@ describe("schema steps", () => {
     const withFresh = registry.features.filter((feature) => feature.fresh !== undefined).map((f) => f.name);
     expect(withFresh).toEqual(expect.arrayContaining(["cards", "replay"]));
     const onDemand = registry.features.filter((feature) => feature.onDemand);
-    expect(names(onDemand)).toEqual(expect.arrayContaining(["cards", "turns"]));
+    expect(names(onDemand)).toEqual(expect.arrayContaining(["cards", "turns", "chunks"]));
     await runInDurableObject(linkStub(device.deviceId), (_instance, state) => {
       const { sql } = state.storage;
       dropAllTables(sql);
@@ -282,14 +282,16 @@ describe("schema steps", () => {
     });
     const client = await attachClient(user, device.deviceId);
     expect(await statusOf(client)).toMatchObject({ link: "down" });
-    const attached = await own();
-    expect(attached).toEqual(
-      expect.arrayContaining(["schema_steps", "link", "meta", "outbound", "deadlines", "d1_queue"]),
+    // Only what a first link writes: no chunks table (made by the first text kept), no index.
+    expect((await own()).sort()).toEqual(["d1_queue", "deadlines", "link", "meta", "outbound", "schema_steps"]);
+    const indexes = await runInDurableObject(linkStub(device.deviceId), (_instance, state) =>
+      state.storage.sql.exec(`SELECT name FROM sqlite_master WHERE type='index' AND sql IS NOT NULL`).toArray(),
     );
+    expect(indexes).toEqual([]);
     await linkDevice(device);
     await waitUntilUp(client);
     const linked = await own();
-    for (const name of ["cards", "card_refusals", "turns", "terminals", "push_outbox"])
+    for (const name of ["cards", "card_refusals", "turns", "terminals", "push_outbox", "chunks"])
       expect(linked).not.toContain(name);
     const row = await env.DB.prepare("SELECT online FROM devices WHERE id = ?").bind(device.deviceId).first();
     expect(row).toEqual({ online: 1 });
@@ -371,9 +373,68 @@ describe("schema steps", () => {
     expect(steps).toEqual(
       expect.arrayContaining([
         { feature: "core", step: 2 },
+        { feature: "core", step: 3 },
         { feature: "turns", step: 1 },
+        { feature: "chunks", step: 1 },
       ]),
     );
+    const indexes = await runInDurableObject(stub, (_instance, state) =>
+      state.storage.sql
+        .exec<{ name: string }>(`SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'outbound%'`)
+        .toArray(),
+    );
+    expect(indexes).toEqual([]);
+  });
+
+  it("migrates an object whose chunks were core's and whose requests were indexed: its rows kept, the indexes dropped", async () => {
+    const user = await createUser();
+    const device = await createDevice(user.userId);
+    const stub = linkStub(device.deviceId);
+    const prompt = { sessionId: "ses_kept", prompt: [{ type: "text", text: "kept" }], _meta: { lembas: {} } };
+    await runInDurableObject(stub, (_instance, state) => {
+      const { sql } = state.storage;
+      dropAllTables(sql);
+      // The schema as objects made it while core's step 1 made the chunks table and the two indexes, and the turns
+      // table made by a first turn.
+      sql.exec(
+        "CREATE TABLE schema_steps (feature TEXT NOT NULL, step INTEGER NOT NULL, applied_at INTEGER NOT NULL, PRIMARY KEY (feature, step))",
+      );
+      for (const statement of SCHEMA_BEFORE_STEPS.filter((s) => !/\b(replay_|cards|terminals)/.test(s)))
+        sql.exec(statement);
+      sql.exec(`CREATE TABLE d1_queue (id INTEGER PRIMARY KEY, kind TEXT NOT NULL, key TEXT NOT NULL, args TEXT NOT NULL,
+        attempts INTEGER NOT NULL DEFAULT 0, not_before INTEGER NOT NULL DEFAULT 0, last_error TEXT,
+        created_at INTEGER NOT NULL)`);
+      sql.exec(
+        "INSERT INTO schema_steps VALUES ('core', 1, 0), ('core', 2, 0), ('d1-queue', 1, 0), ('turns', 1, 0), ('replay', 1, 0), ('replay', 2, 0), ('replay', 3, 0)",
+      );
+      sql.exec("INSERT INTO meta VALUES ('device_id', ?), ('owner_id', ?)", device.deviceId, user.userId);
+      sql.exec(
+        "INSERT INTO turns (id, session_id, turn_id, since, running, kept, link_id) VALUES (1, 'ses_kept', NULL, ?, 1, 1, 'link-old')",
+        Date.now() - 30_000,
+      );
+      sql.exec("INSERT INTO chunks VALUES ('turn', '1', 0, ?)", JSON.stringify(prompt));
+    });
+    await evictDurableObject(stub);
+
+    const { peer: link } = await linkDevice(device);
+    expect(await link.next()).toMatchObject({ method: "session/prompt", params: prompt });
+    const after = await runInDurableObject(stub, (_instance, state) => ({
+      indexes: state.storage.sql
+        .exec(`SELECT name FROM sqlite_master WHERE type='index' AND name LIKE 'outbound%'`)
+        .toArray(),
+      steps: state.storage.sql
+        .exec("SELECT feature, step FROM schema_steps WHERE feature IN ('core', 'chunks') ORDER BY feature, step")
+        .toArray(),
+    }));
+    expect(after).toEqual({
+      indexes: [],
+      steps: [
+        { feature: "chunks", step: 1 },
+        { feature: "core", step: 1 },
+        { feature: "core", step: 2 },
+        { feature: "core", step: 3 },
+      ],
+    });
   });
 
   it("re-keys an open card by session and toolCallId (cards step 2), with its params and its deadline", async () => {

@@ -19,7 +19,8 @@
  * equal to what its steps make.
  *
  * A feature made on demand (`onDemand`) has no tables until its first write makes them (tables-on-demand.ts); a start
- * runs the pending steps only of the ones made.
+ * runs the pending steps only of the ones made, and counts as made one with a table of its own name already there
+ * (made before it was on demand), whose step 1 (`IF NOT EXISTS`) adopts it.
  */
 
 /**
@@ -120,22 +121,6 @@ export interface SchemaStart {
 const ownTables = (sql: SqlStorage) => sql.exec<{ name: string }>(OWN_TABLES).toArray();
 
 /**
- * Runs statements in order, as few `exec` calls as a function step allows: one call runs every statement of a batch
- * (a fresh object's nine `CREATE`s are one call, not nine).
- */
-class Batch {
-  #statements: string[] = [];
-  constructor(private readonly sql: SqlStorage) {}
-  add(statements: readonly string[]): void {
-    this.#statements.push(...statements);
-  }
-  run(): void {
-    if (this.#statements.length > 0) this.sql.exec(this.#statements.join(";\n"));
-    this.#statements = [];
-  }
-}
-
-/**
  * Applies every step not applied yet, feature by feature in the given order. All the steps one start applies run in
  * one transaction (a fresh object makes every table at once: one savepoint, not one a step), so a step that fails
  * leaves nothing of that start behind. An object whose steps are all applied only reads: `CREATE TABLE IF NOT
@@ -154,9 +139,12 @@ export function applySteps(
     : [];
   const applied = new Set(steps.map((row) => `${row.feature}/${row.step}`));
   const withSteps = new Set(steps.map((row) => row.feature));
-  // One made on demand waits for its first write; an object from before numbered steps adopts every feature's
-  // tables, as step 1 of the features it knew says.
-  const made = features.filter((feature) => !feature.onDemand || withSteps.has(feature.name) || (!fresh && !recorded));
+  // One made on demand waits for its first write, unless a table of its name is there already: made before its
+  // steps were recorded (an object from before numbered steps, or before the feature was made on demand), which its
+  // step 1 adopts.
+  const made = features.filter(
+    (feature) => !feature.onDemand || withSteps.has(feature.name) || tables.some(({ name }) => name === feature.name),
+  );
   const pending = made.flatMap((feature) =>
     (feature.migrations ?? [])
       .filter(({ step }) => !applied.has(`${feature.name}/${step}`))
@@ -166,18 +154,22 @@ export function applySteps(
   // A fresh object records its steps even when it has none to run: features made on demand record theirs there.
   if (pending.length === 0 && recorded) return { applied: [], fresh, made: names };
   storage.transactionSync(() => {
-    const batch = new Batch(sql);
-    if (!recorded) batch.add([STEPS_TABLE]);
+    // Statements run in as few `exec` calls as a function step allows: a fresh object's `CREATE`s are one call.
+    let batch: string[] = recorded ? [] : [STEPS_TABLE];
+    const runBatch = () => {
+      if (batch.length > 0) sql.exec(batch.join(";\n"));
+      batch = [];
+    };
     for (const { feature, step, run } of pending) {
       if (fresh && feature.fresh) {
         // Every step is pending on a fresh object: the last shape is made once, in the first step's place.
-        if (step === 1) batch.add(feature.fresh);
+        if (step === 1) batch.push(...feature.fresh);
       } else if (typeof run === "function") {
-        batch.run();
+        runBatch();
         run(sql, storage.kv);
-      } else batch.add(run);
+      } else batch.push(...run);
     }
-    batch.run();
+    runBatch();
     // Recorded together after the steps, not one statement after each: a statement prepared before a schema change
     // is prepared again on its next run, so a row per step would prepare it as many times as there are steps.
     recordSteps(
