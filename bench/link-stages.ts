@@ -3,9 +3,9 @@
  * links in all) on the real Worker, and as many bare sockets on the baseline; after each stage both are left idle
  * past workerd's hibernation delay (an idle object with only hibernatable sockets is evicted 10 s after its last
  * event), each Worker's isolate is collected in full, and its workerd process's RSS and the isolate's heap are read.
- * The first 50 links, and 10 before each later wave, are made one at a time and timed, each watched by a client
- * socket until `_instance/link` says up — on the baseline, a bare exchange of the same messages, alternating with the
- * relay's (timedLink); the rest in parallel, in waves of 100 that each hibernate before the next (WAVE; the set-up
+ * The first 50 links, and 20 before each later wave, are made one at a time and timed, each watched by a client
+ * socket until `_instance/link` says up — on the baseline, a bare exchange of the same messages, in pairs with the
+ * relay's (timedPair: relay, bare, relay, bare, …); the rest in parallel, in waves of 100 that each hibernate before the next (WAVE; the set-up
  * rate counts only the waves' untimed links). After the last stage the links stay idle a while (the devices pinging
  * every 30 s, as the CLI does), counting how often their objects wake on their own, and then each device sends one
  * frame: an object that was evicted is constructed again to read it, so the new constructions count the idle links
@@ -17,7 +17,7 @@ import { collectedHeap, type HeapUsage } from "./devtools.js";
 import { Client, ScriptedDevice } from "./peers.js";
 import { inBatches, log, progress, sleep } from "./progress.js";
 import { openFileLimit, openFiles, rssBytes } from "./proc.js";
-import { spread, type Spread } from "./stats.js";
+import { median, spread, type Spread } from "./stats.js";
 import type { Dev } from "./wrangler-dev.js";
 
 export const STAGES = [1, 100, 1000] as const;
@@ -41,8 +41,11 @@ export const HIBERNATE_AFTER_MS = 15_000;
  */
 const WAVE = 100;
 const TIMED_LINKS = 50;
-/** Timed links before each wave of a stage's other links (and not counted in its set-up rate). */
-const TIMED_A_WAVE = 10;
+/**
+ * Timed pairs before each wave of a stage's other links (and not counted in its set-up rate): 250 pairs in all, spread
+ * over the run.
+ */
+const TIMED_A_WAVE = 20;
 const PARALLEL = 16;
 /**
  * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/runtime/heartbeat.ts) shows here; the sweep
@@ -88,20 +91,40 @@ export interface SetUpRate {
   bare?: { perSecond: number; cpuMsPerLink: number };
 }
 
-export interface LinkStagesResult {
+/** One set-up's times from its upgrade request (ms): the socket open, initialize at the device, up at the client. */
+export interface SetUpTimes {
+  open: number;
+  initialize: number;
+  up: number;
+}
+
+/**
+ * Timed links, one at a time, relay and baseline in pairs. The baseline's link does the spec's exchange (hello →
+ * initialize → its answer → "up" to the watching client) with nothing else: bareUp is what the round trip itself
+ * costs, the ratio relayUp / bareUp the relay's overhead on it. bareOpen is the same links' upgrade.
+ */
+export interface SetUps {
+  relayOpen: Spread;
+  relayInitialize: Spread;
+  relayUp: Spread;
+  bareOpen: Spread;
+  bareInitialize: Spread;
+  bareUp: Spread;
   /**
-   * The first links, one at a time, relay and baseline alternating. The baseline's link does the spec's exchange
-   * (hello → initialize → its answer → "up" to the watching client) with nothing else: bareUp is what the round
-   * trip itself costs, the ratio relayUp / bareUp the relay's overhead on it. bareOpen is the same links' upgrade.
+   * Each pair's relayUp / bareUp: the two set-ups of a pair ran back to back, under the same load, so their ratio's
+   * median holds run to run where the ratio of the sides' p50s moves with what the machine did over the run.
    */
-  setup: {
-    relayOpen: Spread;
-    relayInitialize: Spread;
-    relayUp: Spread;
-    bareOpen: Spread;
-    bareInitialize: Spread;
-    bareUp: Spread;
-  };
+  pairedUp: Spread;
+  /**
+   * Where the relay's extra time goes, each the median over the pairs of relay − bare: to the socket open (the
+   * route, the credential's D1 read, the object's start), from there to initialize at the device, and from there to
+   * up at the client.
+   */
+  extraMs: { open: number; initialize: number; up: number };
+}
+
+export interface LinkStagesResult {
+  setup: SetUps;
   /**
    * queries: on the set-up's path (the credential, anything the object asks before the link is up); presence: the
    * presence writes the object owes through its D1 queue and sends once the link is up (off the path).
@@ -122,23 +145,77 @@ export function within<T>(promise: Promise<T>, ms: number, what: string): Promis
   return Promise.race([promise, sleep(ms).then(() => Promise.reject(new Error(`${what} took over ${ms / 1000} s`)))]);
 }
 
-type Samples = { open: number[]; initialize: number[]; up: number[] };
-
 /**
  * One link opened while a client socket watches for `_instance/link` up: a device of the person on the real Worker,
  * or on the baseline a room's link socket doing the same exchange bare. Timed alike on both: from the upgrade
  * request to the socket open, to initialize reaching the device, and to the watching client seeing "up".
  */
-async function timedLink(watch: () => Promise<Client>, open: () => Promise<ScriptedDevice>, samples: Samples) {
+async function timedLink(watch: () => Promise<Client>, open: () => Promise<ScriptedDevice>) {
   const watcher = await watch();
   const up = watcher.linkUp();
   const linked = await open();
   const upAt = await within(up, UP_WITHIN_MS, "a link coming up");
-  samples.open.push(linked.times.open - linked.times.start);
-  samples.initialize.push(linked.times.initialize - linked.times.start);
-  samples.up.push(upAt - linked.times.start);
+  const { start } = linked.times;
+  const times = { open: linked.times.open - start, initialize: linked.times.initialize - start, up: upAt - start };
   await watcher.close();
-  return linked;
+  return { linked, times };
+}
+
+/** A relay set-up and a bare one, timed back to back. */
+export interface SetUpPair {
+  relay: SetUpTimes;
+  bare: SetUpTimes;
+}
+
+/** The i-th pair: device i of the person on the relay, then room `idle-<i>` on the baseline. */
+async function timedPair(relay: Dev, bare: Dev, person: Person, device: Device, i: number) {
+  const relayLink = await timedLink(
+    () => Client.attach(relay.origin, device.id, person.auth),
+    () => ScriptedDevice.link(relay.origin, device.token, device.id),
+  );
+  const room = `idle-${i}`;
+  const bareLink = await timedLink(
+    () => Client.bare(bare.origin, room),
+    () => ScriptedDevice.bareLink(bare.origin, room),
+  );
+  return { links: [relayLink.linked, bareLink.linked], pair: { relay: relayLink.times, bare: bareLink.times } };
+}
+
+export function setUpsOf(pairs: readonly SetUpPair[]): SetUps {
+  const of = (side: "relay" | "bare", at: keyof SetUpTimes) => pairs.map((pair) => pair[side][at]);
+  const extra = (part: (times: SetUpTimes) => number) => median(pairs.map((p) => part(p.relay) - part(p.bare)));
+  return {
+    relayOpen: spread(of("relay", "open")),
+    relayInitialize: spread(of("relay", "initialize")),
+    relayUp: spread(of("relay", "up")),
+    bareOpen: spread(of("bare", "open")),
+    bareInitialize: spread(of("bare", "initialize")),
+    bareUp: spread(of("bare", "up")),
+    pairedUp: spread(pairs.map((pair) => pair.relay.up / pair.bare.up)),
+    extraMs: {
+      open: extra((t) => t.open),
+      initialize: extra((t) => t.initialize - t.open),
+      up: extra((t) => t.up - t.initialize),
+    },
+  };
+}
+
+/**
+ * BENCH_ONLY=links: `devices.length` timed pairs and nothing else. The links stay open until the last pair, as the
+ * full run's do (a closed link's object would write the device's presence while the next pairs are timed).
+ */
+export async function timeSetUps(relay: Dev, bare: Dev, person: Person, devices: readonly Device[]): Promise<SetUps> {
+  const pairs: SetUpPair[] = [];
+  const open: ScriptedDevice[] = [];
+  const tick = progress("timed set-up pairs", devices.length);
+  for (const [i, device] of devices.entries()) {
+    const { links, pair } = await timedPair(relay, bare, person, device, i);
+    pairs.push(pair);
+    open.push(...links);
+    tick();
+  }
+  await Promise.all(open.map((link) => link.close()));
+  return setUpsOf(pairs);
 }
 
 /** The most files any one of a Worker's workerd processes has open (the proxy holds several per socket). */
@@ -174,8 +251,7 @@ export async function measureLinkStages(
   const setUpRates: SetUpRate[] = [];
   const relayLinks: ScriptedDevice[] = [];
   const bareLinks: ScriptedDevice[] = [];
-  const samples: Samples = { open: [], initialize: [], up: [] };
-  const bareSamples: Samples = { open: [], initialize: [], up: [] };
+  const pairs: SetUpPair[] = [];
   const d1: Record<string, number> = {};
   const memory = { before: await inUse(relay, bare), rows: [] as MemoryRow[], readings: [] as MemoryRow[] };
 
@@ -190,25 +266,13 @@ export async function measureLinkStages(
     }
     const before = await readCounters(relay.origin);
     const tick = progress(`links (stage of ${target})`, target - from);
-    /** The next `count` links, one at a time, each side's timed against the other's (relay, bare, relay, …). */
+    /** The next `count` links, one at a time, in pairs (relay, bare, relay, …). */
     const timed = async (count: number) => {
       for (let i = relayLinks.length; count-- > 0; i++) {
-        const device = devices[i]!;
-        relayLinks.push(
-          await timedLink(
-            () => Client.attach(relay.origin, device.id, person.auth),
-            () => ScriptedDevice.link(relay.origin, device.token, device.id),
-            samples,
-          ),
-        );
-        const room = `idle-${i}`;
-        bareLinks.push(
-          await timedLink(
-            () => Client.bare(bare.origin, room),
-            () => ScriptedDevice.bareLink(bare.origin, room),
-            bareSamples,
-          ),
-        );
+        const { links, pair } = await timedPair(relay, bare, person, devices[i]!, i);
+        relayLinks.push(links[0]!);
+        bareLinks.push(links[1]!);
+        pairs.push(pair);
         tick();
       }
     };
@@ -291,14 +355,7 @@ export async function measureLinkStages(
   const presence = sum(Object.keys(d1).filter((key) => PRESENCE.test(key)));
   const onPath = sum(Object.keys(d1).filter((key) => !PRESENCE.test(key)));
   return {
-    setup: {
-      relayOpen: spread(samples.open),
-      relayInitialize: spread(samples.initialize),
-      relayUp: spread(samples.up),
-      bareOpen: spread(bareSamples.open),
-      bareInitialize: spread(bareSamples.initialize),
-      bareUp: spread(bareSamples.up),
-    },
+    setup: setUpsOf(pairs),
     d1PerLink: {
       links: linked,
       queries: onPath / linked,

@@ -9,7 +9,8 @@
  * BENCH_QUICK=1 measures only the round trip, the fan-out and the relay's commits, with one device made.
  * BENCH_SCALE=1 goes on from 1,000 to 5,000 idle links (set-up rate, memory curve): about 13 minutes more on a quiet
  * machine.
- * BENCH_ONLY=phone, BENCH_ONLY=fairness (or both, comma-separated) runs only those stages and prints their goals.
+ * BENCH_ONLY=phone, BENCH_ONLY=fairness (or both, comma-separated) runs only those stages and prints their goals;
+ * BENCH_ONLY=links times BENCH_LINKS (200) link set-ups in pairs, relay and bare, and nothing else.
  */
 import { createDevices, createPerson } from "./accounts.js";
 import { measureBundle } from "./bundle.js";
@@ -19,10 +20,10 @@ import { COUNTED, countLinkCommits, countRelayCommits } from "./commits.js";
 import { measureFairness } from "./fairness.js";
 import { measureFanOut } from "./fan-out.js";
 import { measurePhone, type PhoneResult } from "./phone.js";
-import { measureLinkStages, SCALE_STAGES, STAGES } from "./link-stages.js";
+import { measureLinkStages, SCALE_STAGES, STAGES, timeSetUps } from "./link-stages.js";
 import { Client, openClientSocket, openSocket, ScriptedDevice, SESSION_ID, wsOrigin } from "./peers.js";
 import { log } from "./progress.js";
-import { type BenchResult, previousRatios, report, stageReport, writeResults } from "./report.js";
+import { type BenchResult, previousRatios, report, setUpReport, stageReport, writeResults } from "./report.js";
 import { ROUND_TRIP_METHOD, roundTrips } from "./round-trip.js";
 import { BASELINE, RELAY, ROOT, startDev, type Dev } from "./wrangler-dev.js";
 
@@ -190,10 +191,33 @@ async function phoneStage(): Promise<PhoneResult> {
   }
 }
 
+/** BENCH_ONLY=links: the timed set-up pairs alone. */
+const ONLY_LINKS = Number(process.env.BENCH_LINKS ?? 200);
+
+/**
+ * The timed link set-ups alone, on runtimes restarted after the device logins (as the full run's link stages are).
+ */
+async function onlyLinks(): Promise<string> {
+  const started = await Promise.allSettled([startDev(RELAY), startDev(BASELINE)]);
+  let [relay, bare] = started.map((s) => (s.status === "fulfilled" ? s.value : null));
+  try {
+    if (!relay || !bare) throw started.find((s) => s.status === "rejected")!.reason;
+    const person = await createPerson(relay.origin);
+    const devices = await createDevices(relay.origin, person, ONLY_LINKS, LOGIN_CONCURRENCY);
+    log("fresh runtimes for the set-ups: both Workers restarted on their state");
+    [relay, bare] = await Promise.all([relay.restart(), bare.restart()]);
+    log(`link set-up: ${ONLY_LINKS} pairs, relay and bare back to back`);
+    return setUpReport(await timeSetUps(relay, bare, person, devices));
+  } finally {
+    await Promise.all([relay?.stop(), bare?.stop()]);
+  }
+}
+
 /** BENCH_ONLY: the stages named, each on the Worker it needs, and their goals. */
 async function only(stages: Set<string>): Promise<void> {
-  const unknown = [...stages].filter((s) => s !== "phone" && s !== "fairness");
-  if (unknown.length > 0) throw new Error(`BENCH_ONLY: no stage ${unknown.join(", ")} (phone, fairness)`);
+  const unknown = [...stages].filter((s) => s !== "phone" && s !== "fairness" && s !== "links");
+  if (unknown.length > 0) throw new Error(`BENCH_ONLY: no stage ${unknown.join(", ")} (phone, fairness, links)`);
+  const links = stages.has("links") ? await onlyLinks() : null;
   let fairness = null;
   if (stages.has("fairness")) {
     const relay = await startDev(RELAY);
@@ -215,7 +239,8 @@ async function only(stages: Set<string>): Promise<void> {
     await measureWeb();
     phone = await phoneStage();
   }
-  process.stdout.write(`${stageReport({ phone, fairness })}\n`);
+  if (links) process.stdout.write(`${links}\n\n`);
+  if (stages.has("phone") || stages.has("fairness")) process.stdout.write(`${stageReport({ phone, fairness })}\n`);
 }
 
 async function main(): Promise<void> {
