@@ -140,8 +140,11 @@ export async function measurePhone(origin: string): Promise<PhoneResult> {
   const timeTo = async (url: string, shown: string): Promise<number> => {
     const { context, page } = await fresh(shown);
     try {
+      const waterfall = await recordWaterfall(page);
       await page.goto(url, { waitUntil: "commit" });
-      return await shownAt(page);
+      const at = await shownAt(page);
+      waterfall?.(`${new URL(url).pathname}, shown at ${at.toFixed(0)} ms`);
+      return at;
     } finally {
       await context.close();
     }
@@ -174,6 +177,55 @@ export async function measurePhone(origin: string): Promise<PhoneResult> {
     await browser.close();
     await device.close();
   }
+}
+
+/**
+ * With BENCH_PHONE_WATERFALL=1, each load's requests and the device socket as the page met them, printed once the
+ * load is timed: every request's start and end and the socket's open and frames (the first few each way), in ms
+ * from the navigation's request — what the load waited on, in order.
+ */
+async function recordWaterfall(page: Page): Promise<((label: string) => void) | null> {
+  if (process.env.BENCH_PHONE_WATERFALL !== "1") return null;
+  const cdp = await page.context().newCDPSession(page);
+  await cdp.send("Network.enable");
+  const rows = new Map<string, { what: string; start: number; end?: number }>();
+  const frames: { at: number; line: string }[] = [];
+  let origin: number | undefined;
+  const ms = (timestamp: number) => (timestamp - (origin ?? timestamp)) * 1000;
+  const FRAMES_SHOWN = 8;
+  const frame = (way: string) => (e: { timestamp: number; response: { payloadData: string } }) => {
+    if (frames.filter((f) => f.line.startsWith(way)).length < FRAMES_SHOWN)
+      frames.push({ at: ms(e.timestamp), line: `${way} ${e.response.payloadData.slice(0, 90)}` });
+  };
+  cdp.on("Network.requestWillBeSent", (e) => {
+    origin ??= e.timestamp;
+    const url = new URL(e.request.url);
+    rows.set(e.requestId, { what: `${e.request.method} ${url.pathname}${url.search}`, start: ms(e.timestamp) });
+  });
+  cdp.on("Network.loadingFinished", (e) => {
+    const row = rows.get(e.requestId);
+    if (row) row.end = ms(e.timestamp);
+  });
+  cdp.on("Network.webSocketWillSendHandshakeRequest", (e) =>
+    frames.push({ at: ms(e.timestamp), line: "socket dialled" }),
+  );
+  cdp.on("Network.webSocketHandshakeResponseReceived", (e) =>
+    frames.push({ at: ms(e.timestamp), line: "socket open" }),
+  );
+  cdp.on("Network.webSocketFrameSent", frame("→"));
+  cdp.on("Network.webSocketFrameReceived", frame("←"));
+  return (label) => {
+    const lines = [
+      ...[...rows.values()].map((r) => ({
+        at: r.start,
+        line: `${r.what} → ${r.end === undefined ? "(open)" : `${r.end.toFixed(0)} ms`}`,
+      })),
+      ...frames,
+    ].sort((a, b) => a.at - b.at);
+    log(
+      `  phone waterfall, ${label}:\n${lines.map((l) => `    ${l.at.toFixed(0).padStart(6)} ms  ${l.line}`).join("\n")}`,
+    );
+  };
 }
 
 /**
