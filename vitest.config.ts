@@ -24,9 +24,10 @@ const OWN_RUNTIME = ["test/link/push.test.ts"];
 
 // Tests run inside workerd with the real Durable Object and a real (local) D1, migrated before each file.
 export default defineConfig(async () => {
-  // The assets layer's _headers (the web UI's security headers), as a build writes it.
+  if (!existsSync(path.join(import.meta.dirname, "web/public/index.html")))
+    await writePageFile(import.meta.dirname, [], []);
+  // The assets layer's _headers (the web UI's security headers), as a build writes it for its page.
   writeHeadersFile(import.meta.dirname);
-  if (!existsSync(path.join(import.meta.dirname, "web/public/index.html"))) writePageFile(import.meta.dirname, []);
   const migrations = await readD1Migrations(path.join(import.meta.dirname, "migrations"));
   return {
     plugins: [

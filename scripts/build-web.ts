@@ -5,11 +5,12 @@
  * when a page first needs it: web/src/lazy.ts). The first page has a budget
  * (FIRST_PAGE_GZIP_BUDGET): past it the build fails.
  *
- * It also writes web/public/_headers, the pages' security headers (scripts/write-headers.ts), and the page itself,
- * web/public/index.html from web/src/index.html, naming the chunks main.js imports as `modulepreload`s: the
- * browser fetches them beside main.js rather than a round trip after it.
- * Entries: web/src/main.tsx → /js/main.js (+ /js/main.css, + /js/chunk-*.js), web/src/early.ts → /js/early.js
- * (asks for the chunk a device's address needs without waiting for main.js to run), and a service worker at
+ * It also writes the page itself, web/public/index.html from web/src/index.html (scripts/write-page.ts), with
+ * web/src/early.ts inline (on a device's address it asks for the device page's chunk and dials the device's socket
+ * without waiting for main.js to run) and the chunks main.js imports as `modulepreload`s: the browser fetches them
+ * beside main.js rather than a round trip after it; and then web/public/_headers, the pages' security headers
+ * (scripts/write-headers.ts), which allow that inline script by its hash.
+ * Entries: web/src/main.tsx → /js/main.js (+ /js/main.css, + /js/chunk-*.js), and a service worker at
  * web/src/sw.ts, when there is one, → /sw.js (at the root, so its scope is the whole app).
  * `--watch` rebuilds on change (for working on the UI beside `npm start`).
  */
@@ -43,7 +44,7 @@ const common: esbuild.BuildOptions = {
 
 const app: esbuild.BuildOptions = {
   ...common,
-  entryPoints: [path.join(SRC, "main.tsx"), path.join(SRC, "early.ts")],
+  entryPoints: [path.join(SRC, "main.tsx")],
   outdir: OUT,
   format: "esm",
   splitting: true,
@@ -66,12 +67,16 @@ const kib = (bytes: number) => `${(bytes / 1024).toFixed(1)} KiB`;
  */
 const FIRST_PAGE_GZIP_BUDGET = 50 * 1024;
 
-/** The first page's bytes gzipped: all of it, and its scripts alone; and the chunks main.js imports. */
+/** The first page's bytes gzipped: all of it, and its scripts alone; the chunks main.js imports; the device page's. */
 export interface FirstPage {
   gzip: number;
   scriptGzip: number;
   chunks: string[];
+  deviceChunks: string[];
 }
+
+/** The device page, imported by web/src/pages/device-chunk.tsx: a chunk of its own, which the inline script asks for. */
+const DEVICE_PAGE = path.relative(ROOT, path.join(SRC, "pages/device.tsx"));
 
 /**
  * One line per output: its size minified and gzipped; then the first page's total and the lazy chunks'. Returns the
@@ -82,20 +87,17 @@ function report(metafiles: esbuild.Metafile[]): FirstPage {
   const imported = new Set<string>();
   const outputs = Object.assign({}, ...metafiles.map((m) => m.outputs)) as esbuild.Metafile["outputs"];
   // What main.js imports statically (and main.css) is the first page; a dynamically imported chunk loads later.
-  const entries = Object.keys(outputs).filter((f) => f.endsWith("js/main.js") || f.endsWith("js/early.js"));
   const walk = (file: string) => {
     if (imported.has(file)) return;
     imported.add(file);
     for (const i of outputs[file]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
   };
-  for (const entry of entries) walk(entry);
-  // The chunk early.js asks for on a device's address is fetched beside main.js; what that chunk imports is in the
-  // first page too, so it comes with the page rather than one round trip after the chunk.
-  const early = entries.find((f) => f.endsWith("js/early.js"));
-  for (const asked of outputs[early ?? ""]?.imports ?? []) {
-    if (asked.kind !== "dynamic-import") continue;
-    for (const i of outputs[asked.path]?.imports ?? []) if (i.kind === "import-statement") walk(i.path);
-  }
+  for (const entry of Object.keys(outputs).filter((f) => f.endsWith("js/main.js"))) walk(entry);
+  // The device page's chunk the inline script asks for on a device's address is fetched beside main.js; what that
+  // chunk imports is in the first page too, so it comes with the page rather than one round trip after the chunk.
+  const devicePage = Object.keys(outputs).filter((f) => outputs[f]!.entryPoint === DEVICE_PAGE);
+  for (const chunk of devicePage)
+    for (const i of outputs[chunk]!.imports) if (i.kind === "import-statement") walk(i.path);
   for (const [file, out] of Object.entries(outputs)) {
     if (file.endsWith(".map") || file.endsWith(".LEGAL.txt")) continue;
     const gzip = gzipSync(readFileSync(path.join(ROOT, file))).length;
@@ -118,14 +120,15 @@ function report(metafiles: esbuild.Metafile[]): FirstPage {
       "gzip",
     ),
     chunks: first.map((r) => r.file).filter((f) => f.startsWith("js/chunk-")),
+    deviceChunks: devicePage.map((f) => path.relative(PUBLIC, path.join(ROOT, f))),
   };
 }
 
 async function build(): Promise<void> {
   await rm(OUT, { recursive: true, force: true });
-  writeHeadersFile(ROOT);
   // Until a build names its chunks (watching never does), the page loads them after main.js.
-  writePageFile(ROOT, []);
+  await writePageFile(ROOT, [], []);
+  writeHeadersFile(ROOT);
   const configs = [app, ...(existsSync(SERVICE_WORKER) ? [serviceWorker] : [])];
   if (watch) {
     for (const config of configs) await (await esbuild.context(config)).watch();
@@ -134,7 +137,12 @@ async function build(): Promise<void> {
   }
   const results = await Promise.all(configs.map((config) => esbuild.build(config)));
   const firstPage = report(results.map((r) => r.metafile!));
-  writePageFile(ROOT, firstPage.chunks);
+  const inline = gzipSync(await writePageFile(ROOT, firstPage.chunks, firstPage.deviceChunks)).length;
+  writeHeadersFile(ROOT);
+  // The page's inline script is the first page's too.
+  firstPage.gzip += inline;
+  firstPage.scriptGzip += inline;
+  console.log(`  and index.html's inline script (web/src/early.ts): ${kib(inline)} gzipped`);
   // `--json`: the figures on the last line, for the bench.
   if (process.argv.includes("--json"))
     console.log(JSON.stringify({ gzip: firstPage.gzip, scriptGzip: firstPage.scriptGzip }));

@@ -3,8 +3,8 @@
  * the Worker runs, so its pages get theirs from `web/public/_headers`, which `npm run build:web` writes from
  * headersFile() below; the Worker's own answers get theirs from withSecurityHeaders() (the router's last step).
  *
- * The page policy is what the UI needs and no more: its own scripts and styles (no inline script, style or event
- * handler), images from itself and from data:/blob: URLs (pasted and attached images), HTTP and WebSocket calls to
+ * The page policy is what the UI needs and no more: its own scripts and styles (no inline style or event handler, and
+ * no inline script but the page's one, allowed by its hash in `_headers` alone: the Worker serves no page), images from itself and from data:/blob: URLs (pasted and attached images), HTTP and WebSocket calls to
  * its own origin, no plugins, never framed (clickjacking the device approval), no <base>, forms posting only here.
  */
 
@@ -45,9 +45,14 @@ export function withSecurityHeaders(response: Response): Response {
   return secured;
 }
 
-/** The assets layer's `_headers` file: PAGE_HEADERS on every path it serves, the single-page app's fallback too. */
-export function headersFile(): string {
-  const lines = Object.entries(PAGE_HEADERS).map(([name, value]) => `  ${name}: ${value}`);
+/**
+ * The assets layer's `_headers` file: PAGE_HEADERS on every path it serves, the single-page app's fallback too, with
+ * `scriptHashes` (`'sha256-…'`, the page's inline scripts: scripts/write-headers.ts) allowed beside 'self'.
+ */
+export function headersFile(scriptHashes: readonly string[]): string {
+  const policy = CONTENT_SECURITY_POLICY.replace("script-src 'self'", ["script-src 'self'", ...scriptHashes].join(" "));
+  const headers = { ...PAGE_HEADERS, "Content-Security-Policy": policy };
+  const lines = Object.entries(headers).map(([name, value]) => `  ${name}: ${value}`);
   return [
     "# Written by `npm run build:web` from src/http/security-headers.ts; change the headers there.",
     "/*",

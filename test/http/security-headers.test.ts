@@ -1,7 +1,7 @@
 /**
  * Security headers: every page of the web UI — the approval page and the single-page app's fallback for a page that
- * does not exist included — is served by the assets layer with a policy that forbids framing and sniffing; every
- * answer of the Worker, a 404 included, carries nosniff and may be framed by no one.
+ * does not exist included — is served by the assets layer with a policy that forbids framing and sniffing and runs
+ * no inline script but the page's own one, named by its hash; every answer of the Worker, a 404 included, carries nosniff and may be framed by no one.
  */
 import { env, SELF } from "cloudflare:test";
 import { describe, expect, it } from "vitest";
@@ -25,6 +25,15 @@ function directives(csp: string | null): Map<string, string> {
   );
 }
 
+/** The page's inline scripts, each as CSP names one by its hash (`'sha256-…'`). */
+async function inlineScriptHashes(html: string): Promise<string[]> {
+  const hashes = [...html.matchAll(/<script>([\s\S]*?)<\/script>/g)].map(async ([, source]) => {
+    const digest = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(source)));
+    return `'sha256-${btoa(String.fromCharCode(...digest))}'`;
+  });
+  return Promise.all(hashes);
+}
+
 describe("the web UI's pages", () => {
   it.each(["/", "/device", "/device?code=BCDF-GHJK", "/no/such/page"])(
     "%s: not framed, not sniffed, no referrer",
@@ -32,10 +41,14 @@ describe("the web UI's pages", () => {
       const res = await page(path);
       expect(res.status).toBe(200);
       expect(res.headers.get("content-type")).toMatch(/^text\/html/);
-      expect(await res.text()).toContain('<div id="root">');
+      const html = await res.text();
+      expect(html).toContain('<div id="root">');
       const csp = directives(res.headers.get("content-security-policy"));
       expect(csp.get("default-src")).toBe("'self'");
-      expect(csp.get("script-src")).toBe("'self'");
+      // Its own files, and the one script inline in the page (web/src/early.ts) by its hash: no other inline script.
+      const inline = await inlineScriptHashes(html);
+      expect(inline).toHaveLength(1);
+      expect(csp.get("script-src")).toBe(`'self' ${inline[0]}`);
       expect(csp.get("frame-ancestors")).toBe("'none'");
       expect(csp.get("base-uri")).toBe("'none'");
       expect(csp.get("form-action")).toBe("'self'");

@@ -17,15 +17,7 @@ type Shown = Exclude<PushPayload, { kind: "settled" }>;
 
 const SHELL_CACHE = "app-shell";
 /** What the app needs to open; the chunks it loads later are kept as they are fetched (or named by the page). */
-const SHELL = [
-  "/",
-  "/js/early.js",
-  "/js/main.js",
-  "/js/main.css",
-  "/manifest.webmanifest",
-  "/icons/icon.svg",
-  "/icons/icon-192.png",
-];
+const SHELL = ["/", "/js/main.js", "/js/main.css", "/manifest.webmanifest", "/icons/icon.svg", "/icons/icon-192.png"];
 /** Paths that are the Worker's API or live data, not the app's files. */
 const NOT_SHELL = /^\/(api|v1|mcp|\.well-known)(\/|$)/;
 

@@ -4,7 +4,10 @@
  * go to listeners; a dropped socket is dialled again with backoff, and a keep-alive ping goes out every 30 s.
  * A running turn's frames carry their number (`_meta.instance.seq`, README "Catching up"): one that is not the next
  * tells the listener frames of that session's turn did not reach this socket.
+ * Its first socket may be the one the page's inline script dialled (early-socket.ts): taken over with the frames
+ * received so far, and the requests asked on it answer the page's own identical ones.
  */
+import { type EarlySocket, requestKey, socketUrl, takeEarlySocket } from "./early-socket";
 import type { InstanceFrameMeta, InstanceReplay } from "../../../src/protocol/instance";
 import type { RequestMessage, RpcErrorObject } from "../../../src/protocol/jsonrpc";
 
@@ -75,6 +78,11 @@ const seqOf = (params: unknown): number | null => {
   return typeof seq === "number" ? seq : null;
 };
 
+interface AnswerMessage {
+  result?: unknown;
+  error?: RpcErrorObject;
+}
+
 interface Waiter {
   resolve(value: unknown): void;
   reject(error: Error): void;
@@ -83,7 +91,11 @@ interface Waiter {
 export class ClientSocket {
   private ws: WebSocket | null = null;
   private nextId = 1;
-  private readonly pending = new Map<number, Waiter>();
+  private readonly pending = new Map<string | number, Waiter>();
+  /** Requests the inline script asked on this socket, by requestKey(), that the page has not asked yet. */
+  private early = new Map<string, string>();
+  /** Answers to those, arrived before the page asked. */
+  private readonly earlyAnswers = new Map<string, AnswerMessage>();
   private stopped = false;
   private retry = 0;
   private keepAlive: ReturnType<typeof setInterval> | undefined;
@@ -101,11 +113,10 @@ export class ClientSocket {
   }
 
   connect(): void {
-    const url = new URL(`/api/devices/${encodeURIComponent(this.deviceId)}/client`, location.href);
-    url.protocol = url.protocol === "https:" ? "wss:" : "ws:";
-    const ws = new WebSocket(url);
+    const early = takeEarlySocket(this.deviceId);
+    const ws = early?.ws ?? new WebSocket(socketUrl(this.deviceId));
     this.ws = ws;
-    ws.onopen = () => {
+    const opened = () => {
       this.retry = 0;
       this.numbers.clear();
       // The instance sweeps sockets silent for ten minutes; "ping" is answered without waking the device's object.
@@ -115,6 +126,7 @@ export class ClientSocket {
     ws.onmessage = (event) => this.receive(String(event.data));
     ws.onclose = (event) => {
       clearInterval(this.keepAlive);
+      this.forgetEarly();
       if (this.ws === ws) this.ws = null;
       for (const waiter of this.pending.values()) waiter.reject(new SocketClosed());
       this.pending.clear();
@@ -124,6 +136,31 @@ export class ClientSocket {
       const delay = Math.min(30_000, 500 * 2 ** this.retry++) * (0.5 + Math.random() / 2);
       this.redial = setTimeout(() => this.connect(), delay);
     };
+    if (early) this.adopt(early, opened);
+    else ws.onopen = opened;
+  }
+
+  /**
+   * The inline script's socket: open already, it opens here now and then gets the frames it received meanwhile
+   * (as a socket's own would come after its open); still opening, its asks go out before `opened` runs.
+   */
+  private adopt(early: EarlySocket, opened: () => void): void {
+    this.early = early.asked;
+    if (early.ws.readyState !== WebSocket.OPEN) {
+      early.ws.onopen = opened;
+      return;
+    }
+    opened();
+    for (const frame of early.frames.splice(0)) this.receive(frame);
+  }
+
+  /**
+   * The inline script's requests nobody here asked by now are left unanswered: a later request, alike but asked
+   * for a new reason (the device linked since), must get a fresh answer.
+   */
+  forgetEarly(): void {
+    this.early.clear();
+    this.earlyAnswers.clear();
   }
 
   /** Drops the socket now and dials again at once (the page came back to the foreground, the network returned). */
@@ -146,16 +183,24 @@ export class ClientSocket {
    * instance then answers it (cancelled, or the device's answer after all).
    */
   request<T>(method: string, params: object = {}, signal?: AbortSignal): Promise<T> {
-    const id = this.nextId++;
+    const key = requestKey(method, params);
+    const asked = this.early.get(key);
+    this.early.delete(key);
+    const id = asked ?? this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      try {
-        this.send({ jsonrpc: "2.0", id, method, params });
-      } catch (err) {
-        this.pending.delete(id);
-        reject(err);
-        return;
-      }
+      if (asked !== undefined) {
+        // Asked already on this socket: its answer, come or to come.
+        const answer = this.earlyAnswers.get(asked);
+        if (answer) this.answered(asked, answer);
+      } else
+        try {
+          this.send({ jsonrpc: "2.0", id, method, params });
+        } catch (err) {
+          this.pending.delete(id);
+          reject(err);
+          return;
+        }
       signal?.addEventListener(
         "abort",
         () => {
@@ -196,7 +241,7 @@ export class ClientSocket {
 
   private receive(text: string): void {
     if (text === "pong") return;
-    let msg: { id?: unknown; method?: unknown; params?: unknown; result?: unknown; error?: RpcErrorObject };
+    let msg: AnswerMessage & { id?: unknown; method?: unknown; params?: unknown };
     try {
       msg = JSON.parse(text);
     } catch {
@@ -210,12 +255,18 @@ export class ClientSocket {
       else this.notification(msg.method, msg.params ?? {});
       return;
     }
-    if (typeof id !== "number") return;
+    if (id === undefined) return;
+    if (this.pending.has(id)) this.answered(id, msg);
+    // The inline script's request, answered before the page asked it: kept until it does.
+    else if (typeof id === "string" && [...this.early.values()].includes(id)) this.earlyAnswers.set(id, msg);
+  }
+
+  private answered(id: string | number, msg: AnswerMessage): void {
     const waiter = this.pending.get(id);
-    if (!waiter) return;
     this.pending.delete(id);
-    if (msg.error) waiter.reject(new RpcFailure(msg.error));
-    else waiter.resolve(msg.result ?? null);
+    if (typeof id === "string") this.earlyAnswers.delete(id);
+    if (msg.error) waiter?.reject(new RpcFailure(msg.error));
+    else waiter?.resolve(msg.result ?? null);
   }
 
   private notification(method: string, params: unknown): void {

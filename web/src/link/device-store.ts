@@ -101,17 +101,22 @@ export class DeviceStore {
     const shown = this.chats.shown.value;
     const kept = shown && !this.kept.next.value.has(shown) ? this.loadKept(shown) : undefined;
     try {
-      this.applyStatus(await this.socket.request<InstanceStatus>("_instance/status"));
-    } catch (err) {
-      this.problem.value = messageOf(err);
-      return;
+      try {
+        this.applyStatus(await this.socket.request<InstanceStatus>("_instance/status"));
+      } catch (err) {
+        this.problem.value = messageOf(err);
+        return;
+      }
+      // Asked at once, not one after another: the chat shown waits for its own requests alone.
+      const listed = this.refreshChats();
+      // An instance without kept turns answers -32601: the chat list then shows no last messages.
+      const summaries = this.kept.refresh().catch(() => {});
+      if (shown) await this.loadChat(shown, listed, kept);
+      await Promise.all([listed, summaries]);
+    } finally {
+      // What the page's inline script asked that the chat did not take (its history, the device away) is stale now.
+      this.socket.forgetEarly();
     }
-    // Asked at once, not one after another: the chat shown waits for its own requests alone.
-    const listed = this.refreshChats();
-    // An instance without kept turns answers -32601: the chat list then shows no last messages.
-    const summaries = this.kept.refresh().catch(() => {});
-    if (shown) await this.loadChat(shown, listed, kept);
-    await Promise.all([listed, summaries]);
     await this.turns.reattach();
   }
 

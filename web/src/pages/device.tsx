@@ -28,6 +28,12 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
   const [drawer, setDrawer] = useState(false);
   const [terminal, setTerminal] = useState(false);
 
+  // Before the socket starts: one the page's inline script opened already opens the chat shown as it is taken over.
+  useLayoutEffect(() => {
+    background(store.openChat(sessionId ?? null));
+    setDrawer(false);
+  }, [store, sessionId]);
+
   // Before the first paint, not after it: on a slow phone the socket's dial is the open chat's first wait.
   useLayoutEffect(() => {
     store.start();
@@ -37,11 +43,6 @@ export function DevicePage({ deviceId, sessionId }: { deviceId: string; sessionI
     else background(devices().then(named, () => {}));
     return () => store.stop();
   }, [store]);
-
-  useEffect(() => {
-    background(store.openChat(sessionId ?? null));
-    setDrawer(false);
-  }, [store, sessionId]);
 
   const cards = store.cards.waiting.value;
   const chat = sessionId ? store.chats.get(sessionId) : undefined;
