@@ -5,11 +5,14 @@
  * cache, no service worker), signed in by its cookie. Timed in the page, from navigation (its time origin) to the
  * frame that first shows: the device list's first device; a chat of 50 turns (the device's history) with its last
  * turn. Then, in a chat of 500 turns, a turn the page sends streams 200 chunks a second: the page's frames (rAF)
- * and long tasks (`PerformanceObserver`) are counted from the prompt reaching the device until the turn's end shows.
+ * and long tasks (`PerformanceObserver`) are counted from the prompt reaching the device until the turn's end shows;
+ * each long task is logged with what the long animation frames around it spent, rendering and each script, the
+ * scripts named by their place in web/src through the build's source maps.
  */
-import { mkdir, writeFile } from "node:fs/promises";
+import { mkdir, readFile, writeFile } from "node:fs/promises";
 import path from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
+import { SourceMapConsumer } from "source-map-js";
 import { launchChromium } from "../test/browser/browser.js";
 import { createDevices, createPerson } from "./accounts.js";
 import { ScriptedDevice, streamChunks } from "./peers.js";
@@ -256,6 +259,7 @@ async function shownAt(page: Page): Promise<number> {
 
 /** A turn the page sends, streamed by the device at STREAM's pace: the page's frames and long tasks meanwhile. */
 async function streamInto(page: Page, device: ScriptedDevice): Promise<StreamFigures> {
+  await observeLongFrames(page);
   await page.evaluate(() => {
     const w = window as unknown as { __frames: number[]; __longTasks: { start: number; duration: number }[] };
     w.__frames = [];
@@ -282,6 +286,7 @@ async function streamInto(page: Page, device: ScriptedDevice): Promise<StreamFig
     timeout: SHOWN_WITHIN_MS,
     polling: 250,
   });
+  await logLongTasks(page, sentAt);
   return page.evaluate(
     ({ from, chunks }) => {
       const w = window as unknown as { __frames: number[]; __longTasks: { start: number; duration: number }[] };
@@ -301,6 +306,111 @@ async function streamInto(page: Page, device: ScriptedDevice): Promise<StreamFig
     },
     { from: sentAt, chunks },
   );
+}
+
+/** A long animation frame the page saw (LoAF, its toJSON(): TypeScript's DOM types have none): what ran in it. */
+interface LongFrame {
+  startTime: number;
+  duration: number;
+  renderStart: number;
+  styleAndLayoutStart: number;
+  scripts: {
+    invoker: string;
+    duration: number;
+    forcedStyleAndLayoutDuration: number;
+    sourceURL: string;
+    sourceFunctionName: string;
+    sourceCharPosition: number;
+  }[];
+}
+
+/** From now on, the page keeps its long animation frames with their scripts (logLongTasks reads them). */
+async function observeLongFrames(page: Page): Promise<void> {
+  await page.evaluate(() => {
+    const w = window as unknown as { __longFrames: LongFrame[]; __turnEndAt?: number };
+    w.__longFrames = [];
+    new PerformanceObserver((list) => {
+      for (const e of list.getEntries()) w.__longFrames.push(e.toJSON() as LongFrame);
+    }).observe({ type: "long-animation-frame" });
+    // When the streamed turn's end is put in the page: a long task near it is the end's work.
+    const ended = new MutationObserver(() => {
+      if (!document.querySelector(".transcript-live .msg.turn-end")) return;
+      w.__turnEndAt = performance.now();
+      ended.disconnect();
+    });
+    ended.observe(document.body, { childList: true, subtree: true });
+  });
+}
+
+/**
+ * Logs each long task since `from` with what the long animation frames around it spent: rendering (style and layout
+ * among it) and each script, named by its place in web/src through the build's source maps.
+ */
+async function logLongTasks(page: Page, from: number): Promise<void> {
+  const { tasks, frames, turnEndAt } = await page.evaluate((from) => {
+    const w = window as unknown as {
+      __longTasks: { start: number; duration: number }[];
+      __longFrames: LongFrame[];
+      __turnEndAt?: number;
+    };
+    return {
+      tasks: w.__longTasks.filter((t) => t.start + t.duration >= from),
+      frames: w.__longFrames,
+      turnEndAt: w.__turnEndAt ?? performance.now(),
+    };
+  }, from);
+  const sources = new SourceNames();
+  const ms = (n: number) => `${n.toFixed(0)} ms`;
+  for (const task of tasks) {
+    log(
+      `  phone: long task ${ms(task.duration)}, ${ms(task.start - from)} after the prompt, ${ms(task.start - turnEndAt)} from the turn's end put in the page`,
+    );
+    const around = frames.filter(
+      (f) => f.startTime <= task.start + task.duration && task.start <= f.startTime + f.duration,
+    );
+    for (const f of around) {
+      const end = f.startTime + f.duration;
+      const render = f.renderStart > 0 ? end - f.renderStart : 0;
+      const styleAndLayout = f.styleAndLayoutStart > 0 ? end - f.styleAndLayoutStart : 0;
+      log(`    frame ${ms(f.duration)}: rendering ${ms(render)} (style and layout ${ms(styleAndLayout)})`);
+      for (const script of [...f.scripts].sort((a, b) => b.duration - a.duration))
+        log(
+          `      ${ms(script.duration)} (forced style and layout ${ms(script.forcedStyleAndLayoutDuration)}) ${script.invoker} — ${await sources.name(script.sourceURL, script.sourceCharPosition, script.sourceFunctionName)}`,
+        );
+    }
+  }
+}
+
+/** Places in the built web UI (a URL under /js/, a character offset) named by their source, from the source maps. */
+class SourceNames {
+  private readonly maps = new Map<string, { code: string; map: SourceMapConsumer; dir: string } | null>();
+
+  async name(url: string, at: number, fn: string): Promise<string> {
+    const built = await this.built(url);
+    if (!built || at < 0) return `${url || "(no script)"}${fn ? ` ${fn}` : ""}`;
+    const before = built.code.slice(0, at);
+    const line = before.split("\n").length;
+    const column = at - (before.lastIndexOf("\n") + 1);
+    const original = built.map.originalPositionFor({ line, column });
+    if (!original.source) return `${url}:${line}:${column}${fn ? ` ${fn}` : ""}`;
+    const source = path.relative(ROOT, path.resolve(built.dir, original.source));
+    return `${source}:${original.line} ${original.name ?? fn}`;
+  }
+
+  private async built(url: string) {
+    if (!this.maps.has(url)) {
+      const pathname = URL.canParse(url) ? new URL(url).pathname : "";
+      const file = path.join(ROOT, "web/public", pathname);
+      const found = pathname.startsWith("/js/")
+        ? await Promise.all([readFile(file, "utf8"), readFile(`${file}.map`, "utf8")]).then(
+            ([code, map]) => ({ code, map: new SourceMapConsumer(JSON.parse(map)), dir: path.dirname(file) }),
+            () => null,
+          )
+        : null;
+      this.maps.set(url, found);
+    }
+    return this.maps.get(url) ?? null;
+  }
 }
 
 /** Waits until GET /api/chats lists the device's `count` chats (the chat list is written just after the link's). */
