@@ -45,7 +45,7 @@ const MARKDOWN =
   "Intro with **bold** and `code`.\n\n- one\n- two\n\n```ts\nconst a = 1;\n\nconst b = 2;\n```\n\nSee [the docs](https://example.com/docs).";
 let endMarkdown = () => {};
 const markdownSeen = new Promise<void>((resolve) => (endMarkdown = resolve));
-/** Two paragraphs, the first of which a person selects before the turn ends (when its test says). */
+/** Two paragraphs, which a person selects before the turn ends (when its test says). */
 const SELECTED = "The first paragraph, which a person selects.";
 const TWO_PARAGRAPHS = `${SELECTED}\n\nThe second, still *streaming*.`;
 let endSelect = () => {};
@@ -456,11 +456,13 @@ describe("the transcript and its cards", () => {
     await startChat("select", "Answer in two paragraphs");
     const answer = page.getByRole("log", { name: "Conversation" }).locator(".msg.agent");
     await answer.getByText("The second, still streaming.").waitFor();
-    await answer.evaluate((el) => getSelection()!.selectAllChildren(el.querySelector("p")!));
-    expect(await page.evaluate(() => getSelection()!.toString())).toBe(SELECTED);
+    // The whole answer: its first paragraph drawn as a finished block, its second as the open end.
+    await answer.evaluate((el) => getSelection()!.selectAllChildren(el));
+    const selection = () => page.evaluate(() => getSelection()!.toString().replace(/\s+/g, " ").trim());
+    expect(await selection()).toBe(`${SELECTED} The second, still streaming.`);
     endSelect();
     await page.locator('.turn-end[data-stop-reason="end_turn"]').waitFor();
-    expect(await page.evaluate(() => getSelection()!.toString())).toBe(SELECTED);
+    expect(await selection()).toBe(`${SELECTED} The second, still streaming.`);
     const { drawn, whole } = await drawnAndWhole(answer, TWO_PARAGRAPHS);
     expect(drawn).toBe(whole);
   });

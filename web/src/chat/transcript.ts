@@ -14,7 +14,7 @@ import type { AttachmentInfo, HistoryTurn, KnownEvent } from "../../../src/proto
 import type { CardDecision } from "../../../src/protocol/instance";
 import { element } from "../dom";
 import { blockNode, locationsNode, outputNode, toolContentNode } from "./blocks";
-import { markdownRenderer, setMarkdown, whenMarkdownRenderer } from "./markdown";
+import { type MarkdownRenderer, markdownRenderer, setMarkdown, whenMarkdownRenderer } from "./markdown";
 import { insertTurn, nextTurn, removeTurn } from "./turn-groups";
 
 const STOP_TEXT: Record<string, string> = {
@@ -49,8 +49,9 @@ class TextBlock {
   /** How much of the text is drawn as finished blocks, and their HTML. */
   private doneUpTo = 0;
   private doneHtml = "";
-  /** The nodes the open end is drawn as, after the finished blocks. */
+  /** The nodes the open end is drawn as, after the finished blocks, and their HTML (null: drawn as plain text). */
   private open: ChildNode[] = [];
+  private openHtml: string | null = "";
   constructor(
     readonly el: HTMLElement,
     private readonly body: HTMLElement = el,
@@ -85,16 +86,17 @@ class TextBlock {
       this.restart();
       this.body.textContent = this.text;
       this.open = [...this.body.childNodes];
+      this.openHtml = null;
       whenMarkdownRenderer(this, () => this.draw());
       return;
     }
     if (this.settled) {
       const whole = m.renderMarkdown(this.text);
       const open = m.renderMarkdown(this.text.slice(this.doneUpTo));
-      if (whole === this.doneHtml + open) this.drawOpen(m.markdownNodes(open));
+      if (whole === this.doneHtml + open) this.drawOpen(m, open);
       else {
         this.restart();
-        this.drawOpen(m.markdownNodes(whole));
+        this.drawOpen(m, whole);
       }
       return;
     }
@@ -102,23 +104,29 @@ class TextBlock {
     if (boundary > this.doneUpTo) {
       const html = m.renderMarkdown(this.text.slice(this.doneUpTo, boundary));
       // The finished blocks take the open end's place, and a new open end follows them.
-      this.drawOpen(m.markdownNodes(html));
+      this.drawOpen(m, html);
       this.open = [];
+      this.openHtml = "";
       this.doneHtml += html;
       this.doneUpTo = boundary;
     }
-    this.drawOpen(m.markdownNodes(m.renderMarkdown(this.text.slice(this.doneUpTo))));
+    this.drawOpen(m, m.renderMarkdown(this.text.slice(this.doneUpTo)));
   }
   /** Nothing drawn: the whole text is the open end. */
   private restart(): void {
     this.body.replaceChildren();
     this.open = [];
+    this.openHtml = "";
     this.doneUpTo = 0;
     this.doneHtml = "";
   }
-  private drawOpen(nodes: DocumentFragment): void {
+  /** Draws the open end as `html`; drawn as that already, its nodes stay (and a selection in them). */
+  private drawOpen(m: MarkdownRenderer, html: string): void {
+    if (html === this.openHtml) return;
     for (const node of this.open) node.remove();
+    const nodes = m.markdownNodes(html);
     this.open = [...nodes.childNodes];
+    this.openHtml = html;
     this.body.append(nodes);
   }
 }
