@@ -100,7 +100,7 @@ class TextBlock {
       }
       return;
     }
-    const boundary = closedUpTo(this.text);
+    const boundary = closedUpTo(this.text, this.doneUpTo);
     if (boundary > this.doneUpTo) {
       const html = m.renderMarkdown(this.text.slice(this.doneUpTo, boundary));
       // The finished blocks take the open end's place, and a new open end follows them.
@@ -131,12 +131,16 @@ class TextBlock {
   }
 }
 
-/** The end of the text's last blank line outside a code fence: what comes before it is closed Markdown blocks. */
-function closedUpTo(text: string): number {
-  let closed = 0;
+/**
+ * The end of the text's last blank line outside a code fence, from `from` (closed already) on: what comes before it
+ * is closed Markdown blocks.
+ */
+function closedUpTo(text: string, from: number): number {
+  let closed = from;
   let inFence = false;
-  let at = 0;
-  for (const line of text.split("\n")) {
+  let at = from;
+  // What is before `from` is closed already, so `from` is outside a fence: only the text after it is read.
+  for (const line of text.slice(from).split("\n")) {
     const end = at + line.length + 1;
     if (/^ {0,3}(```|~~~)/.test(line)) inFence = !inFence;
     else if (!inFence && line.trim() === "" && end <= text.length) closed = end;
