@@ -11,6 +11,10 @@
  *   SQLite storage as each link opens, =kv one key (storage.put), =alarm sets an alarm an hour away: the bare object
  *   made to do one thing the relay does, to see what that one thing costs a hibernated link; =heavy writes 1 MiB, so
  *   each object holds about what a DeviceLink does while in memory (what the allocator keeps of the waves).
+ *   =d1-read reads the room's row from a local D1 in the Worker before the upgrade reaches the object (the relay's
+ *   credential read), =d1-write has the object write that row once the link is up (the relay's presence write),
+ *   =d1-both does both: the relay's path into the object, a step at a time. Their rows are made before the runtime
+ *   is restarted for the links, as the relay's devices are.
  * IDLE_POLL=count (relay): after each wave, wait until D1 shows the wave online, as the link stages do to time
  *   their set-ups (allOnline); IDLE_POLL=list asks the devices API instead (every device's row, every 200 ms), as they
  *   did before — what that polling costs the memory readings.
@@ -106,8 +110,15 @@ interface Side {
 
 async function prepare(): Promise<Side> {
   if (SIDE === "bare") {
-    const dev = await startDev({ ...BASELINE, vars: BARE_STORAGE ? { STORAGE: BARE_STORAGE } : {} });
-    return { dev, open: (i) => ScriptedDevice.bareLink(dev.origin, `idle-${i}`), settle: async () => {} };
+    let dev = await startDev({ ...BASELINE, vars: BARE_STORAGE ? { STORAGE: BARE_STORAGE } : {} });
+    if (BARE_STORAGE.startsWith("d1")) {
+      const seeded = await fetch(`${dev.origin}/seed/${LINKS}`, { method: "POST" });
+      if (!seeded.ok) throw new Error(`seeding the rooms' rows: ${seeded.status} ${await seeded.text()}`);
+      log("restarting the runtime after the rows");
+      dev = await dev.restart();
+    }
+    const ready = dev;
+    return { dev, open: (i) => ScriptedDevice.bareLink(ready.origin, `idle-${i}`), settle: async () => {} };
   }
   if (SIDE !== "relay") throw new Error(`IDLE_SIDE: relay or bare, not ${SIDE}`);
   if (POLL && POLL !== "count" && POLL !== "list") throw new Error(`IDLE_POLL: count or list, not ${POLL}`);

@@ -16,13 +16,23 @@ import { DurableObject } from "cloudflare:workers";
 
 interface Env {
   ROOM: DurableObjectNamespace<BareRoom>;
+  /** A local D1 for the D1 experiments only; the baseline itself never touches it. */
+  DB: D1Database;
   /**
    * Bench-only experiments (bench/idle-memory.ts): a link's opening also writes one row to the object's SQLite
    * storage ("sql"), one key ("kv"), or sets an alarm an hour away ("alarm") — one thing the relay's link does;
    * or ("heavy") writes 1 MiB in 256 rows, so the object holds about as much memory while in memory as a DeviceLink.
+   * The D1 ones take the relay's path into the object: the Worker reads the room's row before passing the upgrade
+   * on, as the relay reads a device's credential ("d1-read"); the object writes the row once the link is up, off
+   * the output path, as the relay writes a device's presence ("d1-write"); or both ("d1-both"). `POST /seed/<n>`
+   * makes the rows of rooms idle-0 … idle-<n-1> first.
    */
-  STORAGE?: "sql" | "kv" | "alarm" | "heavy";
+  STORAGE?: ObjectStep | D1Step;
 }
+
+type ObjectStep = "sql" | "kv" | "alarm" | "heavy";
+type D1Step = "d1-read" | "d1-write" | "d1-both";
+const isD1 = (step: ObjectStep | D1Step): step is D1Step => step.startsWith("d1");
 
 type Side = "a" | "b";
 let constructions = 0;
@@ -41,6 +51,10 @@ const INITIALIZE = JSON.stringify({
   },
 });
 const LINK_UP = JSON.stringify({ jsonrpc: "2.0", method: "_instance/link", params: { link: "up" } });
+/** A room's row, keyed by its object's id, as a device's row is by the device's. */
+const DEVICES = "CREATE TABLE IF NOT EXISTS devices (id TEXT PRIMARY KEY, online INTEGER NOT NULL, last_seen INTEGER)";
+const readsD1 = (env: Env) => env.STORAGE === "d1-read" || env.STORAGE === "d1-both";
+const writesD1 = (env: Env) => env.STORAGE === "d1-write" || env.STORAGE === "d1-both";
 
 export class BareRoom extends DurableObject<Env> {
   constructor(ctx: DurableObjectState, env: Env) {
@@ -55,13 +69,14 @@ export class BareRoom extends DurableObject<Env> {
     if (path !== "a" && path !== "b" && path !== LINK) return new Response("no such side", { status: 404 });
     const tags = path === LINK ? ["b", LINK] : [path];
     // Only when an experiment asks: the baseline's own link does nothing more than open.
-    if (path === LINK && this.env.STORAGE) await this.store(this.env.STORAGE);
+    const step = this.env.STORAGE;
+    if (path === LINK && step && !isD1(step)) await this.store(step);
     const pair = new WebSocketPair();
     this.ctx.acceptWebSocket(pair[1], tags);
     return new Response(null, { status: 101, webSocket: pair[0] });
   }
 
-  private async store(what: NonNullable<Env["STORAGE"]>): Promise<void> {
+  private async store(what: ObjectStep): Promise<void> {
     const storage = this.ctx.storage;
     if (what === "sql") {
       storage.sql.exec("CREATE TABLE IF NOT EXISTS link (one INTEGER PRIMARY KEY, at INTEGER)");
@@ -87,8 +102,18 @@ export class BareRoom extends DurableObject<Env> {
     if (seen >= 2) return false;
     ws.serializeAttachment(seen + 1);
     if (seen === 0) ws.send(INITIALIZE);
-    else this.send("a", LINK_UP);
+    else {
+      this.send("a", LINK_UP);
+      if (writesD1(this.env)) this.ctx.waitUntil(this.markLinked());
+    }
     return true;
+  }
+
+  /** As the relay's presence write: once the link is up, after its frames are sent. */
+  private async markLinked(): Promise<void> {
+    await this.env.DB.prepare("UPDATE devices SET online=1,last_seen=? WHERE id=?")
+      .bind(Date.now(), this.ctx.id.toString())
+      .run();
   }
 
   private send(side: Side, message: string | ArrayBuffer): void {
@@ -110,13 +135,27 @@ export class BareRoom extends DurableObject<Env> {
   }
 }
 
+/** The rows of rooms idle-0 … idle-<rooms - 1>, each offline. */
+async function seed(env: Env, rooms: number): Promise<Response> {
+  const insert = env.DB.prepare("INSERT OR REPLACE INTO devices VALUES (?, 0, NULL)");
+  const ids = Array.from({ length: rooms }, (_, i) => env.ROOM.idFromName(`idle-${i}`).toString());
+  await env.DB.batch([env.DB.prepare(DEVICES), ...ids.map((id) => insert.bind(id))]);
+  return new Response(null, { status: 204 });
+}
+
 export default {
-  fetch(request, env) {
-    if (new URL(request.url).pathname === "/counters") return Response.json({ constructions });
-    const room = new URL(request.url).pathname.split("/")[2];
+  async fetch(request, env) {
+    const [, path, room] = new URL(request.url).pathname.split("/");
+    if (path === "counters") return Response.json({ constructions });
+    if (path === "seed" && request.method === "POST") return seed(env, Number(room));
     if (!room || request.headers.get("upgrade")?.toLowerCase() !== "websocket") {
       return new Response("ws /a/<room>, /b/<room> or /link/<room>", { status: 400 });
     }
-    return env.ROOM.get(env.ROOM.idFromName(room)).fetch(request);
+    const id = env.ROOM.idFromName(room);
+    if (path === LINK && readsD1(env)) {
+      const row = await env.DB.prepare("SELECT online FROM devices WHERE id=?").bind(id.toString()).first();
+      if (!row) return new Response("no such room", { status: 404 });
+    }
+    return env.ROOM.get(id).fetch(request);
   },
 } satisfies ExportedHandler<Env>;
