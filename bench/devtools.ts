@@ -44,10 +44,18 @@ export function selfTimes(profile: Profile): Map<number, number> {
   return self;
 }
 
-/** A DevTools protocol session on a wrangler dev's inspector (its first target: the Worker, objects included). */
-export async function inspector(port: number) {
-  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as { webSocketDebuggerUrl: string }[];
-  const socket = new WebSocket(targets[0]!.webSocketDebuggerUrl);
+/**
+ * A DevTools protocol session on an inspector: wrangler dev's (its first target: the Worker, objects included), or
+ * the runtime's own, which lists every isolate of the process by `target` (bench/idle-memory.ts: the local D1's).
+ */
+export async function inspector(port: number, target?: string) {
+  const targets = (await (await fetch(`http://127.0.0.1:${port}/json`)).json()) as {
+    id: string;
+    webSocketDebuggerUrl: string;
+  }[];
+  const chosen = target === undefined ? targets[0] : targets.find((t) => t.id === target);
+  if (!chosen) throw new Error(`no inspector target ${target} on port ${port}`);
+  const socket = new WebSocket(chosen.webSocketDebuggerUrl);
   await new Promise((resolve, reject) => socket.once("open", resolve).once("error", reject));
   let next = 1;
   const waiting = new Map<number, (result: unknown) => void>();
@@ -94,8 +102,8 @@ export interface HeapUsage {
  * collection as a task of the isolate, which workerd runs only when something next enters the isolate: `enter` (a
  * request to the Worker) is made until the collection has run.
  */
-export async function collectedHeap(port: number, enter: () => Promise<unknown>): Promise<HeapUsage> {
-  const { send, close } = await inspector(port);
+export async function collectedHeap(port: number, enter: () => Promise<unknown>, target?: string): Promise<HeapUsage> {
+  const { send, close } = await inspector(port, target);
   try {
     const collected = send("HeapProfiler.collectGarbage").then(() => true);
     const deadline = performance.now() + COLLECT_WITHIN_MS;

@@ -18,6 +18,9 @@
  * IDLE_POLL=count (relay): after each wave, wait until D1 shows the wave online, as the link stages do to time
  *   their set-ups (allOnline); IDLE_POLL=list asks the devices API instead (every device's row, every 200 ms), as they
  *   did before — what that polling costs the memory readings.
+ * IDLE_COLLECT_D1=1: the local D1's isolate (its own in the same runtime process) is collected in full too before
+ *   each reading, and its heap printed: whether what D1 costs a link is garbage of that isolate, which the Worker's
+ *   collection leaves (each local D1 query prepares a statement of its own, freed only with its JavaScript object).
  * IDLE_LINKS (default 1000) links in all, IDLE_WAVE (default 100) a wave.
  */
 import { readFileSync } from "node:fs";
@@ -28,13 +31,16 @@ import { allOnline, HIBERNATE_AFTER_MS, within } from "./link-stages.js";
 import { ScriptedDevice } from "./peers.js";
 import { inBatches, log, sleep } from "./progress.js";
 import { slope } from "./stats.js";
-import { BASELINE, RELAY, startDev, type Dev } from "./wrangler-dev.js";
+import { BASELINE, RELAY, runtimeInspectorPort, startDev, type Dev } from "./wrangler-dev.js";
 
 const SIDE = process.env.IDLE_SIDE ?? "relay";
 const BARE_STORAGE = process.env.IDLE_BARE_STORAGE ?? "";
 const LINKS = Number(process.env.IDLE_LINKS ?? 1000);
 const WAVE = Number(process.env.IDLE_WAVE ?? 100);
 const POLL = process.env.IDLE_POLL ?? "";
+const COLLECT_D1 = process.env.IDLE_COLLECT_D1 === "1";
+/** The local D1's isolate, as the runtime's inspector names it. */
+const D1_ISOLATE = "d1:db";
 const POLL_EVERY_MS = 200;
 const PARALLEL = 16;
 const LOGIN_CONCURRENCY = 16;
@@ -84,13 +90,23 @@ function rollup(pid: number): Reading {
   return { rssKiB: field("Rss"), anonRollupKiB: field("Anonymous"), privateDirtyKiB: field("Private_Dirty") };
 }
 
-async function read(dev: Dev, links: number): Promise<Reading> {
+/** The local D1's heap after a full collection, entered by a request of the side's that queries D1. */
+async function d1Heap(side: Side): Promise<Reading> {
+  const port = await runtimeInspectorPort(side.dev.workerdPid());
+  const heap = await collectedHeap(port, side.enterD1, D1_ISOLATE);
+  return { d1HeapKiB: (heap.usedSize + heap.embedderHeapUsedSize + heap.backingStorageSize) / KIB };
+}
+
+async function read(side: Side, links: number): Promise<Reading> {
+  const { dev } = side;
+  const d1 = COLLECT_D1 ? await d1Heap(side) : {};
   const heap = await collectedHeap(dev.inspectorPort, () =>
     fetch(`${dev.origin}${dev.probe}`).then((response) => response.arrayBuffer()),
   );
   const pid = dev.workerdPid();
   return {
     links,
+    ...d1,
     ...rollup(pid),
     ...mappings(pid),
     ...files(pid),
@@ -106,6 +122,8 @@ interface Side {
   open: (i: number) => Promise<ScriptedDevice>;
   /** After a wave: waits until the Worker shows `links` devices online (IDLE_POLL), or at once. */
   settle: (links: number) => Promise<void>;
+  /** A request that makes the Worker query its D1 (IDLE_COLLECT_D1). */
+  enterD1: () => Promise<unknown>;
 }
 
 async function prepare(): Promise<Side> {
@@ -118,7 +136,13 @@ async function prepare(): Promise<Side> {
       dev = await dev.restart();
     }
     const ready = dev;
-    return { dev, open: (i) => ScriptedDevice.bareLink(ready.origin, `idle-${i}`), settle: async () => {} };
+    return {
+      dev,
+      open: (i) => ScriptedDevice.bareLink(ready.origin, `idle-${i}`),
+      settle: async () => {},
+      // No rows: only the table's creation, which is there already.
+      enterD1: () => fetch(`${ready.origin}/seed/0`, { method: "POST" }),
+    };
   }
   if (SIDE !== "relay") throw new Error(`IDLE_SIDE: relay or bare, not ${SIDE}`);
   if (POLL && POLL !== "count" && POLL !== "list") throw new Error(`IDLE_POLL: count or list, not ${POLL}`);
@@ -131,6 +155,7 @@ async function prepare(): Promise<Side> {
   return {
     dev,
     open: (i) => ScriptedDevice.link(dev.origin, devices[i]!.token, devices[i]!.id),
+    enterD1: () => fetch(`${dev.origin}/api/__bench/online`).then((response) => response.arrayBuffer()),
     settle: async (links) => {
       if (POLL === "count") await allOnline(dev.origin, links);
       while (POLL === "list") {
@@ -147,13 +172,14 @@ const fixed = (value: number) => (Number.isInteger(value) ? String(value) : valu
 
 async function main(): Promise<void> {
   log(
-    `idle memory: ${SIDE}${BARE_STORAGE ? ` (storage: ${BARE_STORAGE})` : ""}${POLL ? `, polled (${POLL})` : ""}, ${LINKS} links in waves of ${WAVE}`,
+    `idle memory: ${SIDE}${BARE_STORAGE ? ` (storage: ${BARE_STORAGE})` : ""}${POLL ? `, polled (${POLL})` : ""}${COLLECT_D1 ? ", D1 collected" : ""}, ${LINKS} links in waves of ${WAVE}`,
   );
-  const { dev, open, settle } = await prepare();
+  const side = await prepare();
+  const { dev, open, settle } = side;
   const readings: Reading[] = [];
   const held: ScriptedDevice[] = [];
   try {
-    readings.push(await read(dev, 0));
+    readings.push(await read(side, 0));
     while (held.length < LINKS) {
       const offset = held.length;
       held.push(
@@ -165,7 +191,7 @@ async function main(): Promise<void> {
       );
       await within(settle(held.length), UP_WITHIN_MS, "the devices online");
       await sleep(HIBERNATE_AFTER_MS);
-      const reading = await read(dev, held.length);
+      const reading = await read(side, held.length);
       readings.push(reading);
       log(`  ${held.length} links: RSS ${reading.rssKiB} KiB, ${reading.sqliteMaps} SQLite files mapped`);
     }

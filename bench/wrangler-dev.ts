@@ -365,6 +365,20 @@ class PortTaken extends Error {
   }
 }
 
+/**
+ * The runtime's own inspector port, which lists every isolate of the process (wrangler's lists only the Worker's):
+ * the one of its ports whose target list names the Worker's isolate.
+ */
+export async function runtimeInspectorPort(runtimePid: number): Promise<number> {
+  for (const port of listeningPorts(runtimePid)) {
+    const list = await fetch(`http://127.0.0.1:${port}/json/list`, { signal: AbortSignal.timeout(5_000) })
+      .then((response) => response.text())
+      .catch(() => "");
+    if (list.includes('"core:user:')) return port;
+  }
+  throw new Error(`no port of workerd ${runtimePid} is its inspector`);
+}
+
 /** Whether one of these processes listens on the port (a process gone meanwhile listens on nothing). */
 function listenedByAny(pids: number[], port: number): boolean {
   return pids.some((pid) => {
