@@ -18,9 +18,10 @@
  * IDLE_POLL=count (relay): after each wave, wait until D1 shows the wave online, as the link stages do to time
  *   their set-ups (allOnline); IDLE_POLL=list asks the devices API instead (every device's row, every 200 ms), as they
  *   did before — what that polling costs the memory readings.
- * IDLE_COLLECT_D1=1: the local D1's isolate (its own in the same runtime process) is collected in full too before
- *   each reading, and its heap printed: whether what D1 costs a link is garbage of that isolate, which the Worker's
- *   collection leaves (each local D1 query prepares a statement of its own, freed only with its JavaScript object).
+ * IDLE_COLLECT_D1=1: the local D1's isolates (its own, in the same runtime process) are collected in full too
+ *   before each reading, and their heap printed: whether what D1 costs a link is garbage of those isolates, which
+ *   the Worker's collection leaves (each local D1 query prepares a statement of its own, freed only with its
+ *   JavaScript object).
  * IDLE_LINKS (default 1000) links in all, IDLE_WAVE (default 100) a wave.
  */
 import { readFileSync } from "node:fs";
@@ -39,8 +40,8 @@ const LINKS = Number(process.env.IDLE_LINKS ?? 1000);
 const WAVE = Number(process.env.IDLE_WAVE ?? 100);
 const POLL = process.env.IDLE_POLL ?? "";
 const COLLECT_D1 = process.env.IDLE_COLLECT_D1 === "1";
-/** The local D1's isolate, as the runtime's inspector names it. */
-const D1_ISOLATE = "d1:db";
+/** The local D1's isolates, as the runtime's inspector names them: the binding's entry, and the database's object. */
+const D1_ISOLATES = ["d1:db:entry", "d1:db"];
 const POLL_EVERY_MS = 200;
 const PARALLEL = 16;
 const LOGIN_CONCURRENCY = 16;
@@ -93,8 +94,12 @@ function rollup(pid: number): Reading {
 /** The local D1's heap after a full collection, entered by a request of the side's that queries D1. */
 async function d1Heap(side: Side): Promise<Reading> {
   const port = await runtimeInspectorPort(side.dev.workerdPid());
-  const heap = await collectedHeap(port, side.enterD1, D1_ISOLATE);
-  return { d1HeapKiB: (heap.usedSize + heap.embedderHeapUsedSize + heap.backingStorageSize) / KIB };
+  let used = 0;
+  for (const isolate of D1_ISOLATES) {
+    const heap = await collectedHeap(port, side.enterD1, isolate);
+    used += heap.usedSize + heap.embedderHeapUsedSize + heap.backingStorageSize;
+  }
+  return { d1HeapKiB: used / KIB };
 }
 
 async function read(side: Side, links: number): Promise<Reading> {
