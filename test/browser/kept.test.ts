@@ -247,6 +247,9 @@ describe("the kept conversation", () => {
     await signIn(page);
     await page.goto(chatUrl());
     await page.locator(".turn[data-kept]").first().waitFor();
+    // The turns come on the socket the page dials first, the title with the chat list read after: what is exported
+    // is the chat as titled in its bar.
+    await page.getByRole("heading", { name: "Move to SQLite" }).waitFor();
     const [markdown] = await Promise.all([
       page.waitForEvent("download"),
       page
