@@ -27,7 +27,7 @@
 import { readFileSync } from "node:fs";
 import { openFileTargets } from "./proc.js";
 import { createDevices, createPerson } from "./accounts.js";
-import { collectedHeap } from "./devtools.js";
+import { collectedHeap, collectedLocalD1 } from "./devtools.js";
 import { allOnline, HIBERNATE_AFTER_MS, within } from "./link-stages.js";
 import { ScriptedDevice } from "./peers.js";
 import { inBatches, log, sleep } from "./progress.js";
@@ -40,8 +40,6 @@ const LINKS = Number(process.env.IDLE_LINKS ?? 1000);
 const WAVE = Number(process.env.IDLE_WAVE ?? 100);
 const POLL = process.env.IDLE_POLL ?? "";
 const COLLECT_D1 = process.env.IDLE_COLLECT_D1 === "1";
-/** The local D1's isolates, as the runtime's inspector names them: the binding's entry, and the database's object. */
-const D1_ISOLATES = ["d1:db:entry", "d1:db"];
 const POLL_EVERY_MS = 200;
 const PARALLEL = 16;
 const LOGIN_CONCURRENCY = 16;
@@ -94,12 +92,7 @@ function rollup(pid: number): Reading {
 /** The local D1's heap after a full collection, entered by a request of the side's that queries D1. */
 async function d1Heap(side: Side): Promise<Reading> {
   const port = await runtimeInspectorPort(side.dev.workerdPid());
-  let used = 0;
-  for (const isolate of D1_ISOLATES) {
-    const heap = await collectedHeap(port, side.enterD1, isolate);
-    used += heap.usedSize + heap.embedderHeapUsedSize + heap.backingStorageSize;
-  }
-  return { d1HeapKiB: used / KIB };
+  return { d1HeapKiB: (await collectedLocalD1(port, side.enterD1)) / KIB };
 }
 
 async function read(side: Side, links: number): Promise<Reading> {

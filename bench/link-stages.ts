@@ -13,12 +13,12 @@
  */
 import { d1Between, readCounters } from "./counters.js";
 import type { Device, Person } from "./accounts.js";
-import { collectedHeap, type HeapUsage } from "./devtools.js";
+import { collectedHeap, collectedLocalD1, type HeapUsage } from "./devtools.js";
 import { Client, ScriptedDevice } from "./peers.js";
 import { inBatches, log, progress, sleep } from "./progress.js";
 import { openFileLimit, openFiles, rssBytes } from "./proc.js";
 import { median, spread, type Spread } from "./stats.js";
-import type { Dev } from "./wrangler-dev.js";
+import { runtimeInspectorPort, type Dev } from "./wrangler-dev.js";
 
 export const STAGES = [1, 100, 1000] as const;
 /** BENCH_SCALE=1 goes on from the last stage to these, 1,000 links a stage, more at a time. */
@@ -226,10 +226,20 @@ const collected = (dev: Dev) =>
   collectedHeap(dev.inspectorPort, () => fetch(`${dev.origin}${dev.probe}`).then((response) => response.arrayBuffer()));
 
 /**
- * Both runtimes' memory, each read after a full collection in its isolate: what the links keep, not garbage that
- * happens to be uncollected (tens of MiB of RSS either way).
+ * The relay's local D1 collected (collectedLocalD1): uncollected, each query a link made left 20–25 KiB of RSS that
+ * no deployed link costs. The baseline never queries its D1, so leaves nothing there.
+ */
+const collectedD1 = async (relay: Dev) =>
+  collectedLocalD1(await runtimeInspectorPort(relay.workerdPid()), () =>
+    fetch(`${relay.origin}/api/__bench/online`).then((response) => response.arrayBuffer()),
+  );
+
+/**
+ * Both runtimes' memory, each read after a full collection in its isolate and the relay's local D1: what the links
+ * keep, not garbage that happens to be uncollected (tens of MiB of RSS either way).
  */
 async function inUse(relay: Dev, bare: Dev): Promise<Omit<MemoryRow, "links">> {
+  await collectedD1(relay);
   const [relayHeap, bareHeap] = await Promise.all([collected(relay), collected(bare)]);
   return {
     relayBytes: rssBytes(relay.workerdPid()),
