@@ -3,7 +3,9 @@
  * sockets, another client times its requests to the device (paced as round-trip.ts does); read against the same
  * client's round trips with nobody else attached. The 200 sockets live in a process of their own, so their frames
  * do not delay the timing client's. The runtime's RSS is read before, during and after: once the 200 have left, it
- * is read until it is back within IDLE_MARGIN of the idle level or RSS_SETTLE_MS have passed.
+ * is read until it is back within IDLE_MARGIN of the idle level or RSS_SETTLE_MS have passed. The idle and after
+ * readings each follow a full collection of the relay's isolate and its local D1 (collectedRelay), so they compare
+ * what the runtime keeps, not how much garbage each happened to hold.
  */
 import { spawn } from "node:child_process";
 import { once } from "node:events";
@@ -14,7 +16,8 @@ import { cpuMs, rssBytes } from "./proc.js";
 import { log, sleep } from "./progress.js";
 import { MIN_INTERVAL_MS, ROUND_TRIP_METHOD } from "./round-trip.js";
 import { spread, type Spread } from "./stats.js";
-import { ROOT } from "./wrangler-dev.js";
+import { collectedRelay } from "./link-stages.js";
+import { type Dev, ROOT } from "./wrangler-dev.js";
 
 export const FAIRNESS = {
   clients: 200,
@@ -27,6 +30,8 @@ export const FAIRNESS = {
 export const IDLE_MARGIN = 0.1;
 const RSS_SETTLE_MS = 30_000;
 const RSS_EVERY_MS = 250;
+/** After the clients left, the isolate is collected again this often while RSS is still above the idle level. */
+const COLLECT_EVERY_MS = 2_000;
 
 export interface FairnessResult {
   clients: number;
@@ -98,17 +103,19 @@ async function roundTrips(client: Client, count: number, until?: () => boolean):
 }
 
 export async function measureFairness(
-  origin: string,
+  relay: Dev,
   deviceId: string,
   auth: string,
   device: ScriptedDevice,
   client: Client,
-  runtimePid: number,
 ): Promise<FairnessResult> {
+  const { origin } = relay;
+  const runtimePid = relay.workerdPid();
   const cpu = () => cpuMs(runtimePid);
   const loadBefore = os.loadavg()[0]!;
   await roundTrips(client, FAIRNESS.warmup);
   const idle = await roundTrips(client, FAIRNESS.idleSamples);
+  await collectedRelay(relay);
   const idleRss = rssBytes(runtimePid);
 
   const receivers = spawn(process.execPath, ["-e", RECEIVERS], {
@@ -158,9 +165,15 @@ export async function measureFairness(
     await exited;
 
     const left = performance.now();
+    let collectedAt = performance.now();
+    await collectedRelay(relay);
     let after = rssBytes(runtimePid);
     while (after > idleRss * (1 + IDLE_MARGIN) && performance.now() - left < RSS_SETTLE_MS) {
       await sleep(RSS_EVERY_MS);
+      if (performance.now() - collectedAt >= COLLECT_EVERY_MS) {
+        collectedAt = performance.now();
+        await collectedRelay(relay);
+      }
       after = rssBytes(runtimePid);
     }
     return {

@@ -5,8 +5,8 @@
  * event), each Worker's isolate is collected in full, and its workerd process's RSS and the isolate's heap are read.
  * The first 50 links, and 20 before each later wave, are made one at a time and timed, each watched by a client
  * socket until `_instance/link` says up — on the baseline, a bare exchange of the same messages, in pairs with the
- * relay's (timedPair: relay, bare, relay, bare, …); the rest in parallel, in waves of 100 that each hibernate before the next (WAVE; the set-up
- * rate counts only the waves' untimed links). After the last stage the links stay idle a while (the devices pinging
+ * relay's (timedPair: relay, bare, relay, bare, …); the rest in parallel, in waves of 100 that each hibernate before
+ * the next (WAVE; the set-up rate counts only the waves' untimed links). After the last stage the links stay idle a while (the devices pinging
  * every 30 s, as the CLI does), counting how often their objects wake on their own, and then each device sends one
  * frame: an object that was evicted is constructed again to read it, so the new constructions count the idle links
  * that held no object in memory. The baseline's rooms are probed alike.
@@ -48,8 +48,8 @@ const TIMED_LINKS = 50;
 const TIMED_A_WAVE = 20;
 const PARALLEL = 16;
 /**
- * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/runtime/heartbeat.ts) shows here; the sweep
- * shows only once links are older than that, as at scale, at 1 in 30 of them a window.
+ * Anything but the heartbeat sweep (every 10 minutes an object's alarm, src/link/runtime/heartbeat.ts) shows here;
+ * the sweep shows only once links are older than that, as at scale, at 1 in 30 of them a window.
  */
 const IDLE_WINDOW_MS = 20_000;
 const PROBE_SETTLE_MS = 3_000;
@@ -234,13 +234,18 @@ const collectedD1 = async (relay: Dev) =>
     fetch(`${relay.origin}/api/__bench/online`).then((response) => response.arrayBuffer()),
   );
 
+/** The relay's isolate and its local D1 collected in full: what a reading of its RSS then sees is kept, not garbage. */
+export async function collectedRelay(relay: Dev): Promise<HeapUsage> {
+  await collectedD1(relay);
+  return collected(relay);
+}
+
 /**
  * Both runtimes' memory, each read after a full collection in its isolate and the relay's local D1: what the links
  * keep, not garbage that happens to be uncollected (tens of MiB of RSS either way).
  */
 async function inUse(relay: Dev, bare: Dev): Promise<Omit<MemoryRow, "links">> {
-  await collectedD1(relay);
-  const [relayHeap, bareHeap] = await Promise.all([collected(relay), collected(bare)]);
+  const [relayHeap, bareHeap] = await Promise.all([collectedRelay(relay), collected(bare)]);
   return {
     relayBytes: rssBytes(relay.workerdPid()),
     bareBytes: rssBytes(bare.workerdPid()),

@@ -118,7 +118,7 @@ async function bench(workers: Workers): Promise<BenchResult> {
   const relayCommits = await countRelayCommits(relay.origin, device, client, startTurn);
   await roundTripPass();
   log("fairness: round trips beside a turn streamed to 200 client sockets; the runtime's memory after");
-  const fairness = await measureFairness(relay.origin, main!.id, person.auth, device, client, relay.workerdPid());
+  const fairness = await measureFairness(relay, main!.id, person.auth, device, client);
   await Promise.all([client.close(), bareClient.close(), device.close(), bareDevice.close()]);
 
   const base = {
@@ -228,7 +228,7 @@ async function only(stages: Set<string>): Promise<void> {
       await device.initialized;
       const client = await Client.attach(relay.origin, main!.id, person.auth);
       log("fairness: round trips beside a turn streamed to 200 client sockets; the runtime's memory after");
-      fairness = await measureFairness(relay.origin, main!.id, person.auth, device, client, relay.workerdPid());
+      fairness = await measureFairness(relay, main!.id, person.auth, device, client);
       await Promise.all([client.close(), device.close()]);
     } finally {
       await relay.stop();
