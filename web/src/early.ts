@@ -4,12 +4,13 @@
  * and what only it imports) beside main.js, and dials the device's socket (link/early-socket.ts) — the open
  * chat's first waits, which would otherwise start only once main.js and that chunk had run.
  */
+import { CHAT_PATTERN, DEVICE_PATTERN, match } from "./app/paths";
 import { dialEarly } from "./link/early-socket";
 
 /** The device page's chunks, under /js/: set by the build (scripts/build-web.ts). */
 declare const DEVICE_CHUNKS: readonly string[];
 
-const address = /^\/devices\/([^/]+)(?:\/chats\/([^/]+))?\/?$/.exec(location.pathname);
+const address = match(DEVICE_PATTERN, location.pathname) ?? match(CHAT_PATTERN, location.pathname);
 if (address) {
   for (const href of DEVICE_CHUNKS) {
     const link = document.createElement("link");
@@ -17,5 +18,5 @@ if (address) {
     link.href = href;
     document.head.append(link);
   }
-  dialEarly(decodeURIComponent(address[1]!), address[2] ? decodeURIComponent(address[2]) : null);
+  dialEarly(address.deviceId!, address.sessionId ?? null);
 }

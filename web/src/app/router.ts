@@ -15,24 +15,6 @@ export function navigate(to: string, options: { replace?: boolean } = {}): void 
   here.value = url;
 }
 
-/** `/devices/:deviceId` against `/devices/abc` → { deviceId: "abc" }; null when it does not match. */
-export function match(pattern: string, pathname: string): Record<string, string> | null {
-  const trim = (p: string) => p.replace(/(.)\/+$/, "$1");
-  const want = trim(pattern).split("/");
-  const got = trim(pathname).split("/");
-  if (want.length !== got.length) return null;
-  const params: Record<string, string> = {};
-  for (let i = 0; i < want.length; i++) {
-    const w = want[i]!;
-    const g = got[i]!;
-    if (w.startsWith(":")) {
-      if (!g) return null;
-      params[w.slice(1)] = decodeURIComponent(g);
-    } else if (w !== g) return null;
-  }
-  return params;
-}
-
 window.addEventListener("popstate", () => {
   here.value = new URL(location.href);
 });

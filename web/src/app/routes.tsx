@@ -7,6 +7,7 @@ import { ApprovePage } from "../pages/approve";
 import { LazyDevicePage } from "../pages/device-chunk";
 import { DevicesPage } from "../pages/devices";
 import { LibraryPage } from "../pages/library";
+import { CHAT_PATTERN, DEVICE_PATTERN } from "./paths";
 
 export interface Route {
   pattern: string;
@@ -20,12 +21,12 @@ export const ROUTES: readonly Route[] = [
   { pattern: "/device", title: "Link a device", page: (_, q) => <ApprovePage code={q.get("code") ?? ""} /> },
   { pattern: "/library", title: "Library", page: () => <LibraryPage /> },
   {
-    pattern: "/devices/:deviceId",
+    pattern: DEVICE_PATTERN,
     title: "Device",
     page: (p) => <LazyDevicePage key={p.deviceId} deviceId={p.deviceId!} />,
   },
   {
-    pattern: "/devices/:deviceId/chats/:sessionId",
+    pattern: CHAT_PATTERN,
     title: "Chat",
     page: (p) => <LazyDevicePage key={p.deviceId} deviceId={p.deviceId!} sessionId={p.sessionId} />,
   },
