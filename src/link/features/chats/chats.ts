@@ -17,6 +17,7 @@ import { DEFAULT_QUOTAS, limitsOf } from "../../../limits/config";
 import { oweD1 } from "../../runtime/d1-queue";
 import { d1Write, d1Writes, type D1Write } from "../../runtime/d1-write";
 import { titleFromPrompt } from "./prompt-title";
+import { perObject } from "../../runtime/per-object";
 import type {
   LinkRuntime,
   BeforeForward,
@@ -104,7 +105,7 @@ const chatFromAnswer: RelayedAnswerObserver = (rt, request, answer) => {
 };
 
 /** Sessions whose first prompt this object has seen: one owed write a session, not one a prompt. */
-const prompted = new WeakMap<LinkRuntime, Set<string>>();
+const promptedOf = perObject((_rt: LinkRuntime) => new Set<string>());
 
 /**
  * A plain ACP agent names no chat (no title events): its first prompt's first line does. The write leaves a chat
@@ -114,7 +115,7 @@ const titleFromFirstPrompt: BeforeForward = (rt, call) => {
   if (!rt.speaksPlainAcp()) return;
   const { sessionId, prompt } = (call.params ?? {}) as { sessionId?: unknown; prompt?: unknown };
   if (typeof sessionId !== "string") return;
-  const seen = prompted.get(rt) ?? prompted.set(rt, new Set()).get(rt)!;
+  const seen = promptedOf(rt);
   if (seen.has(sessionId)) return;
   seen.add(sessionId);
   const title = titleFromPrompt(prompt);

@@ -17,6 +17,7 @@ import { sendPush, topicOf, type Delivery, type PushMessage } from "../../../pus
 import { pushSetup } from "../../../push/setup";
 import type { Migrating } from "../../runtime/schema-steps";
 import { OnDemandTables } from "../../runtime/tables-on-demand";
+import { perObject } from "../../runtime/per-object";
 import { deviceOf } from "../../runtime/background";
 import type { LinkRuntime } from "../../runtime/runtime";
 
@@ -71,8 +72,7 @@ interface OutboxRow extends Record<string, SqlStorageValue> {
 }
 
 /** Rows being sent right now by this instance of the object (an alarm must not send them a second time). */
-const sending = new WeakMap<LinkRuntime, Set<number>>();
-const inFlight = (rt: LinkRuntime) => sending.get(rt) ?? sending.set(rt, new Set()).get(rt)!;
+const inFlight = perObject((_rt: LinkRuntime) => new Set<number>());
 
 const list = (text: string | null) => (text === null ? null : (JSON.parse(text) as string[]));
 
