@@ -27,8 +27,8 @@
 import { readFileSync } from "node:fs";
 import { openFileTargets } from "./proc.js";
 import { createDevices, createPerson } from "./accounts.js";
-import { collectedHeap, collectedLocalD1 } from "./devtools.js";
-import { allOnline, HIBERNATE_AFTER_MS, within } from "./link-stages.js";
+import { collectedLocalD1 } from "./devtools.js";
+import { allOnline, collected, HIBERNATE_AFTER_MS, queryRelayD1, within } from "./link-stages.js";
 import { ScriptedDevice } from "./peers.js";
 import { inBatches, log, sleep } from "./progress.js";
 import { slope } from "./stats.js";
@@ -98,9 +98,7 @@ async function d1Heap(side: Side): Promise<Reading> {
 async function read(side: Side, links: number): Promise<Reading> {
   const { dev } = side;
   const d1 = COLLECT_D1 ? await d1Heap(side) : {};
-  const heap = await collectedHeap(dev.inspectorPort, () =>
-    fetch(`${dev.origin}${dev.probe}`).then((response) => response.arrayBuffer()),
-  );
+  const heap = await collected(dev);
   const pid = dev.workerdPid();
   return {
     links,
@@ -153,7 +151,7 @@ async function prepare(): Promise<Side> {
   return {
     dev,
     open: (i) => ScriptedDevice.link(dev.origin, devices[i]!.token, devices[i]!.id),
-    enterD1: () => fetch(`${dev.origin}/api/__bench/online`).then((response) => response.arrayBuffer()),
+    enterD1: () => queryRelayD1(dev),
     settle: async (links) => {
       if (POLL === "count") await allOnline(dev.origin, links);
       while (POLL === "list") {

@@ -222,7 +222,7 @@ export async function timeSetUps(relay: Dev, bare: Dev, person: Person, devices:
 const busiestFiles = (dev: Dev) => Math.max(...dev.workerdPids().map(openFiles));
 
 /** A full collection in the Worker's isolate, entered by a request to its probe, and the heap left in use. */
-const collected = (dev: Dev) =>
+export const collected = (dev: Dev) =>
   collectedHeap(dev.inspectorPort, () => fetch(`${dev.origin}${dev.probe}`).then((response) => response.arrayBuffer()));
 
 /**
@@ -230,9 +230,11 @@ const collected = (dev: Dev) =>
  * no deployed link costs. The baseline never queries its D1, so leaves nothing there.
  */
 const collectedD1 = async (relay: Dev) =>
-  collectedLocalD1(await runtimeInspectorPort(relay.workerdPid()), () =>
-    fetch(`${relay.origin}/api/__bench/online`).then((response) => response.arrayBuffer()),
-  );
+  collectedLocalD1(await runtimeInspectorPort(relay.workerdPid()), () => queryRelayD1(relay));
+
+/** A request that makes the relay query its D1 (the instrumented Worker's count of the devices online). */
+export const queryRelayD1 = (relay: Dev) =>
+  fetch(`${relay.origin}/api/__bench/online`).then((response) => response.arrayBuffer());
 
 /** The relay's isolate and its local D1 collected in full: what a reading of its RSS then sees is kept, not garbage. */
 export async function collectedRelay(relay: Dev): Promise<HeapUsage> {
