@@ -4,8 +4,9 @@
  * headersFile() below; the Worker's own answers get theirs from withSecurityHeaders() (the router's last step).
  *
  * The page policy is what the UI needs and no more: its own scripts and styles (no inline style or event handler, and
- * no inline script but the page's one, allowed by its hash in `_headers` alone: the Worker serves no page), images from itself and from data:/blob: URLs (pasted and attached images), HTTP and WebSocket calls to
- * its own origin, no plugins, never framed (clickjacking the device approval), no <base>, forms posting only here.
+ * no inline script but the page's one, allowed by its hash in `_headers` alone: the Worker serves no page), images
+ * from itself and from data:/blob: URLs (pasted and attached images), HTTP and WebSocket calls to its own origin, no
+ * plugins, never framed (clickjacking the device approval), no <base>, forms posting only here.
  */
 
 export const CONTENT_SECURITY_POLICY = [
